@@ -1,0 +1,53 @@
+// A one-line progress meter on stderr for long steps (forging, conditioning, building).
+// Redraws at most every 200 ms; prints a final line with the elapsed time. Not thread-safe: one
+// owner thread calls advance().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace rocket {
+
+class Progress {
+ public:
+  Progress(std::string label, uint64_t total) : label_(std::move(label)), total_(total) {}
+  ~Progress() { finish(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void advance(uint64_t n) {
+    done_ += n;
+    auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    std::fprintf(stderr, "\r%s %5.1f%% (%s / %s)", label_.c_str(), total_ ? 100.0 * done_ / total_ : 100.0,
+                 human(done_).c_str(), human(total_).c_str());
+    std::fflush(stderr);
+  }
+
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    std::fprintf(stderr, "\r%s done: %s in %.1f s\n", label_.c_str(), human(done_).c_str(), s);
+  }
+
+  static std::string human(uint64_t bytes) {
+    char buf[32];
+    if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
+    else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+    else std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+    return buf;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string label_;
+  uint64_t total_, done_ = 0;
+  Clock::time_point start_ = Clock::now(), last_ = start_;
+  bool finished_ = false;
+};
+
+}  // namespace rocket

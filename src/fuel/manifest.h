@@ -1,0 +1,37 @@
+// The manifest: every tensor a fuel of a given chemistry holds, with its checkpoint dtype and shape,
+// named exactly as Qwen3.5-MoE checkpoints on the Hub name them. Forge writes it, the fuel loader
+// checks a checkpoint against it (missing / extra / misshaped), the compiler conditions from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "fuel/chemistry.h"
+
+namespace rocket {
+
+// What a stored tensor is, for a quantised weight: the values or one of their scales.
+enum class Part : uint8_t { kWeight, kScaleInv128 /*fp8 block*/, kScale16 /*nvfp4 e4m3*/, kScale2, kInputScale, kPlain };
+
+struct TensorSpec {
+  std::string name;             // canonical: "layers.0.linear_attn.in_proj_qkv.weight", "embed_tokens.weight", "lm_head.weight"
+  DType dtype;
+  std::vector<int64_t> shape;   // checkpoint shape (packed FP4 has K/2 bytes per row)
+  Part part = Part::kPlain;
+  Precision precision = Precision::kBF16;
+  int64_t rows = 0, cols = 0;   // logical [out, in] of the weight this tensor belongs to
+  uint64_t nbytes() const;
+};
+
+// Layouts transformers writes for this chemistry: text-only `model.layers.*` or multimodal
+// `model.language_model.layers.*`. The LM head is `lm_head.weight` in both.
+enum class Layout : uint8_t { kText, kMultimodal };
+
+std::string checkpoint_name(const std::string& canonical, Layout layout);
+
+// Every tensor of a fuel of chemistry `c`, in a deterministic order (layer by layer).
+std::vector<TensorSpec> fuel_manifest(const Chemistry& c);
+
+}  // namespace rocket
