@@ -1,0 +1,115 @@
+#include "compiler/compiler.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "boosters/profile.h"
+#include "compiler/codegen.h"
+#include "compiler/condition.h"
+#include "compiler/kernel_selection.h"
+#include "compiler/memory_map.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/staged_dir.h"
+#include "fuel/fuel.h"
+
+namespace fs = std::filesystem;
+
+namespace rocket {
+
+std::string host_engine_compile_command(const std::string& engine_dir, const std::string& output) {
+  const std::string src = ROCKET_SOURCE_DIR "/src";
+  std::string sources;
+  for (const auto& e : fs::directory_iterator(src + "/engine/host"))
+    if (e.path().extension() == ".cc") sources += " '" + e.path().string() + "'";
+#ifdef ROCKET_ENGINE_LINK_CUDA
+  const char* link = ROCKET_ENGINE_LINK " " ROCKET_ENGINE_LINK_CUDA;
+#else
+  const char* link = ROCKET_ENGINE_LINK;
+#endif
+  // -march=native: a host engine is built for the machine it runs on (booster identity).
+  return fmt::format("'{}' -std=c++20 -O2 -march=native -fopenmp -DFMT_HEADER_ONLY -I'{}' -I'{}'{} {} "
+                     "-static-libstdc++ -static-libgcc -o '{}'",
+                     ROCKET_CXX, engine_dir, src, sources, link, output);
+}
+
+namespace {
+
+HardwareProfile profile_for(const BuildOptions& opt) {
+  if (!opt.profile.empty()) {
+    HardwareProfile p = load_profile(opt.profile);
+    if (p.booster != opt.booster)
+      fail("{}: profile is for booster '{}', building for '{}'", opt.profile, p.booster, opt.booster);
+    return p;
+  }
+  if (opt.booster == "host") return probe_host();
+  const fs::path committed = fs::path(ROCKET_SOURCE_DIR) / "boosters" / (opt.booster + ".json");
+  if (!fs::exists(committed))
+    fail("no hardware profile for booster '{}': pass --profile FILE (made by `rocket probe --booster {}` on that "
+         "machine) or commit {}", opt.booster, opt.booster, committed.string());
+  return load_profile(committed);
+}
+
+void write_text(const fs::path& p, const std::string& s) {
+  std::ofstream f(p);
+  f << s;
+  if (!f) fail("{}: write failed", p.string());
+}
+
+}  // namespace
+
+void build(const BuildOptions& opt) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  if (opt.fuel_dir.empty() || opt.out.empty()) fail("build: FUEL_DIR and --out ENGINE_DIR are required");
+  if (opt.booster != "host" && opt.booster != "h200") fail("build: unknown booster '{}' (expected host or h200)", opt.booster);
+  Fuel fuel = Fuel::open(opt.fuel_dir);
+  const HardwareProfile hw = profile_for(opt);
+
+  PlanOptions po;
+  po.booster = opt.booster;
+  po.max_context = opt.max_context;
+  Plan plan = plan_memory(fuel.chemistry(), po);
+  plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
+  plan.kernels = select_kernels(fuel.chemistry(), opt.booster);
+  plan.validate("plan");
+  const uint64_t usable = hw.usable_bytes();
+  std::fprintf(stderr, "plan: residency %s (weights %s + runtime %s); %s usable on %s (%s)\n",
+               Progress::human(plan.arena_bytes).c_str(), Progress::human(plan.blob_bytes).c_str(),
+               Progress::human(plan.arena_bytes - plan.blob_bytes).c_str(), Progress::human(usable).c_str(),
+               opt.booster.c_str(), hw.device_name.c_str());
+  if (plan.arena_bytes > usable)
+    fail("build: plan residency {} bytes exceeds the {} booster's usable memory {} bytes (free {} - reserve {} - "
+         "floor {}) by {} bytes", plan.arena_bytes, opt.booster, usable, hw.memory_free, hw.reserve, hw.floor,
+         plan.arena_bytes - usable);
+
+  StagedDir dir(opt.out, opt.force);
+  write_text(dir.path() / "plan.json", plan.to_json().dump(1) + "\n");
+  condition_weights(fuel, plan, (dir.path() / "weights.blob").string());
+  write_text(dir.path() / "engine.h", generate_engine_header(plan));
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"})
+    if (fs::exists(fs::path(opt.fuel_dir) / f)) fs::copy_file(fs::path(opt.fuel_dir) / f, dir.path() / f);
+
+  if (opt.booster == "host") {
+    fs::create_directories(dir.path() / "bin");
+    // The binary is compiled in place under the staged directory, then the whole directory is
+    // renamed; the engine locates its plan relative to its own path, not an absolute one.
+    const std::string cmd = host_engine_compile_command(dir.path().string(), (dir.path() / "bin/rocket-engine").string());
+    std::fprintf(stderr, "compiling the host engine for chemistry %s ...\n", plan.fingerprint.c_str());
+    const auto c0 = Clock::now();
+    if (std::system(cmd.c_str()) != 0) fail("build: compiling the engine failed; command was:\n{}", cmd);
+    std::fprintf(stderr, "engine compiled in %.1f s\n", std::chrono::duration<double>(Clock::now() - c0).count());
+  } else {
+    // The H200 engine (CUDA kernels, one arena, graph per bucket) is built from this engine.h by the
+    // H200 engine issue; until then `rocket build --booster h200` emits the plan, blob and header.
+    std::fprintf(stderr, "note: no h200 engine binary yet; plan, weights.blob and engine.h written\n");
+  }
+  dir.commit();
+  std::fprintf(stderr, "built %s in %.1f s\n", opt.out.c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+}  // namespace rocket

@@ -1,0 +1,125 @@
+#include "compiler/memory_map.h"
+
+#include <algorithm>
+
+#include "core/align.h"
+#include "core/error.h"
+
+namespace rocket {
+
+std::string weight_unit(const std::string& n) {
+  // "layers.L.mlp.experts.E.<proj>.<part>" -> "layers.L.mlp.experts.E"
+  if (auto p = n.find(".mlp.experts."); p != std::string::npos) {
+    auto e_end = n.find('.', p + 13);
+    return n.substr(0, e_end);
+  }
+  for (const char* suffix : {".weight_scale_inv", ".weight_scale_2", ".weight_scale", ".input_scale", ".weight"})
+    if (n.ends_with(suffix)) return n.substr(0, n.size() - std::string(suffix).size());
+  return n;
+}
+
+namespace {
+
+constexpr uint64_t kPartAlign = 256;  // within a unit: enough for 128-byte vector/TMA loads
+
+struct Region {
+  Plan& plan;
+  PlanRegion r;
+  Region(Plan& p, std::string name, uint64_t at) : plan(p), r{std::move(name), at, 0} {}
+  void add(const std::string& name, uint64_t bytes) {
+    plan.buffers.push_back({name, r.name, r.offset + r.bytes, bytes});
+    r.bytes += align_up(bytes);
+  }
+  uint64_t end() { plan.regions.push_back(r); return r.offset + r.bytes; }
+};
+
+}  // namespace
+
+Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
+  Plan p;
+  p.booster = opt.booster;
+  p.chemistry = c;
+  p.fingerprint = c.fingerprint();
+  p.buckets = opt.buckets;
+  std::sort(p.buckets.begin(), p.buckets.end());
+  p.max_streams = p.buckets.back();
+  p.max_context = opt.max_context ? opt.max_context : std::min(c.max_positions, opt.booster == "host" ? 2048 : 8192);
+  p.prefill_chunk = opt.prefill_chunk;
+  p.max_rows = std::max(p.max_streams, p.prefill_chunk);
+  // The host booster computes in fp32 throughout (it is the parity engine); the h200 engine keeps
+  // activations and KV in bf16 and recurrent state in fp32.
+  p.activation_bytes = opt.booster == "host" ? 4 : 2;
+  p.kv_bytes = opt.booster == "host" ? 4 : 2;
+
+  // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector.
+  uint64_t at = 0;
+  std::string unit;
+  for (const TensorSpec& t : fuel_manifest(c)) {
+    std::string u = weight_unit(t.name);
+    at = u != unit ? align_up(at) : align_up(at, kPartAlign);
+    unit = u;
+    p.tensors.push_back({t.name, t.dtype, t.shape, at, t.nbytes()});
+    at += t.nbytes();
+  }
+  p.blob_bytes = align_up(at);
+  p.regions.push_back({"weights", 0, p.blob_bytes});
+  std::sort(p.tensors.begin(), p.tensors.end(), [](auto& a, auto& b) { return a.name < b.name; });
+
+  const uint64_t M = p.max_rows, A = p.activation_bytes, H = c.hidden;
+  const uint64_t heads_hd = uint64_t(c.heads) * c.head_dim, kv_hd = uint64_t(c.kv_heads) * c.head_dim;
+  const uint64_t routed = M * c.top_k;
+  Region act(p, "activations", p.blob_bytes);
+  act.add("x", M * H * A);
+  act.add("hn", M * H * A);
+  act.add("mix", M * std::max<uint64_t>(c.conv_dim(), 2 * heads_hd) * A);
+  act.add("mixc", M * c.conv_dim() * A);
+  act.add("z", M * c.value_dim() * A);
+  act.add("gdn_a", M * c.lin_v_heads * A);
+  act.add("gdn_b", M * c.lin_v_heads * A);
+  act.add("k", M * kv_hd * A);
+  act.add("v", M * kv_hd * A);
+  act.add("core", M * std::max<uint64_t>(c.value_dim(), heads_hd) * A);
+  act.add("attn_out", M * H * A);
+  act.add("router", M * c.experts * 4);
+  act.add("route_idx", routed * 4);
+  act.add("route_w", routed * 4);
+  act.add("moe_in", routed * H * A);
+  act.add("moe_gate", routed * c.moe_inter * A);
+  act.add("moe_up", routed * c.moe_inter * A);
+  act.add("moe_down", routed * H * A);
+  act.add("shared_gate", M * c.shared_inter * A);
+  act.add("shared_up", M * c.shared_inter * A);
+  act.add("shared_out", M * H * A);
+  act.add("shared_scale", M * 4);
+  act.add("moe_out", M * H * A);
+  act.add("scores", uint64_t(c.heads) * p.max_context * 4);
+  uint64_t end = act.end();
+
+  Region logits(p, "logits", end);
+  logits.add("logits", M * uint64_t(c.vocab) * 4);
+  end = logits.end();
+
+  // Stream slots: one per stream of the largest bucket, plus a padding sink that the rows of a bucket
+  // beyond the active streams write to, so a bucket's shape never depends on how many are active.
+  const uint64_t slots = uint64_t(p.max_streams) + 1;
+  // KV pages: each stream slot owns ceil(max_context / page_tokens) pages per full-attention layer,
+  // for K and for V. (The radix page pool that shares them between streams arrives with the cache.)
+  const uint64_t token_bytes = kv_hd * p.kv_bytes;
+  p.kv_page_tokens = int(std::max<uint64_t>(1, kAlign / token_bytes));
+  p.kv_page_bytes = align_up(p.kv_page_tokens * token_bytes);
+  const uint64_t pages_per_stream_layer = (p.max_context + p.kv_page_tokens - 1) / p.kv_page_tokens;
+  p.kv_pages = int(slots * c.full_layers() * pages_per_stream_layer * 2);
+  Region kv(p, "kv_pages", end);
+  kv.add("kv_cache", uint64_t(p.kv_pages) * p.kv_page_bytes);
+  end = kv.end();
+
+  Region state(p, "recurrent_state", end);
+  state.add("gdn_state", slots * c.linear_layers() * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim * 4);
+  state.add("conv_state", slots * c.linear_layers() * c.conv_dim() * (c.conv_kernel - 1) * 4);
+  end = state.end();
+
+  p.arena_bytes = align_up(end);
+  return p;
+}
+
+}  // namespace rocket

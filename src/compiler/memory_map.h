@@ -1,0 +1,22 @@
+// The static memory map: every weight part and every runtime buffer at a literal offset in one arena.
+#pragma once
+
+#include "plan/plan.h"
+
+namespace rocket {
+
+struct PlanOptions {
+  std::string booster = "host";
+  std::vector<int> buckets = {1, 2, 4, 8, 16, 32};
+  int max_context = 0;       // 0 = the booster's default for this chemistry
+  int prefill_chunk = 32;
+};
+
+// The unit a tensor belongs to: all parts of one linear, or all three projections of one expert,
+// share a 64 KiB-aligned unit so a weight (or a routed expert) is one contiguous aligned read.
+std::string weight_unit(const std::string& canonical_name);
+
+// Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.
+Plan plan_memory(const Chemistry& chem, const PlanOptions& opt);
+
+}  // namespace rocket

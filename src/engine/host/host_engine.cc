@@ -1,0 +1,310 @@
+#include "engine/host/host_engine.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "boosters/profile.h"
+#include "core/error.h"
+#include "kernels/host/activations.h"
+#include "kernels/host/attention.h"
+#include "kernels/host/conv.h"
+#include "kernels/host/gdn.h"
+#include "kernels/host/linear.h"
+#include "kernels/host/moe.h"
+#include "kernels/host/norm.h"
+#include "kernels/host/weights.h"
+
+namespace fs = std::filesystem;
+
+namespace rocket {
+
+using namespace engine;
+
+namespace {
+
+constexpr int64_t kPagesPerStreamLayer = (kMaxContext + kKvPageTokens - 1) / kKvPageTokens;
+constexpr int64_t kSlots = kMaxStreams + 1;
+constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
+constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
+static_assert(kRotaryDim % 2 == 0 && kRotaryDim <= kHeadDim);
+static_assert(kHeads % kKvHeads == 0 && kLinVHeads % kLinKHeads == 0);
+
+}  // namespace
+
+HostEngine::HostEngine(const std::string& engine_dir) {
+  const fs::path dir(engine_dir);
+  plan_ = Plan::load((dir / "plan.json").string());
+  // Chemistry match: this binary was built for exactly one chemistry and one memory map.
+  if (plan_.fingerprint != kFingerprint)
+    fail("upright: plan chemistry {} does not match this engine's chemistry {} (rebuild the engine)",
+         plan_.fingerprint, kFingerprint);
+  if (plan_.booster != kBooster) fail("upright: plan is for booster '{}', this engine is '{}'", plan_.booster, kBooster);
+  if (plan_.blob_bytes != kBlobBytes || plan_.arena_bytes != kArenaBytes)
+    fail("upright: plan memory map (blob {} / arena {}) differs from the one this engine was built from "
+         "(blob {} / arena {})", plan_.blob_bytes, plan_.arena_bytes, kBlobBytes, kArenaBytes);
+  const HardwareProfile machine = probe_host();
+  const uint64_t usable = machine.usable_bytes();
+  if (kArenaBytes > usable)
+    fail("upright: plan residency {} bytes exceeds usable host memory {} bytes (MemAvailable {} - floor {}) "
+         "by {} bytes", kArenaBytes, usable, machine.memory_free, machine.floor, kArenaBytes - usable);
+
+  const std::string blob_path = (dir / "weights.blob").string();
+  blob_ = std::make_unique<MappedFile>(blob_path);
+  if (blob_->size() != kBlobBytes)
+    fail("fuel: {} is {} bytes, the plan says {}", blob_path, blob_->size(), kBlobBytes);
+
+  const uint64_t runtime_bytes = kArenaBytes - kBlobBytes;
+  runtime_ = static_cast<uint8_t*>(std::aligned_alloc(kKvPageBytes, runtime_bytes));
+  if (!runtime_) fail("upright: cannot allocate the {}-byte runtime arena", runtime_bytes);
+  // Poison activations so a buffer read before it is written shows up as NaN, never as zeros.
+  std::memset(runtime_, 0xff, runtime_bytes);
+  logits_ = buf(kBuf_logits);
+  for (int s = 0; s < kSlots; ++s) reset_slot(s);
+}
+
+HostEngine::~HostEngine() { std::free(runtime_); }
+
+void HostEngine::reset_slot(int slot) {
+  CHECK(slot >= 0 && slot < kSlots);
+  std::memset(buf(kBuf_gdn_state) + slot * kLinearLayers * kGdnStateFloats, 0,
+              sizeof(float) * kLinearLayers * kGdnStateFloats);
+  std::memset(buf(kBuf_conv_state) + slot * kLinearLayers * kConvStateFloats, 0,
+              sizeof(float) * kLinearLayers * kConvStateFloats);
+}
+
+int HostEngine::bucket_for(int n) const {
+  for (int b : kBuckets)
+    if (b >= n) return b;
+  fail("decode: {} streams exceed the largest compiled bucket {}", n, kMaxStreams);
+}
+
+namespace {
+
+host::WeightView view(const uint8_t* blob, const LinearAt& l, Precision p, int64_t rows, int64_t cols) {
+  host::WeightView v{.precision = p, .rows = rows, .cols = cols, .data = blob + l.weight};
+  if (p == Precision::kFP8Block) v.scale_inv = reinterpret_cast<const float*>(blob + l.scale);
+  if (p == Precision::kNVFP4) {
+    v.scale16 = blob + l.scale;
+    std::memcpy(&v.scale2, blob + l.scale2, sizeof(float));
+  }
+  return v;
+}
+
+}  // namespace
+
+void HostEngine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row) {
+  CHECK(n >= 1 && n <= kPrefillChunk && slot >= 0 && slot < kMaxStreams);
+  if (pos0 + n > kMaxContext) fail("prefill: positions up to {} exceed the plan's context {}", pos0 + n, kMaxContext);
+  int slots[kPrefillChunk];
+  int64_t pos[kPrefillChunk];
+  for (int i = 0; i < n; ++i) slots[i] = slot, pos[i] = pos0 + i;
+  forward(n, ids, slots, pos, /*independent=*/false, first_logit_row);
+}
+
+template <int B>
+void HostEngine::decode_bucket(int n, const int32_t* ids, const int* slots, const int64_t* pos) {
+  int32_t bids[B];
+  int bslots[B];
+  int64_t bpos[B];
+  for (int i = 0; i < B; ++i) {
+    const bool real = i < n;
+    bids[i] = real ? ids[i] : ids[0];
+    bslots[i] = real ? slots[i] : kPadSlot;
+    bpos[i] = real ? pos[i] : 0;
+  }
+  forward(B, bids, bslots, bpos, /*independent=*/true, 0);
+}
+
+void HostEngine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos) {
+  for (int i = 0; i < n; ++i) {
+    CHECK(slots[i] >= 0 && slots[i] < kMaxStreams);
+    if (pos[i] >= kMaxContext) fail("decode: position {} exceeds the plan's context {}", pos[i], kMaxContext);
+  }
+  // One instantiation per compiled bucket: the row count is a compile-time constant in each.
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    const int b = bucket_for(n);
+    ((kBuckets[I] == b ? (decode_bucket<kBuckets[I]>(n, ids, slots, pos), true) : false) || ...);
+  }(std::make_index_sequence<std::size(kBuckets)>{});
+}
+
+void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
+                         int first_logit_row) {
+  const uint8_t* blob = blob_->data();
+  float* x = buf(kBuf_x);
+  float* hn = buf(kBuf_hn);
+  const host::WeightView embed = view(blob, kEmbed, kPrecisionEmbed, kVocab, kHidden);
+  for (int i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= kVocab) fail("token id {} outside the vocabulary [0, {})", ids[i], kVocab);
+    host::dequantize_row(embed, ids[i], x + int64_t(i) * kHidden);
+  }
+  for (int l = 0; l < kLayers; ++l) {
+    const LayerAt& L = kLayer[l];
+    for (int i = 0; i < n; ++i)
+      host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.input_norm), kHidden, kNormEps, hn + i * kHidden);
+    if (kIsFull[l]) attention_layer(l, n, slots, pos, independent);
+    else gdn_layer(l, n, slots, independent);
+    const float* attn_out = buf(kBuf_attn_out);
+    for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += attn_out[j];
+    for (int i = 0; i < n; ++i)
+      host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.post_norm), kHidden, kNormEps, hn + i * kHidden);
+    moe_block(l, n);
+    const float* moe_out = buf(kBuf_moe_out);
+    for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += moe_out[j];
+  }
+  if (first_logit_row >= n) return;
+  const int rows = n - first_logit_row;
+  for (int i = first_logit_row; i < n; ++i)
+    host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(kFinalNorm), kHidden, kNormEps, hn + i * kHidden);
+  host::linear(view(blob, kLmHead, kPrecisionLmHead, kVocab, kHidden), hn + int64_t(first_logit_row) * kHidden, rows,
+               logits_ + int64_t(first_logit_row) * kVocab);
+}
+
+void HostEngine::gdn_layer(int l, int n, const int* slots, bool independent) {
+  const uint8_t* blob = blob_->data();
+  const GdnAt& G = kLayer[l].gdn;
+  const float* hn = buf(kBuf_hn);
+  float* mix = buf(kBuf_mix);
+  float* mixc = buf(kBuf_mixc);
+  float* z = buf(kBuf_z);
+  float* a = buf(kBuf_gdn_a);
+  float* b = buf(kBuf_gdn_b);
+  float* core = buf(kBuf_core);
+  host::linear(view(blob, G.qkv, kPrecisionGdnProj, kConvDim, kHidden), hn, n, mix);
+  host::linear(view(blob, G.z, kPrecisionGdnProj, kValueDim, kHidden), hn, n, z);
+  host::linear(view(blob, G.b, kPrecisionGdnGate, kLinVHeads, kHidden), hn, n, b);
+  host::linear(view(blob, G.a, kPrecisionGdnGate, kLinVHeads, kHidden), hn, n, a);
+  const int slot_of_layer = kKindSlot[l];
+  const uint16_t* conv_w = weight<uint16_t>(G.conv);
+  const uint16_t* norm_w = weight<uint16_t>(G.norm);
+  float a_neg[kLinVHeads], dt_bias[kLinVHeads];
+  for (int h = 0; h < kLinVHeads; ++h) {
+    a_neg[h] = -std::exp(bf16_to_f32(weight<uint16_t>(G.a_log)[h]));
+    dt_bias[h] = bf16_to_f32(weight<uint16_t>(G.dt_bias)[h]);
+  }
+  // Rows of one stream (prefill) must run in order: each step reads the state the previous wrote.
+#pragma omp parallel for if (independent && n > 1) schedule(static, 1)
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = slots[i];
+    float* conv_state = buf(kBuf_conv_state) + (s * kLinearLayers + slot_of_layer) * kConvStateFloats;
+    float* state = buf(kBuf_gdn_state) + (s * kLinearLayers + slot_of_layer) * kGdnStateFloats;
+    float* qkv = mixc + int64_t(i) * kConvDim;
+    host::conv1d_step(conv_state, mix + int64_t(i) * kConvDim, conv_w, kConvDim, kConvKernel, qkv);
+    float g[kLinVHeads], beta[kLinVHeads];
+    for (int h = 0; h < kLinVHeads; ++h) {
+      beta[h] = host::sigmoid(b[i * kLinVHeads + h]);
+      g[h] = a_neg[h] * host::softplus(a[i * kLinVHeads + h] + dt_bias[h]);
+    }
+    float* out = core + int64_t(i) * kValueDim;
+    host::gdn_step(state, qkv, qkv + kKeyDim, qkv + 2 * kKeyDim, g, beta, kLinKHeads, kLinVHeads, kLinKDim, kLinVDim,
+                   out);
+    for (int h = 0; h < kLinVHeads; ++h)
+      host::rms_norm_gated(out + h * kLinVDim, z + int64_t(i) * kValueDim + h * kLinVDim, norm_w, kLinVDim, kNormEps,
+                           out + h * kLinVDim);
+  }
+  host::linear(view(blob, G.out, kPrecisionGdnProj, kHidden, kValueDim), core, n, buf(kBuf_attn_out));
+}
+
+void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* pos, bool independent) {
+  const uint8_t* blob = blob_->data();
+  const AttnAt& A = kLayer[l].attn;
+  const float* hn = buf(kBuf_hn);
+  float* qg = buf(kBuf_mix);   // per head: query [hd] then gate [hd]
+  float* kk = buf(kBuf_k);
+  float* vv = buf(kBuf_v);
+  float* core = buf(kBuf_core);
+  constexpr int64_t kQ = kHeads * kHeadDim, kKV = kKvHeads * kHeadDim;
+  host::linear(view(blob, A.q, kPrecisionAttnProj, 2 * kQ, kHidden), hn, n, qg);
+  host::linear(view(blob, A.k, kPrecisionAttnProj, kKV, kHidden), hn, n, kk);
+  host::linear(view(blob, A.v, kPrecisionAttnProj, kKV, kHidden), hn, n, vv);
+  const uint16_t* q_norm = weight<uint16_t>(A.q_norm);
+  const uint16_t* k_norm = weight<uint16_t>(A.k_norm);
+  const int64_t layer_slot = kKindSlot[l];
+#pragma omp parallel for if (independent && n > 1) schedule(static, 1)
+  for (int i = 0; i < n; ++i) {
+    float q[kQ];
+    const float* row = qg + int64_t(i) * 2 * kQ;
+    for (int h = 0; h < kHeads; ++h)
+      host::rms_norm_zero_centred(row + h * 2 * kHeadDim, q_norm, kHeadDim, kNormEps, q + h * kHeadDim);
+    float* k = kk + int64_t(i) * kKV;
+    for (int h = 0; h < kKvHeads; ++h) host::rms_norm_zero_centred(k + h * kHeadDim, k_norm, kHeadDim, kNormEps, k + h * kHeadDim);
+    host::apply_rope(q, kHeads, kHeadDim, kRotaryDim, pos[i], kRopeTheta);
+    host::apply_rope(k, kKvHeads, kHeadDim, kRotaryDim, pos[i], kRopeTheta);
+    // KV of (slot, layer): K pages then V pages, each contiguous over the stream's context.
+    float* kv = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(buf(kBuf_kv_cache)) +
+                                         ((slots[i] * kFullLayers + layer_slot) * 2 * kPagesPerStreamLayer) * kKvPageBytes);
+    float* k_cache = kv;
+    float* v_cache = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(kv) + kPagesPerStreamLayer * kKvPageBytes);
+    std::memcpy(k_cache + pos[i] * kKV, k, sizeof(float) * kKV);
+    std::memcpy(v_cache + pos[i] * kKV, vv + int64_t(i) * kKV, sizeof(float) * kKV);
+    float* o = core + int64_t(i) * kQ;
+    host::attention_decode(q, k_cache, v_cache, int(pos[i] + 1), kHeads, kKvHeads, kHeadDim, o);
+    for (int h = 0; h < kHeads; ++h)
+      for (int d = 0; d < kHeadDim; ++d) o[h * kHeadDim + d] *= host::sigmoid(row[h * 2 * kHeadDim + kHeadDim + d]);
+  }
+  host::linear(view(blob, A.o, kPrecisionAttnProj, kHidden, kQ), core, n, buf(kBuf_attn_out));
+}
+
+void HostEngine::moe_block(int l, int n) {
+  const uint8_t* blob = blob_->data();
+  const LayerAt& L = kLayer[l];
+  const float* hn = buf(kBuf_hn);
+  float* router = buf(kBuf_router);
+  int* idx = buf<int>(kBuf_route_idx);
+  float* w = buf(kBuf_route_w);
+  float* out = buf(kBuf_moe_out);
+  host::linear(view(blob, L.router, kPrecisionRouter, kExperts, kHidden), hn, n, router);
+  for (int i = 0; i < n; ++i) host::router_top_k(router + i * kExperts, kExperts, kTopK, idx + i * kTopK, w + i * kTopK);
+
+  // Shared expert, scaled by sigmoid(shared_expert_gate(x)).
+  float* sg = buf(kBuf_shared_gate);
+  float* su = buf(kBuf_shared_up);
+  float* scale = buf(kBuf_shared_scale);
+  host::linear(view(blob, L.shared_gate, kPrecisionSharedExpert, kSharedInter, kHidden), hn, n, sg);
+  host::linear(view(blob, L.shared_up, kPrecisionSharedExpert, kSharedInter, kHidden), hn, n, su);
+  host::swiglu(sg, su, n * kSharedInter, sg);
+  host::linear(view(blob, L.shared_down, kPrecisionSharedExpert, kHidden, kSharedInter), sg, n, out);
+  host::linear(view(blob, L.shared_expert_gate, kPrecisionSharedExpertGate, 1, kHidden), hn, n, scale);
+  for (int i = 0; i < n; ++i) {
+    const float s = host::sigmoid(scale[i]);
+    for (int j = 0; j < kHidden; ++j) out[i * kHidden + j] *= s;
+  }
+
+  // Routed experts, grouped: each selected expert's weights are read once for all rows routed to it
+  // (exactly the rows routed, no padding to a fixed per-expert count).
+  int count[kExperts] = {}, start[kExperts + 1];
+  for (int r = 0; r < n * kTopK; ++r) ++count[idx[r]];
+  start[0] = 0;
+  for (int e = 0; e < kExperts; ++e) start[e + 1] = start[e] + count[e];
+  int order[kMaxRows * kTopK], fill[kExperts];
+  for (int e = 0; e < kExperts; ++e) fill[e] = start[e];
+  for (int r = 0; r < n * kTopK; ++r) order[fill[idx[r]]++] = r;
+  float* in = buf(kBuf_moe_in);
+  float* gate = buf(kBuf_moe_gate);
+  float* up = buf(kBuf_moe_up);
+  float* down = buf(kBuf_moe_down);
+  for (int r = 0; r < n * kTopK; ++r) std::memcpy(in + int64_t(r) * kHidden, hn + int64_t(order[r] / kTopK) * kHidden, sizeof(float) * kHidden);
+  for (int e = 0; e < kExperts; ++e) {
+    const int m = count[e];
+    if (!m) continue;
+    const uint8_t* unit = blob + L.experts + uint64_t(e) * kExpertStride;
+    const float* x = in + int64_t(start[e]) * kHidden;
+    float* g = gate + int64_t(start[e]) * kMoeInter;
+    float* u = up + int64_t(start[e]) * kMoeInter;
+    host::linear(view(unit, kExpert.gate, kPrecisionExperts, kMoeInter, kHidden), x, m, g);
+    host::linear(view(unit, kExpert.up, kPrecisionExperts, kMoeInter, kHidden), x, m, u);
+    host::swiglu(g, u, m * kMoeInter, g);
+    host::linear(view(unit, kExpert.down, kPrecisionExperts, kHidden, kMoeInter), g, m, down + int64_t(start[e]) * kHidden);
+  }
+  for (int r = 0; r < n * kTopK; ++r) {
+    const int row = order[r] / kTopK;
+    const float wt = w[order[r]];
+    const float* d = down + int64_t(r) * kHidden;
+    for (int j = 0; j < kHidden; ++j) out[row * kHidden + j] += wt * d[j];
+  }
+}
+
+}  // namespace rocket

@@ -1,0 +1,66 @@
+// The host-booster engine: the full qwen3_5_moe forward pass on the CPU, specialised at compile time
+// to the chemistry in the generated engine.h. Owns the mapped weight blob and the runtime arena;
+// allocates nothing after construction.
+//
+// Thread safety: one owner thread drives step(); kernels fan out internally with OpenMP.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/mapped_file.h"
+#include "engine.h"  // generated: found through -I ENGINE_DIR
+#include "plan/plan.h"
+
+namespace rocket {
+
+class HostEngine {
+ public:
+  static constexpr int kPadSlot = int(engine::kMaxStreams);  // sink for a bucket's inactive rows
+
+  // Upright: loads ENGINE_DIR/plan.json, refuses on a chemistry or layout mismatch with this binary
+  // or a residency over the machine's usable memory, maps weights.blob, allocates the arena.
+  explicit HostEngine(const std::string& engine_dir);
+  HostEngine(const HostEngine&) = delete;
+  HostEngine& operator=(const HostEngine&) = delete;
+  ~HostEngine();
+
+  const Plan& plan() const { return plan_; }
+
+  // Prefill: n <= kPrefillChunk consecutive tokens of one stream at positions pos0.. pos0+n-1.
+  // Logits are computed for rows >= first_logit_row (the last row only, for serving).
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row);
+
+  // Decode one token for each of n streams, run as the smallest compiled bucket >= n; rows beyond
+  // n compute on the padding slot. Logits for every real row.
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos);
+
+  const float* logits(int row) const { return logits_ + int64_t(row) * engine::kVocab; }
+  // A fresh sequence in `slot`: zeroes its conv and recurrent state (KV is overwritten as written).
+  void reset_slot(int slot);
+  int bucket_for(int n) const;
+
+ private:
+  template <int B>
+  void decode_bucket(int n, const int32_t* ids, const int* slots, const int64_t* pos);
+  // The forward pass over n rows; row i is token ids[i] of stream slots[i] at position pos[i].
+  // `independent` rows belong to distinct streams and may run in parallel.
+  void forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
+               int first_logit_row);
+  void gdn_layer(int l, int n, const int* slots, bool independent);
+  void attention_layer(int l, int n, const int* slots, const int64_t* pos, bool independent);
+  void moe_block(int l, int n);
+
+  template <typename T = float>
+  T* buf(uint64_t offset) const { return reinterpret_cast<T*>(runtime_ + (offset - engine::kBlobBytes)); }
+  template <typename T = uint8_t>
+  const T* weight(uint64_t offset) const { return reinterpret_cast<const T*>(blob_->data() + offset); }
+
+  Plan plan_;
+  std::unique_ptr<MappedFile> blob_;
+  uint8_t* runtime_ = nullptr;  // arena bytes [kBlobBytes, kArenaBytes)
+  float* logits_ = nullptr;
+};
+
+}  // namespace rocket

@@ -1,0 +1,138 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/align.h"
+#include "core/error.h"
+
+namespace rocket {
+
+using nlohmann::json;
+
+const PlanTensor* Plan::find_tensor(const std::string& name) const {
+  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                             [](const PlanTensor& t, const std::string& n) { return t.name < n; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+const PlanTensor& Plan::tensor(const std::string& name) const {
+  if (const PlanTensor* t = find_tensor(name)) return *t;
+  fail("plan: no tensor '{}'", name);
+}
+
+const PlanBuffer& Plan::buffer(const std::string& name) const {
+  for (const auto& b : buffers) if (b.name == name) return b;
+  fail("plan: no buffer '{}'", name);
+}
+
+json Plan::to_json() const {
+  json ts = json::array(), bs = json::array(), rs = json::array(), ks = json::array();
+  for (const auto& t : tensors)
+    ts.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"offset", t.offset},
+                  {"bytes", t.bytes}});
+  for (const auto& b : buffers)
+    bs.push_back({{"name", b.name}, {"region", b.region}, {"offset", b.offset}, {"bytes", b.bytes}});
+  for (const auto& r : regions) rs.push_back({{"name", r.name}, {"offset", r.offset}, {"bytes", r.bytes}});
+  for (const auto& k : kernels)
+    ks.push_back({{"op", k.op}, {"precision", k.precision}, {"impl", k.impl}, {"tile", k.tile}});
+  return json{{"rocket_plan_version", version}, {"booster", booster}, {"fingerprint", fingerprint},
+              {"chemistry", chemistry.to_json()}, {"fuel_dir", fuel_dir}, {"buckets", buckets},
+              {"max_streams", max_streams}, {"max_context", max_context}, {"prefill_chunk", prefill_chunk},
+              {"max_rows", max_rows}, {"activation_bytes", activation_bytes}, {"kv_bytes", kv_bytes},
+              {"kv_cache", {{"page_tokens", kv_page_tokens}, {"page_bytes", kv_page_bytes}, {"pages", kv_pages}}},
+              {"blob_bytes", blob_bytes}, {"arena_bytes", arena_bytes},
+              {"memory_map", {{"regions", rs}, {"buffers", bs}, {"tensors", ts}}}, {"kernels", ks}};
+}
+
+Plan Plan::from_json(const json& j, const std::string& path) {
+  Plan p;
+  try {
+    p.version = j.at("rocket_plan_version");
+    if (p.version != kPlanVersion) fail("{}: plan version {} (this build reads version {})", path, p.version, kPlanVersion);
+    p.booster = j.at("booster");
+    p.fingerprint = j.at("fingerprint");
+    p.chemistry = chemistry_from_json(j.at("chemistry"));
+    p.fuel_dir = j.value("fuel_dir", "");
+    p.buckets = j.at("buckets").get<std::vector<int>>();
+    p.max_streams = j.at("max_streams");
+    p.max_context = j.at("max_context");
+    p.prefill_chunk = j.at("prefill_chunk");
+    p.max_rows = j.at("max_rows");
+    p.activation_bytes = j.at("activation_bytes");
+    p.kv_bytes = j.at("kv_bytes");
+    p.kv_page_tokens = j.at("kv_cache").at("page_tokens");
+    p.kv_page_bytes = j.at("kv_cache").at("page_bytes");
+    p.kv_pages = j.at("kv_cache").at("pages");
+    p.blob_bytes = j.at("blob_bytes");
+    p.arena_bytes = j.at("arena_bytes");
+    const json& mm = j.at("memory_map");
+    for (const auto& r : mm.at("regions")) p.regions.push_back({r.at("name"), r.at("offset"), r.at("bytes")});
+    for (const auto& b : mm.at("buffers"))
+      p.buffers.push_back({b.at("name"), b.at("region"), b.at("offset"), b.at("bytes")});
+    for (const auto& t : mm.at("tensors")) {
+      PlanTensor pt;
+      pt.name = t.at("name");
+      if (!parse_dtype(t.at("dtype").get<std::string>(), &pt.dtype))
+        fail("{}: tensor {} has unknown dtype {}", path, pt.name, t.at("dtype").dump());
+      pt.shape = t.at("shape").get<std::vector<int64_t>>();
+      pt.offset = t.at("offset");
+      pt.bytes = t.at("bytes");
+      p.tensors.push_back(std::move(pt));
+    }
+    for (const auto& k : j.at("kernels")) p.kernels.push_back({k.at("op"), k.at("precision"), k.at("impl"), k.at("tile")});
+  } catch (const json::exception& e) {
+    fail("{}: malformed plan: {}", path, e.what());
+  }
+  std::sort(p.tensors.begin(), p.tensors.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  p.validate(path);
+  return p;
+}
+
+Plan Plan::load(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) fail("{}: cannot open plan", path);
+  json j;
+  try {
+    j = json::parse(f);
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", path, e.what());
+  }
+  return from_json(j, path);
+}
+
+void Plan::validate(const std::string& path) const {
+  if (chemistry.fingerprint() != fingerprint)
+    fail("{}: fingerprint {} does not match its own chemistry ({})", path, fingerprint, chemistry.fingerprint());
+  if (buckets.empty() || max_streams != *std::max_element(buckets.begin(), buckets.end()))
+    fail("{}: max_streams {} must equal the largest bucket", path, max_streams);
+  if (!is_aligned(blob_bytes) || !is_aligned(arena_bytes) || blob_bytes > arena_bytes)
+    fail("{}: blob_bytes {} / arena_bytes {} must be 64 KiB aligned with blob <= arena", path, blob_bytes, arena_bytes);
+  if (kv_page_bytes == 0 || !is_aligned(kv_page_bytes))
+    fail("{}: kv page bytes {} must be a positive 64 KiB multiple", path, kv_page_bytes);
+  auto region_of = [&](const std::string& name) -> const PlanRegion& {
+    for (const auto& r : regions) if (r.name == name) return r;
+    fail("{}: unknown region '{}'", path, name);
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const auto& r : regions) {
+    if (!is_aligned(r.offset) || r.offset + r.bytes > arena_bytes)
+      fail("{}: region {} [{}, +{}) misaligned or outside the arena ({})", path, r.name, r.offset, r.bytes, arena_bytes);
+    spans.push_back({r.offset, r.offset + r.bytes});
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second) fail("{}: memory map regions overlap at offset {}", path, spans[i].first);
+  const PlanRegion& weights = region_of("weights");
+  if (weights.offset != 0 || weights.bytes != blob_bytes) fail("{}: weights region must be [0, blob_bytes)", path);
+  for (const auto& b : buffers) {
+    const PlanRegion& r = region_of(b.region);
+    if (!is_aligned(b.offset) || b.offset < r.offset || b.offset + b.bytes > r.offset + r.bytes)
+      fail("{}: buffer {} at {} (+{}) misaligned or outside region {}", path, b.name, b.offset, b.bytes, r.name);
+  }
+  for (const auto& t : tensors)
+    if (t.offset % 256 != 0 || t.offset + t.bytes > blob_bytes)
+      fail("{}: tensor {} at {} (+{}) misaligned or outside the weights region", path, t.name, t.offset, t.bytes);
+}
+
+}  // namespace rocket

@@ -1,0 +1,85 @@
+// Plan: what the compiler emits and the engine maps. Shared by both; plain data plus validation.
+//
+// One address space, the arena: the conditioned weight blob occupies [0, blob_bytes) and every
+// runtime buffer (activations, KV pages, recurrent and conv state, logits) sits after it at a
+// literal 64 KiB-aligned offset. The h200 engine allocates the whole arena once on the device; the
+// host engine maps weights.blob for the first part and allocates the rest once at startup.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "fuel/chemistry.h"
+#include "fuel/manifest.h"
+
+namespace rocket {
+
+constexpr int kPlanVersion = 1;
+
+// One stored part of one weight in the blob (a quantised weight has several parts).
+struct PlanTensor {
+  std::string name;        // canonical fuel name, e.g. "layers.0.mlp.experts.3.up_proj.weight_scale"
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0, bytes = 0;  // in the arena (within the weights region)
+};
+
+struct PlanBuffer {
+  std::string name;        // "x", "kv_cache", "gdn_state", ...
+  std::string region;      // which region of the memory map it belongs to
+  uint64_t offset = 0, bytes = 0;
+};
+
+struct PlanRegion {
+  std::string name;
+  uint64_t offset = 0, bytes = 0;
+};
+
+// The compiler's choice for one op: implementation and pinned tile parameters.
+struct KernelChoice {
+  std::string op, precision, impl;
+  nlohmann::json tile = nlohmann::json::object();
+};
+
+struct Plan {
+  int version = kPlanVersion;
+  std::string booster;                 // "host" | "h200"
+  Chemistry chemistry;
+  std::string fingerprint;             // chemistry.fingerprint() at build time
+  std::string fuel_dir;                // the fuel the blob was conditioned from (informational)
+  std::vector<int> buckets;            // compiled decode batch sizes
+  int max_streams = 0;                 // = largest bucket; there are max_streams + 1 stream slots, the
+                                       // last being the sink for a bucket's rows beyond the active streams
+  int stream_slots() const { return max_streams + 1; }
+  int max_context = 0;                 // tokens per stream
+  int prefill_chunk = 0;               // tokens per prefill call
+  int max_rows = 0;                    // rows of every activation buffer = max(max_streams, prefill_chunk)
+  int activation_bytes = 4, kv_bytes = 4;  // element widths the engine's kernels use
+  int kv_page_tokens = 0;              // tokens per KV page; a page is a 64 KiB multiple
+  uint64_t kv_page_bytes = 0;
+  int kv_pages = 0;
+  uint64_t blob_bytes = 0;             // weights region = weights.blob size
+  uint64_t arena_bytes = 0;            // whole arena (weights + runtime), the plan's residency
+  std::vector<PlanRegion> regions;
+  std::vector<PlanTensor> tensors;
+  std::vector<PlanBuffer> buffers;
+  std::vector<KernelChoice> kernels;
+
+  const PlanTensor& tensor(const std::string& name) const;   // Error if absent
+  const PlanTensor* find_tensor(const std::string& name) const;
+  const PlanBuffer& buffer(const std::string& name) const;   // Error if absent
+
+  nlohmann::json to_json() const;
+  // Parses and validates; Error names the file and the field.
+  static Plan from_json(const nlohmann::json& j, const std::string& path);
+  static Plan load(const std::string& path);
+  // Offsets aligned, inside their region, regions disjoint and inside the arena, no overlaps,
+  // fingerprint consistent with the chemistry.
+  void validate(const std::string& path) const;
+};
+
+}  // namespace rocket
