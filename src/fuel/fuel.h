@@ -1,0 +1,67 @@
+// Fuel: an opened checkpoint directory (HF layout) whose every tensor has been checked against the
+// manifest of its chemistry. Once open() returns, tensor(name) is total over the manifest: each
+// manifest tensor is present with the manifest's dtype and shape, and nothing unexpected is present
+// (vision-tower and MTP tensors are skipped with a notice until those parts are supported).
+//
+// Open reads, in the directory:
+//   config.json                      architecture and shapes (required)
+//   hf_quant_config.json             ModelOpt quantisation (optional; NVFP4 only)
+//   model.safetensors.index.json     tensor → shard map, or a single model.safetensors
+//   generation_config.json           sampling defaults (optional)
+// The weight format comes from the quantisation files: ModelOpt NVFP4 → nvfp4, block-128 FP8 → fp8,
+// none → bf16; anything else is refused by name. Immutable after open(); safe to read from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuel/chemistry.h"
+#include "fuel/manifest.h"
+#include "fuel/safetensors.h"
+
+namespace rocket {
+
+class Fuel {
+ public:
+  // Error naming the file, tensor or field on any missing, malformed or mismatching input.
+  static Fuel open(const std::string& dir);
+
+  Fuel(Fuel&&) noexcept = default;
+  Fuel& operator=(Fuel&&) noexcept = default;
+  Fuel(const Fuel&) = delete;
+  Fuel& operator=(const Fuel&) = delete;
+
+  const Chemistry& chemistry() const { return chemistry_; }
+  Layout layout() const { return layout_; }
+  const std::string& dir() const { return dir_; }
+  // The manifest the fuel was validated against, in its deterministic order.
+  const std::vector<TensorSpec>& manifest() const { return manifest_; }
+  // By canonical name ("layers.0.mlp.gate.weight", "lm_head.weight"); Error if not in the manifest.
+  TensorView tensor(const std::string& canonical_name) const;
+  const nlohmann::json& config() const { return config_; }
+  const nlohmann::json& generation_config() const { return generation_config_; }  // {} when absent
+  // Bytes of all manifest tensors (what conditioning reads), not counting skipped tensors or headers.
+  uint64_t total_bytes() const { return total_bytes_; }
+
+ private:
+  Fuel() = default;
+
+  std::string dir_;
+  nlohmann::json config_, generation_config_ = nlohmann::json::object();
+  Chemistry chemistry_;
+  Layout layout_ = Layout::kText;
+  std::vector<TensorSpec> manifest_;
+  std::vector<SafetensorsFile> shards_;                    // own the mappings the views point into
+  std::unordered_map<std::string, TensorView> tensors_;    // canonical name → view
+  uint64_t total_bytes_ = 0;
+};
+
+// The weight format a checkpoint's quantisation files declare (see the file comment); Error naming
+// the file and field for an unsupported or contradictory declaration. Exposed for tests and forge.
+WeightFormat detect_weight_format(const std::string& dir, const nlohmann::json& config);
+
+}  // namespace rocket
