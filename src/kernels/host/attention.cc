@@ -1,0 +1,87 @@
+#include "kernels/host/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace rocket::host {
+namespace {
+
+// Below this many multiply-adds the heads run on the calling thread.
+constexpr int64_t kParallelMin = int64_t(1) << 15;
+
+}  // namespace
+
+void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, double theta) {
+  CHECK(rotary_dim % 2 == 0 && rotary_dim <= head_dim, "rotary_dim must be even and <= head_dim");
+  const int half = rotary_dim / 2;
+  thread_local std::vector<float> cs;
+  if (cs.size() < size_t(rotary_dim)) cs.resize(size_t(rotary_dim));
+  float* cos_t = cs.data();
+  float* sin_t = cos_t + half;
+  // torch: inv_freq = 1.0 / (base ** (arange(0, dim, 2, float32) / dim)), then freqs = inv_freq * pos
+  // in fp32. Reproducing those roundings keeps long-position angles on the oracle's values.
+  const float base = float(theta), pos_f = float(pos);
+  for (int i = 0; i < half; ++i) {
+    const float exponent = float(2 * i) / float(rotary_dim);
+    const float inv_freq = 1.0f / std::pow(base, exponent);
+    const float angle = pos_f * inv_freq;
+    cos_t[i] = std::cos(angle);
+    sin_t[i] = std::sin(angle);
+  }
+  for (int hh = 0; hh < heads; ++hh) {
+    float* v = x + int64_t(hh) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * cos_t[i] - b * sin_t[i];
+      v[i + half] = b * cos_t[i] + a * sin_t[i];
+    }
+  }
+}
+
+void attention_decode(const float* q, const float* k_cache, const float* v_cache, int T, int heads,
+                      int kv_heads, int hd, float* out) {
+  CHECK(T >= 1 && kv_heads > 0 && heads % kv_heads == 0, "attention needs T >= 1 and heads % kv_heads == 0");
+  const int group = heads / kv_heads;
+  const int64_t stride = int64_t(kv_heads) * hd;  // between consecutive positions in the cache
+  // HF: scaling = head_dim ** -0.5 (Python double), applied to fp32 scores as an fp32 scalar.
+  const float scale = float(std::pow(double(hd), -0.5));
+#pragma omp parallel for schedule(static) if (int64_t(heads) * T * hd >= kParallelMin)
+  for (int h = 0; h < heads; ++h) {
+    thread_local std::vector<float> scores;
+    if (scores.size() < size_t(T)) scores.resize(size_t(T));
+    const float* qh = q + int64_t(h) * hd;
+    const int64_t kv_off = int64_t(h / group) * hd;
+    float mx = -INFINITY;
+    for (int t = 0; t < T; ++t) {
+      const float* kt = k_cache + t * stride + kv_off;
+      constexpr int kLanes = 8;
+      float a[kLanes] = {};
+      int d = 0;
+      for (; d + kLanes <= hd; d += kLanes)
+        for (int l = 0; l < kLanes; ++l) a[l] += qh[d + l] * kt[d + l];
+      float s = 0;
+      for (int l = 0; l < kLanes; ++l) s += a[l];
+      for (; d < hd; ++d) s += qh[d] * kt[d];
+      scores[t] = s * scale;
+      mx = std::max(mx, scores[t]);
+    }
+    float sum = 0;
+    for (int t = 0; t < T; ++t) {
+      scores[t] = std::exp(scores[t] - mx);
+      sum += scores[t];
+    }
+    const float inv = 1.0f / sum;
+    float* oh = out + int64_t(h) * hd;
+    for (int d = 0; d < hd; ++d) oh[d] = 0.0f;
+    for (int t = 0; t < T; ++t) {
+      const float p = scores[t] * inv;
+      const float* vt = v_cache + t * stride + kv_off;
+      for (int d = 0; d < hd; ++d) oh[d] += p * vt[d];
+    }
+  }
+}
+
+}  // namespace rocket::host

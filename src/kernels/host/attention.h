@@ -1,0 +1,21 @@
+// Rotary position embedding and single-token (decode) attention, FP32, matching HF qwen3_5_moe.
+#pragma once
+
+#include <cstdint>
+
+namespace rocket::host {
+
+// Partial "rotate_half" RoPE in place on x [heads][head_dim] at position pos. Only the first
+// rotary_dim dims of each head rotate; with h = rotary_dim/2, pair (i, i+h) rotates by
+// angle_i = float(pos) * inv_freq_i, inv_freq_i = 1 / theta^(2i/rotary_dim), both computed in fp32
+// as torch computes them. REQUIRES: rotary_dim even, rotary_dim <= head_dim.
+void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, double theta);
+
+// softmax(q kᵀ / sqrt(hd)) v over T cached positions for one token (the cache already holds this
+// token's k and v). GQA: query head h reads kv head h / (heads/kv_heads).
+// q [heads][hd]; k_cache, v_cache [T][kv_heads][hd]; out [heads][hd]. REQUIRES: T >= 1,
+// heads % kv_heads == 0; out does not alias q.
+void attention_decode(const float* q, const float* k_cache, const float* v_cache, int T, int heads,
+                      int kv_heads, int hd, float* out);
+
+}  // namespace rocket::host
