@@ -12,10 +12,6 @@ struct PlanOptions {
   int prefill_chunk = 32;
 };
 
-// The unit a tensor belongs to: all parts of one linear, or all three projections of one expert,
-// share a 64 KiB-aligned unit so a weight (or a routed expert) is one contiguous aligned read.
-std::string weight_unit(const std::string& canonical_name);
-
 // Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.
 Plan plan_memory(const Chemistry& chem, const PlanOptions& opt);
 

@@ -254,8 +254,13 @@ void forge(const ForgeOptions& opt) {
   }
 
   if (opt.format == WeightFormat::kFP8) {
+    // Every linear kept in bf16 is named, as FP8 checkpoints do, so loaders do not look for its scales.
+    json keep = json::array();
+    for (const auto& t : manifest)
+      if (t.part == Part::kWeight && t.precision == Precision::kBF16)
+        keep.push_back(checkpoint_name(weight_unit(t.name), Layout::kText));
     config["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
-                                     {"weight_block_size", {128, 128}}};
+                                     {"weight_block_size", {128, 128}}, {"modules_to_not_convert", keep}};
   } else if (opt.format == WeightFormat::kNVFP4) {
     json exclude = {"lm_head", "model.embed_tokens", "model.layers.*.self_attn*", "model.layers.*.linear_attn*",
                     "model.layers.*.mlp.gate", "model.layers.*.mlp.shared_expert*"};

@@ -15,6 +15,17 @@ std::string checkpoint_name(const std::string& canonical, Layout layout) {
   return (layout == Layout::kText ? "model." : "model.language_model.") + canonical;
 }
 
+std::string weight_unit(const std::string& n) {
+  // "layers.L.mlp.experts.E.<proj>.<part>" -> "layers.L.mlp.experts.E"
+  if (auto p = n.find(".mlp.experts."); p != std::string::npos) {
+    auto e_end = n.find('.', p + 13);
+    return n.substr(0, e_end);
+  }
+  for (const char* suffix : {".weight_scale_inv", ".weight_scale_2", ".weight_scale", ".input_scale", ".weight"})
+    if (n.ends_with(suffix)) return n.substr(0, n.size() - std::string(suffix).size());
+  return n;
+}
+
 namespace {
 
 struct Builder {

@@ -31,6 +31,11 @@ enum class Layout : uint8_t { kText, kMultimodal };
 
 std::string checkpoint_name(const std::string& canonical, Layout layout);
 
+// The unit a tensor belongs to: all parts of one linear ("layers.0.self_attn.q_proj"), or all three
+// projections of one expert ("layers.0.mlp.experts.3"). The compiler gives each unit one 64 KiB-aligned
+// span so a weight (or a routed expert) is one contiguous aligned read.
+std::string weight_unit(const std::string& canonical_name);
+
 // Every tensor of a fuel of chemistry `c`, in a deterministic order (layer by layer).
 std::vector<TensorSpec> fuel_manifest(const Chemistry& c);
 
