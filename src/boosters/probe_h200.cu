@@ -1,0 +1,157 @@
+// probe_h200: measures one CUDA device as an h200 booster. See profile.h for what each field means.
+//
+// Order matters for the memory budget: free memory is read right after context creation, before
+// anything else is allocated; the reserve is the drop in free memory caused by what the engine holds
+// outside its arena (streams, an event, the workspace); the bandwidth buffers come after both.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "boosters/machine.h"
+#include "boosters/profile.h"
+#include "core/align.h"
+#include "core/error.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace rocket {
+
+namespace {
+
+constexpr uint64_t kCopyBytes = 2 * kGiB;
+constexpr int kCopyRuns = 5;  // after one warm-up copy; the best run is kept
+
+// Teardown runs on the error path too, where throwing is not an option: a failed release is reported
+// on stderr rather than dropped.
+void report_release(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) std::fprintf(stderr, "probe h200: %s failed: %s\n", what, cudaGetErrorString(err));
+}
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(uint64_t bytes) { CUDA_CHECK(cudaMalloc(&ptr_, bytes)); }
+  ~DeviceBuffer() { report_release(cudaFree(ptr_), "cudaFree"); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+class Stream {
+ public:
+  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() { report_release(cudaStreamDestroy(stream_), "cudaStreamDestroy"); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  explicit Event(unsigned flags) { CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags)); }
+  ~Event() { report_release(cudaEventDestroy(event_), "cudaEventDestroy"); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// fmt is not available in CUDA translation units (error.h): messages are composed with std::string.
+std::string str(int v) { return std::to_string(v); }
+
+std::string cuda_version_text(int v) { return str(v / 1000) + "." + str((v % 1000) / 10); }
+
+uint64_t free_device_memory() {
+  size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+// Device-to-device copy bandwidth, read+write bytes per second / 1e9.
+double device_copy_gbps(cudaStream_t stream) {
+  DeviceBuffer src(kCopyBytes), dst(kCopyBytes);
+  Event start(cudaEventDefault), stop(cudaEventDefault);
+  CUDA_CHECK(cudaMemsetAsync(src.get(), 0x5a, kCopyBytes, stream));
+  CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, stream));  // warm-up
+  float best_ms = 1e30f;
+  for (int run = 0; run < kCopyRuns; ++run) {
+    CUDA_CHECK(cudaEventRecord(start.get(), stream));
+    CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, stream));
+    CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    best_ms = std::min(best_ms, ms);
+  }
+  CHECK(best_ms > 0, "device copy timed at zero milliseconds");
+  return 2.0 * double(kCopyBytes) / (double(best_ms) * 1e-3) / 1e9;
+}
+
+}  // namespace
+
+HardwareProfile probe_h200(int device) {
+  // Failures before a context exists mean there is no usable device: report them as such, not as an
+  // internal CUDA error with a file and line.
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) throw Error(std::string("no CUDA device: ") + cudaGetErrorString(err));
+  if (device < 0 || device >= count)
+    throw Error("no CUDA device: device " + str(device) + " requested, " + str(count) + " present");
+  err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaFree(0);  // creates the primary context
+  if (err != cudaSuccess)
+    throw Error("no CUDA device: cannot create a context on device " + str(device) + ": " + cudaGetErrorString(err));
+
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  // NOTE: the h200 engine is compiled for sm_90a only; any other architecture cannot run it.
+  if (prop.major != 9 || prop.minor != 0)
+    throw Error("booster h200 needs compute capability 9.0 (sm_90a); device " + str(device) + " (" + prop.name +
+                ") is " + str(prop.major) + "." + str(prop.minor));
+
+  HardwareProfile p;
+  p.booster = "h200";
+  p.device_name = prop.name;
+  p.compute_capability = str(prop.major) + "." + str(prop.minor);
+  p.sm_count = prop.multiProcessorCount;
+  p.l2_bytes = uint64_t(prop.l2CacheSize);
+  p.smem_per_block_optin = uint64_t(prop.sharedMemPerBlockOptin);
+  size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  p.memory_free = free;
+  p.memory_total = total;
+
+  {
+    // What the engine holds outside its arena, created the way the engine creates it: a compute
+    // stream, a copy stream, one event and the workspace. cudaMemGetInfo moves in 2 MiB pages; the
+    // difference is rounded up to the 64 KiB quantum.
+    Stream compute, copy;
+    Event done(cudaEventDisableTiming);
+    DeviceBuffer workspace(kH200Workspace);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const uint64_t after = free_device_memory();
+    const uint64_t drop = p.memory_free > after ? p.memory_free - after : 0;
+    // NOTE: on a shared GPU another process freeing memory meanwhile can shrink the measured drop; the
+    // engine holds at least its workspace whatever the measurement says.
+    p.reserve = align_up(std::max(drop, kH200Workspace));
+    p.copy_gbps = device_copy_gbps(compute.get());
+  }
+  p.floor = kH200Floor;
+
+  int driver = 0, runtime = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  p.driver_version = cuda_version_text(driver);
+  p.runtime_version = cuda_version_text(runtime);
+  stamp_machine(p);
+  return p;
+}
+
+}  // namespace rocket
