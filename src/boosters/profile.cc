@@ -304,14 +304,12 @@ double host_copy_gbps(uint64_t bytes) {
 
 }  // namespace
 
-HardwareProfile probe_host(uint64_t copy_bytes) {
-  CHECK(copy_bytes > 0 && is_aligned(copy_bytes), "probe_host: copy size must be a positive multiple of 64 KiB");
+HardwareProfile probe_host_memory() {
   HardwareProfile p;
   p.booster = "host";
   p.device_name = cpu_model_name();
   long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // glibc reports 0 or -1 where it does not know
   p.l2_bytes = l2 > 0 ? uint64_t(l2) : 0;
-  // Measured before the copy benchmark allocates its buffers.
   p.memory_total = meminfo_bytes("MemTotal");
   p.memory_free = meminfo_bytes("MemAvailable");
   uint64_t limit = 0, used = 0;
@@ -324,6 +322,13 @@ HardwareProfile probe_host(uint64_t copy_bytes) {
   // tens of MiB of ordinary heap, already inside the 2 GiB floor.
   p.reserve = 0;
   p.floor = kHostFloor;
+  return p;
+}
+
+HardwareProfile probe_host(uint64_t copy_bytes) {
+  CHECK(copy_bytes > 0 && is_aligned(copy_bytes), "probe_host: copy size must be a positive multiple of 64 KiB");
+  // Memory is measured before the copy benchmark allocates its buffers.
+  HardwareProfile p = probe_host_memory();
   if (2 * copy_bytes + p.floor > p.memory_free)
     fail("probe host: {} free is too little to time a copy of {} above the {} floor", gib(p.memory_free),
          size_text(copy_bytes), size_text(p.floor));

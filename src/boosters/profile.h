@@ -77,6 +77,10 @@ constexpr uint64_t kHostCopyBytes = kGiB;
 // twice that). REQUIRES: copy_bytes is a positive multiple of 64 KiB.
 // NOTE: first-touch page faults dominate its run time, not the copy: about 1 s for the default size
 // on a bare machine, but up to 10 s per GiB touched on VMs whose hypervisor backs guest memory lazily
+// The memory half of probe_host, without the bandwidth measurement (copy_gbps = 0): what upright
+// measures at every launch to check the plan still fits.
+HardwareProfile probe_host_memory();
+
 // (the CI machine is one). Tests pass a smaller size; `rocket probe` uses the default.
 HardwareProfile probe_host(uint64_t copy_bytes = kHostCopyBytes);
 

@@ -46,7 +46,7 @@ HardwareProfile profile_for(const BuildOptions& opt) {
       fail("{}: profile is for booster '{}', building for '{}'", opt.profile, p.booster, opt.booster);
     return p;
   }
-  if (opt.booster == "host") return probe_host();
+  if (opt.booster == "host") return probe_host_memory();  // the host plan needs memory, not bandwidth
   const fs::path committed = fs::path(ROCKET_SOURCE_DIR) / "boosters" / (opt.booster + ".json");
   if (!fs::exists(committed))
     fail("no hardware profile for booster '{}': pass --profile FILE (made by `rocket probe --booster {}` on that "

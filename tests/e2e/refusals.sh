@@ -4,7 +4,7 @@
 set -uo pipefail
 rocket=$1 work=$2/refusals
 rm -rf "$work"; mkdir -p "$work"
-fuel=$2/fuels/tiny-bf16 engine=$2/engines/tiny
+fuel=$2/fuels/tiny-bf16 engine=$2/engines/tiny-bf16
 failures=0
 
 # expect_refusal NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN on stderr.

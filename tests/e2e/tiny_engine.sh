@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Fixture: forge the tiny fuel and build its host engine under WORK (reused by the other e2e tests).
-#   tiny_engine.sh ROCKET WORK
+# Fixture: forge the tiny fuel in FORMAT and build its host engine under WORK.
+#   tiny_engine.sh ROCKET WORK FORMAT
 set -euo pipefail
-rocket=$1 work=$2
+rocket=$1 work=$2 format=$3
 mkdir -p "$work"
-"$rocket" forge --fuel tiny --format bf16 --seed 1 --out "$work/fuels/tiny-bf16" --force
-"$rocket" build "$work/fuels/tiny-bf16" --booster host --out "$work/engines/tiny" --force
-test -x "$work/engines/tiny/bin/rocket-engine"
+"$rocket" forge --fuel tiny --format "$format" --seed 1 --out "$work/fuels/tiny-$format" --force
+"$rocket" build "$work/fuels/tiny-$format" --booster host --out "$work/engines/tiny-$format" --force
+test -x "$work/engines/tiny-$format/bin/rocket-engine"

@@ -46,7 +46,7 @@ HostEngine::HostEngine(const std::string& engine_dir) {
   if (plan_.blob_bytes != kBlobBytes || plan_.arena_bytes != kArenaBytes)
     fail("upright: plan memory map (blob {} / arena {}) differs from the one this engine was built from "
          "(blob {} / arena {})", plan_.blob_bytes, plan_.arena_bytes, kBlobBytes, kArenaBytes);
-  const HardwareProfile machine = probe_host();
+  const HardwareProfile machine = probe_host_memory();
   const uint64_t usable = machine.usable_bytes();
   if (kArenaBytes > usable)
     fail("upright: plan residency {} bytes exceeds usable host memory {} bytes (MemAvailable {} - floor {}) "
