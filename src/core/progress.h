@@ -1,12 +1,15 @@
 // A one-line progress meter on stderr for long steps (forging, conditioning, building).
-// Redraws at most every 200 ms; prints a final line with the elapsed time. Not thread-safe: one
-// owner thread calls advance().
+// On a terminal it redraws in place at most every 200 ms; into a log (CI) it prints a line every
+// 10 s, so logs stay short. A final line gives the elapsed time. Not thread-safe: one owner thread
+// calls advance().
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+
+#include <unistd.h>
 
 namespace rocket {
 
@@ -20,10 +23,10 @@ class Progress {
   void advance(uint64_t n) {
     done_ += n;
     auto now = Clock::now();
-    if (now - last_ < std::chrono::milliseconds(200)) return;
+    if (now - last_ < (tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(10000))) return;
     last_ = now;
-    std::fprintf(stderr, "\r%s %5.1f%% (%s / %s)", label_.c_str(), total_ ? 100.0 * done_ / total_ : 100.0,
-                 human(done_).c_str(), human(total_).c_str());
+    std::fprintf(stderr, tty_ ? "\r%s %5.1f%% (%s / %s)" : "%s %5.1f%% (%s / %s)\n", label_.c_str(),
+                 total_ ? 100.0 * done_ / total_ : 100.0, human(done_).c_str(), human(total_).c_str());
     std::fflush(stderr);
   }
 
@@ -31,7 +34,7 @@ class Progress {
     if (finished_) return;
     finished_ = true;
     double s = std::chrono::duration<double>(Clock::now() - start_).count();
-    std::fprintf(stderr, "\r%s done: %s in %.1f s\n", label_.c_str(), human(done_).c_str(), s);
+    std::fprintf(stderr, tty_ ? "\r%s done: %s in %.1f s\n" : "%s done: %s in %.1f s\n", label_.c_str(), human(done_).c_str(), s);
   }
 
   static std::string human(uint64_t bytes) {
@@ -48,6 +51,7 @@ class Progress {
   uint64_t total_, done_ = 0;
   Clock::time_point start_ = Clock::now(), last_ = start_;
   bool finished_ = false;
+  bool tty_ = ::isatty(2) != 0;
 };
 
 }  // namespace rocket
