@@ -1,0 +1,369 @@
+// Request parsing and validation for /v1/chat/completions and /v1/completions: a full request parses
+// into CompletionRequest, and every invalid or unsupported field is a 400 whose `param` names it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "serve/openai_request.h"
+
+namespace rocket {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json parse(std::string_view text) { return Json::parse(text); }
+
+const char* kChatBase = R"({"model": "tiny", "messages": [{"role": "user", "content": "Hi"}]})";
+const char* kCompletionBase = R"({"model": "tiny", "prompt": "Once upon"})";
+
+// `base` with the members of `overlay` replaced or added.
+Json with(const char* base, std::string_view overlay) {
+  Json b = parse(base);
+  const Json o = parse(overlay);
+  for (const auto& [key, value] : o.items()) b[key] = value;
+  return b;
+}
+
+struct Expected {
+  std::string overlay;  // members set on the base request
+  std::string param;    // the field the 400 must name
+  std::string code;
+};
+
+template <typename Parse>
+void expect_rejections(Parse parse_request, const char* base, const std::vector<Expected>& cases) {
+  for (const Expected& c : cases) {
+    SCOPED_TRACE(c.overlay);
+    try {
+      parse_request(with(base, c.overlay));
+      ADD_FAILURE() << "accepted";
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), c.param) << e.message();
+      EXPECT_EQ(e.code(), c.code) << e.message();
+      EXPECT_EQ(e.type(), "invalid_request_error");
+      // The message names the field too, for clients that only show the message.
+      const std::string top = c.param.substr(0, c.param.find_first_of(".["));
+      EXPECT_NE(e.message().find(top), std::string::npos) << e.message();
+    }
+  }
+}
+
+TEST(ChatRequest, ParsesEveryField) {
+  const CompletionRequest r = parse_chat_request(parse(R"({
+    "model": "tiny",
+    "messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "developer", "content": [{"type": "text", "text": "Use tools."}, {"type": "text", "text": "Metric units."}]},
+      {"role": "user", "content": "Weather in 東京? 🌦️", "name": "ann"},
+      {"role": "assistant", "content": null, "reasoning_content": "Need the tool.", "refusal": null,
+       "tool_calls": [{"id": "call_1", "type": "function",
+                       "function": {"name": "get_weather", "arguments": "{\"city\":\"東京\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "18°C"}
+    ],
+    "max_tokens": 50, "max_completion_tokens": 64, "temperature": 0.7, "top_p": 0.9, "top_k": 20, "seed": -3,
+    "stop": ["END", "\n\n"], "stream": true, "stream_options": {"include_usage": true},
+    "logprobs": true, "top_logprobs": 5, "n": 1, "frequency_penalty": 0, "presence_penalty": 0.0,
+    "logit_bias": {}, "response_format": {"type": "text"}, "modalities": ["text"], "audio": null,
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+               "parameters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}},
+               "strict": true}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": false,
+    "user": "u-1", "store": false, "metadata": {"k": "v"}, "service_tier": "auto",
+    "chat_template_kwargs": {"enable_thinking": false}
+  })"));
+  EXPECT_EQ(r.kind, CompletionRequest::Kind::kChat);
+  EXPECT_EQ(r.model, "tiny");
+  ASSERT_EQ(r.messages.size(), 5u);
+  EXPECT_EQ(r.messages[1].role, "developer");
+  EXPECT_EQ(r.messages[1].content, "Use tools.\nMetric units.");
+  EXPECT_EQ(r.messages[2].content, "Weather in 東京? 🌦️");
+  EXPECT_EQ(r.messages[2].name, "ann");
+  EXPECT_FALSE(r.messages[3].content.has_value());
+  EXPECT_EQ(r.messages[3].reasoning_content, "Need the tool.");
+  ASSERT_EQ(r.messages[3].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[3].tool_calls[0].id, "call_1");
+  EXPECT_EQ(r.messages[3].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(r.messages[3].tool_calls[0].arguments, R"({"city":"東京"})");
+  EXPECT_EQ(r.messages[4].tool_call_id, "call_1");
+  EXPECT_EQ(r.messages[4].content, "18°C");
+  EXPECT_EQ(r.max_tokens, 64);  // max_completion_tokens wins
+  EXPECT_DOUBLE_EQ(r.temperature, 0.7);
+  EXPECT_DOUBLE_EQ(r.top_p, 0.9);
+  EXPECT_EQ(r.top_k, 20);
+  EXPECT_EQ(r.seed, -3);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"END", "\n\n"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 5);
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0].name, "get_weather");
+  EXPECT_EQ(r.tools[0].description, "Weather now");
+  EXPECT_TRUE(r.tools[0].strict);
+  // The schema keeps the client's key order: the chat template renders it with tojson.
+  EXPECT_EQ(r.tools[0].parameters.dump(),
+            R"({"type":"object","required":["city"],"properties":{"city":{"type":"string"}}})");
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kFunction);
+  EXPECT_EQ(r.tool_choice.function, "get_weather");
+  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.user, "u-1");
+  EXPECT_EQ(r.enable_thinking, false);
+}
+
+TEST(ChatRequest, Defaults) {
+  const CompletionRequest r = parse_chat_request(parse(kChatBase));
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_DOUBLE_EQ(r.temperature, 1.0);
+  EXPECT_DOUBLE_EQ(r.top_p, 1.0);
+  EXPECT_EQ(r.top_k, 0);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kAuto);
+  EXPECT_TRUE(r.parallel_tool_calls);
+  EXPECT_FALSE(r.enable_thinking.has_value());
+}
+
+TEST(ChatRequest, NullMeansNotGiven) {
+  const CompletionRequest r = parse_chat_request(with(kChatBase, R"({"temperature": null, "stop": null, "seed": null,
+      "max_tokens": null, "tools": null, "tool_choice": null, "n": null, "stream_options": null, "top_k": -1,
+      "logit_bias": null, "response_format": null, "chat_template_kwargs": {"enable_thinking": null}})"));
+  EXPECT_DOUBLE_EQ(r.temperature, 1.0);
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_EQ(r.top_k, 0);
+  EXPECT_FALSE(r.enable_thinking.has_value());
+}
+
+TEST(ChatRequest, StopAsStringAndIntegralDecimals) {
+  const CompletionRequest r = parse_chat_request(with(kChatBase, R"({"stop": "。", "max_tokens": 100.0, "seed": 7})"));
+  EXPECT_EQ(r.stop, std::vector<std::string>{"。"});
+  EXPECT_EQ(r.max_tokens, 100);
+  EXPECT_EQ(r.seed, 7);
+}
+
+TEST(ChatRequest, RejectionsNameTheField) {
+  expect_rejections(parse_chat_request, kChatBase, {
+      {R"({"model": 5})", "model", "invalid_type"},
+      {R"({"messages": "Hi"})", "messages", "invalid_type"},
+      {R"({"messages": []})", "messages", "invalid_value"},
+      {R"({"messages": ["Hi"]})", "messages[0]", "invalid_type"},
+      {R"({"messages": [{"content": "Hi"}]})", "messages[0].role", "missing_required_parameter"},
+      {R"({"messages": [{"role": "robot", "content": "Hi"}]})", "messages[0].role", "invalid_value"},
+      {R"({"messages": [{"role": "function", "content": "Hi"}]})", "messages[0].role", "invalid_value"},
+      {R"({"messages": [{"role": "user"}]})", "messages[0].content", "missing_required_parameter"},
+      {R"({"messages": [{"role": "user", "content": null}]})", "messages[0].content", "missing_required_parameter"},
+      {R"({"messages": [{"role": "assistant"}]})", "messages[0].content", "missing_required_parameter"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": ["Hi"]}]})", "messages[0].content[0]", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": [{"text": "Hi"}]}]})", "messages[0].content[0].type",
+       "missing_required_parameter"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", "messages[0].content[0].text",
+       "missing_required_parameter"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]})", "messages[0].content[0].text",
+       "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+           {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]})",
+       "messages[0].content[1].type", "unsupported_value"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]})",
+       "messages[0].content[0].type", "unsupported_value"},
+      {R"({"messages": [{"role": "user", "content": "Hi", "name": 3}]})", "messages[0].name", "invalid_type"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": {}}]})", "messages[0].tool_calls", "invalid_type"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f",
+           "arguments": "{}"}}]}]})", "messages[0].tool_calls[0].id", "missing_required_parameter"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "custom", "function": {}}]}]})",
+       "messages[0].tool_calls[0].type", "unsupported_value"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+           "function": {"name": "f"}}]}]})", "messages[0].tool_calls[0].function.arguments",
+       "missing_required_parameter"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+           "function": {"name": "f", "arguments": 5}}]}]})", "messages[0].tool_calls[0].function.arguments",
+       "invalid_type"},
+      {R"({"messages": [{"role": "assistant", "content": "x", "reasoning_content": 1}]})",
+       "messages[0].reasoning_content", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "tool", "content": "18"}]})",
+       "messages[1].tool_call_id", "missing_required_parameter"},
+      {R"({"temperature": "hot"})", "temperature", "invalid_type"},
+      {R"({"temperature": true})", "temperature", "invalid_type"},
+      {R"({"temperature": 2.5})", "temperature", "invalid_value"},
+      {R"({"temperature": -0.1})", "temperature", "invalid_value"},
+      {R"({"top_p": 0})", "top_p", "invalid_value"},
+      {R"({"top_p": 1.01})", "top_p", "invalid_value"},
+      {R"({"top_p": "all"})", "top_p", "invalid_type"},
+      {R"({"top_k": -2})", "top_k", "invalid_value"},
+      {R"({"top_k": 2.5})", "top_k", "invalid_type"},
+      {R"({"seed": "42"})", "seed", "invalid_type"},
+      {R"({"max_tokens": 0})", "max_tokens", "invalid_value"},
+      {R"({"max_tokens": "10"})", "max_tokens", "invalid_type"},
+      {R"({"max_completion_tokens": -1})", "max_completion_tokens", "invalid_value"},
+      {R"({"stop": 5})", "stop", "invalid_type"},
+      {R"({"stop": ["a", 3]})", "stop[1]", "invalid_type"},
+      {R"({"stop": ["a", "b", "c", "d", "e"]})", "stop", "invalid_value"},
+      {R"({"stop": ""})", "stop", "invalid_value"},
+      {R"({"stream": "yes"})", "stream", "invalid_type"},
+      {R"({"stream_options": {"include_usage": true}})", "stream_options", "invalid_value"},
+      {R"({"stream": true, "stream_options": true})", "stream_options", "invalid_type"},
+      {R"({"stream": true, "stream_options": {"include_usage": 1}})", "stream_options.include_usage", "invalid_type"},
+      {R"({"stream": true, "stream_options": {"continuous_usage_stats": true}})",
+       "stream_options.continuous_usage_stats", "unknown_parameter"},
+      {R"({"logprobs": 1})", "logprobs", "invalid_type"},
+      {R"({"logprobs": true, "top_logprobs": 21})", "top_logprobs", "invalid_value"},
+      {R"({"top_logprobs": 2})", "top_logprobs", "invalid_value"},
+      {R"({"n": 2})", "n", "unsupported_value"},
+      {R"({"n": 0})", "n", "invalid_value"},
+      {R"({"n": "1"})", "n", "invalid_type"},
+      {R"({"frequency_penalty": 0.5})", "frequency_penalty", "unsupported_value"},
+      {R"({"presence_penalty": -1})", "presence_penalty", "unsupported_value"},
+      {R"({"presence_penalty": 3})", "presence_penalty", "invalid_value"},
+      {R"({"logit_bias": {"1000": 5}})", "logit_bias", "unsupported_value"},
+      {R"({"logit_bias": [1]})", "logit_bias", "invalid_type"},
+      {R"({"response_format": {"type": "json_object"}})", "response_format", "unsupported_value"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {}}})", "response_format", "unsupported_value"},
+      {R"({"response_format": "json"})", "response_format", "invalid_type"},
+      {R"({"modalities": ["text", "audio"]})", "modalities", "unsupported_value"},
+      {R"({"audio": {"voice": "alloy", "format": "wav"}})", "audio", "unsupported_parameter"},
+      {R"({"prediction": {"type": "content", "content": "x"}})", "prediction", "unsupported_parameter"},
+      {R"({"reasoning_effort": "high"})", "reasoning_effort", "unsupported_parameter"},
+      {R"({"web_search_options": {}})", "web_search_options", "unsupported_parameter"},
+      {R"({"functions": [{"name": "f"}]})", "functions", "unsupported_parameter"},
+      {R"({"function_call": "auto"})", "function_call", "unsupported_parameter"},
+      {R"({"best_of": 2})", "best_of", "unknown_parameter"},
+      {R"({"repetition_penalty": 1.1})", "repetition_penalty", "unknown_parameter"},
+      {R"({"tools": {}})", "tools", "invalid_type"},
+      {R"({"tools": ["f"]})", "tools[0]", "invalid_type"},
+      {R"({"tools": [{"type": "custom", "custom": {"name": "f"}}]})", "tools[0].type", "unsupported_value"},
+      {R"({"tools": [{"type": "function"}]})", "tools[0].function", "missing_required_parameter"},
+      {R"({"tools": [{"type": "function", "function": {"description": "d"}}]})", "tools[0].function.name",
+       "missing_required_parameter"},
+      {R"({"tools": [{"type": "function", "function": {"name": "get weather"}}]})", "tools[0].function.name",
+       "invalid_value"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f", "description": 1}}]})",
+       "tools[0].function.description", "invalid_type"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": "{}"}}]})",
+       "tools[0].function.parameters", "invalid_type"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f", "strict": "yes"}}]})",
+       "tools[0].function.strict", "invalid_type"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f"}},
+                     {"type": "function", "function": {"name": "f"}}]})", "tools[1].function.name", "invalid_value"},
+      {R"({"tool_choice": "sometimes"})", "tool_choice", "invalid_value"},
+      {R"({"tool_choice": 1})", "tool_choice", "invalid_type"},
+      {R"({"tool_choice": "required"})", "tool_choice", "invalid_value"},
+      {R"({"tool_choice": {"type": "function", "function": {"name": "f"}}})", "tool_choice.function.name",
+       "invalid_value"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f"}}],
+           "tool_choice": {"type": "function", "function": {"name": "g"}}})", "tool_choice.function.name",
+       "invalid_value"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f"}}],
+           "tool_choice": {"type": "allowed_tools", "allowed_tools": {}}})", "tool_choice.type", "unsupported_value"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function"}})",
+       "tool_choice.function", "missing_required_parameter"},
+      {R"({"parallel_tool_calls": "no"})", "parallel_tool_calls", "invalid_type"},
+      {R"({"user": 5})", "user", "invalid_type"},
+      {R"({"store": "yes"})", "store", "invalid_type"},
+      {R"({"metadata": {"k": 1}})", "metadata.k", "invalid_type"},
+      {R"({"chat_template_kwargs": []})", "chat_template_kwargs", "invalid_type"},
+      {R"({"chat_template_kwargs": {"enable_thinking": "no"}})", "chat_template_kwargs.enable_thinking", "invalid_type"},
+      {R"({"chat_template_kwargs": {"tools_in_system": true}})", "chat_template_kwargs.tools_in_system",
+       "unsupported_parameter"},
+      {R"({"frobnicate": 1})", "frobnicate", "unknown_parameter"},
+  });
+}
+
+TEST(ChatRequest, MissingRequiredFields) {
+  expect_rejections(parse_chat_request, R"({"messages": [{"role": "user", "content": "Hi"}]})",
+                    {{"{}", "model", "missing_required_parameter"}});
+  expect_rejections(parse_chat_request, R"({"model": "tiny"})", {{"{}", "messages", "missing_required_parameter"}});
+}
+
+TEST(ChatRequest, UnsupportedContentPartIsNamedInTheMessage) {
+  try {
+    parse_chat_request(with(kChatBase, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"));
+    FAIL() << "accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(e.message().find("image_url"), std::string::npos) << e.message();
+  }
+}
+
+TEST(CompletionRequest, ParsesPromptForms) {
+  const CompletionRequest text = parse_completion_request(parse(kCompletionBase));
+  EXPECT_EQ(text.kind, CompletionRequest::Kind::kCompletion);
+  EXPECT_EQ(std::get<std::string>(text.prompt), "Once upon");
+  EXPECT_EQ(text.max_tokens, 16);  // OpenAI's default for completions
+  EXPECT_FALSE(text.logprobs);
+
+  const CompletionRequest one = parse_completion_request(with(kCompletionBase, R"({"prompt": ["Hello 世界"]})"));
+  EXPECT_EQ(std::get<std::string>(one.prompt), "Hello 世界");
+  const CompletionRequest ids = parse_completion_request(with(kCompletionBase, R"({"prompt": [9707, 11, 1879]})"));
+  EXPECT_EQ(std::get<std::vector<int32_t>>(ids.prompt), (std::vector<int32_t>{9707, 11, 1879}));
+  const CompletionRequest nested = parse_completion_request(with(kCompletionBase, R"({"prompt": [[1, 2]]})"));
+  EXPECT_EQ(std::get<std::vector<int32_t>>(nested.prompt), (std::vector<int32_t>{1, 2}));
+
+  const CompletionRequest r = parse_completion_request(with(kCompletionBase, R"({"max_tokens": 5, "logprobs": 3,
+      "echo": false, "best_of": 1, "suffix": null, "n": 1, "stop": ["\n"], "seed": 1, "stream": true,
+      "stream_options": {"include_usage": false}, "user": "u"})"));
+  EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_TRUE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+}
+
+TEST(CompletionRequest, RejectionsNameTheField) {
+  expect_rejections(parse_completion_request, kCompletionBase, {
+      {R"({"prompt": 5})", "prompt", "invalid_type"},
+      {R"({"prompt": ""})", "prompt", "invalid_value"},
+      {R"({"prompt": []})", "prompt", "invalid_value"},
+      {R"({"prompt": ["a", "b"]})", "prompt", "unsupported_value"},
+      {R"({"prompt": [[1], [2]]})", "prompt", "unsupported_value"},
+      {R"({"prompt": [1, -1]})", "prompt[1]", "invalid_value"},
+      {R"({"prompt": [1, "a"]})", "prompt[1]", "invalid_type"},
+      {R"({"prompt": [[1, 2.5]]})", "prompt[0][1]", "invalid_type"},
+      {R"({"max_tokens": 0})", "max_tokens", "invalid_value"},
+      {R"({"logprobs": 6})", "logprobs", "invalid_value"},
+      {R"({"logprobs": true})", "logprobs", "invalid_type"},
+      {R"({"best_of": 3})", "best_of", "unsupported_value"},
+      {R"({"echo": true})", "echo", "unsupported_value"},
+      {R"({"suffix": "end"})", "suffix", "unsupported_value"},
+      {R"({"n": 4})", "n", "unsupported_value"},
+      {R"({"presence_penalty": 0.2})", "presence_penalty", "unsupported_value"},
+      {R"({"messages": []})", "messages", "unknown_parameter"},
+      {R"({"tools": []})", "tools", "unknown_parameter"},
+      {R"({"temperature": 3})", "temperature", "invalid_value"},
+  });
+  expect_rejections(parse_completion_request, R"({"model": "tiny"})", {{"{}", "prompt", "missing_required_parameter"}});
+}
+
+TEST(RequestBody, MalformedJsonAndNonObjects) {
+  try {
+    parse_json_body(R"({"model": "tiny",)");
+    FAIL() << "accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.code(), "invalid_json");
+  }
+  try {
+    parse_json_body("[1, 2]");
+    FAIL() << "accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.code(), "invalid_type");
+  }
+  EXPECT_EQ(parse_json_body(kChatBase)["model"], "tiny");
+}
+
+TEST(ErrorBody, OpenAIShape) {
+  const ProtocolError e(400, "Invalid type for 'temperature'.", "temperature", "invalid_request_error", "invalid_type");
+  EXPECT_EQ(error_body(e).dump(),
+            R"({"error":{"message":"Invalid type for 'temperature'.","type":"invalid_request_error",)"
+            R"("param":"temperature","code":"invalid_type"}})");
+  const ProtocolError busy(503, "The engine queue is full.", "", "server_error");
+  EXPECT_EQ(error_body(busy).dump(),
+            R"({"error":{"message":"The engine queue is full.","type":"server_error","param":null,"code":null}})");
+}
+
+}  // namespace
+}  // namespace rocket
