@@ -7,6 +7,7 @@
 // ill-formed bytes are treated as single code points rather than rejected.
 #pragma once
 
+#include "core/utf8.h"  // append_utf8
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,7 +20,6 @@ namespace rocket::jinja {
 std::vector<size_t> code_point_offsets(std::string_view s);
 size_t code_point_count(std::string_view s);
 std::vector<char32_t> decode_utf8(std::string_view s);
-void append_utf8(std::string& out, char32_t cp);
 
 // Python's str.isspace() for one code point (also what Jinja's `-` whitespace control strips).
 bool is_py_space(char32_t cp);

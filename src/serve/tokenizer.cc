@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/utf8.h"
 
 namespace rocket {
 
@@ -82,24 +83,6 @@ bool is_ascii(std::string_view s) {
   for (char c : s)
     if (uint8_t(c) >= 0x80) return false;
   return true;
-}
-
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
 }
 
 // Decodes one code point of well-formed UTF-8 at s[i], advancing i.
@@ -310,7 +293,7 @@ Tokenizer Tokenizer::from_json(const json& doc, const std::string& origin) {
     for (uint32_t b = 0; b < 256; ++b) {
       code_point_to_byte[alphabet[b]] = int16_t(b);
       std::string ch;
-      append_utf8(alphabet[b], ch);
+      append_utf8(ch, char32_t(alphabet[b]));
       t.byte_text_[b] = ch;
       auto it = t.text_to_id_.find(ch);
       if (it == t.text_to_id_.end())
