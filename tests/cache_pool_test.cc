@@ -174,6 +174,9 @@ TEST(CacheGeometry, RefusesAGeometryThatDisagreesWithThePlan) {
   g = good;
   g.layer_page_bytes = 1000;
   expect_refusal(g, plan, "64 KiB");
+  g = good;
+  g.snapshot_slots = plan.state_snapshots + 1;  // more than the plan's snapshot region holds
+  expect_refusal(g, plan, "state_snapshots region");
 }
 
 TEST(CacheGeometry, RefusesAPoolThatCannotHoldOneStream) {

@@ -77,6 +77,10 @@ void CacheGeometry::validate(const Plan& plan) const {
   if (snapshot_slots < 2 * plan.max_streams)
     fail("cache geometry: {} snapshot slots cannot serve {} streams (needs at least {})", snapshot_slots,
          plan.max_streams, 2 * plan.max_streams);
+  const PlanBuffer& region = plan.buffer("state_snapshots");
+  if (snapshot_slots > plan.state_snapshots || snapshot_region_bytes() > region.bytes)
+    fail("cache geometry: {} snapshot slots ({} bytes) but the plan's state_snapshots region holds {} ({} bytes)",
+         snapshot_slots, snapshot_region_bytes(), plan.state_snapshots, region.bytes);
 }
 
 }  // namespace rocket

@@ -135,6 +135,10 @@ int cmd_inspect(const std::vector<std::string>& args) {
   std::printf("\nstreams     %d (+1 padding slot), context %d tokens, prefill chunk %d\n", p.max_streams, p.max_context,
               p.prefill_chunk);
   std::printf("kv cache    %d pages x %s (%d tokens/page)\n", p.kv_pages, H(p.kv_page_bytes).c_str(), p.kv_page_tokens);
+  for (const auto& b : p.buffers)
+    if (b.name == "state_snapshots")
+      std::printf("snapshots   %d conv + recurrent state snapshots for the prefix cache, %s in all\n", p.state_snapshots,
+                  H(b.bytes).c_str());
   std::printf("kernels\n");
   for (const auto& k : p.kernels)
     std::printf("  %-12s %-13s %-26s %s\n", k.op.c_str(), k.precision.c_str(), k.impl.c_str(), k.tile.dump().c_str());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cache/geometry.h"
 #include "core/align.h"
 #include "core/error.h"
 
@@ -106,6 +107,13 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   state.add("gdn_state", slots * c.linear_layers() * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim * 4);
   state.add("conv_state", slots * c.linear_layers() * c.conv_dim() * (c.conv_kernel - 1) * 4);
   end = state.end();
+
+  // Prefix-cache snapshots: conv + recurrent state of every linear-attention layer at one token
+  // boundary each (src/cache/geometry.h), so a request sharing a prefix resumes bit-exactly.
+  p.state_snapshots = opt.state_snapshots ? opt.state_snapshots : 2 * p.max_streams;
+  Region snapshots(p, "state_snapshots", end);
+  snapshots.add("state_snapshots", uint64_t(p.state_snapshots) * SnapshotLayout::of(c).slot_bytes());
+  end = snapshots.end();
 
   p.arena_bytes = align_up(end);
   return p;

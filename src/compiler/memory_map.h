@@ -10,6 +10,7 @@ struct PlanOptions {
   std::vector<int> buckets = {1, 2, 4, 8, 16, 32};
   int max_context = 0;       // 0 = the booster's default for this chemistry
   int prefill_chunk = 32;
+  int state_snapshots = 0;   // 0 = two per stream slot, the prefix cache's minimum
 };
 
 // Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.

@@ -41,6 +41,7 @@ json Plan::to_json() const {
               {"max_streams", max_streams}, {"max_context", max_context}, {"prefill_chunk", prefill_chunk},
               {"max_rows", max_rows}, {"activation_bytes", activation_bytes}, {"kv_bytes", kv_bytes},
               {"kv_cache", {{"page_tokens", kv_page_tokens}, {"page_bytes", kv_page_bytes}, {"pages", kv_pages}}},
+              {"state_snapshots", state_snapshots},
               {"blob_bytes", blob_bytes}, {"arena_bytes", arena_bytes},
               {"memory_map", {{"regions", rs}, {"buffers", bs}, {"tensors", ts}}}, {"kernels", ks}};
 }
@@ -64,6 +65,7 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     p.kv_page_tokens = j.at("kv_cache").at("page_tokens");
     p.kv_page_bytes = j.at("kv_cache").at("page_bytes");
     p.kv_pages = j.at("kv_cache").at("pages");
+    p.state_snapshots = j.at("state_snapshots");
     p.blob_bytes = j.at("blob_bytes");
     p.arena_bytes = j.at("arena_bytes");
     const json& mm = j.at("memory_map");

@@ -62,6 +62,7 @@ struct Plan {
   int kv_page_tokens = 0;              // tokens per KV page; a page is a 64 KiB multiple
   uint64_t kv_page_bytes = 0;
   int kv_pages = 0;
+  int state_snapshots = 0;             // conv + recurrent state snapshots the prefix cache keeps
   uint64_t blob_bytes = 0;             // weights region = weights.blob size
   uint64_t arena_bytes = 0;            // whole arena (weights + runtime), the plan's residency
   std::vector<PlanRegion> regions;
