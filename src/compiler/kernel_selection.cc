@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 
 namespace rocket {
@@ -23,16 +25,18 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"moe", precision_name(c.precision(Role::kExperts)), "host_grouped_by_expert", {{"top_k", c.top_k}}});
     k.push_back({"sampling", "fp32", "host_sort_top_p", {{"rng", "splitmix64(seed, counter)"}}});
   } else if (booster == "h200") {
-    // Choices recorded for the H200 engine (its kernels land with the H200 engine issue). Decode is
-    // bandwidth-bound: NVFP4 experts run weight-only (dequantised in registers, bf16 math).
-    k.push_back({"linear", "bf16", "h200_gemv_splitk", {{"block_n", 64}, {"block_k", 256}, {"warps", 4}}});
-    k.push_back({"experts", precision_name(c.precision(Role::kExperts)), "h200_grouped_weight_only",
-                 {{"block_n", 64}, {"block_k", 128}, {"exact_n", true}}});
-    k.push_back({"gdn_decode", "fp32", "h200_state_in_registers", {{"v_tile", 32}}});
-    k.push_back({"gdn_prefill", "fp32", "h200_chunked", {{"chunk", 64}}});
-    k.push_back({"attention", "bf16", "h200_paged_gqa_decode", {{"split_kv", 4}}});
-    k.push_back({"lm_head", "bf16", "h200_gemv_splitk", {{"block_n", 128}, {"block_k", 256}}});
-    k.push_back({"sampling", "fp32", "h200_topk_top_p", {{"rng", "philox4x32"}}});
+    // Decode is bandwidth-bound: every weight byte read once per step, NVFP4 experts weight-only
+    // (dequantised in registers). The linear rows name the kernel in src/kernels/cuda/gemv.cuh and
+    // its GemvTraits; rows marked "planned" name kernels the H200 engine issue has still to land.
+    const nlohmann::json gemv_small = {{"warps", 8}, {"rows_per_warp", 2}, {"k_tile", 2048}, {"buckets", "1-8"}};
+    const nlohmann::json gemv_large = {{"warps", 8}, {"rows_per_warp", 2}, {"k_tile", 1024}, {"buckets", "16-32"}};
+    k.push_back({"linear", "bf16", "h200_gemv", gemv_small});
+    k.push_back({"linear", "bf16", "h200_gemv", gemv_large});
+    k.push_back({"experts", precision_name(c.precision(Role::kExperts)), "h200_gemv_weight_only", gemv_small});
+    k.push_back({"gdn_decode", "fp32", "planned: h200_state_in_registers", {{"v_tile", 32}}});
+    k.push_back({"gdn_prefill", "fp32", "planned: h200_chunked", {{"chunk", 64}}});
+    k.push_back({"attention", "bf16", "planned: h200_paged_gqa_decode", {{"split_kv", 4}}});
+    k.push_back({"sampling", "fp32", "planned: h200_topk_top_p", {{"rng", "philox4x32"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);
   }
