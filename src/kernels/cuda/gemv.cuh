@@ -29,7 +29,7 @@ struct GemvParams {
 template <int B>
 struct GemvTraits {
   static constexpr int kWarps = 8;
-  static constexpr int kRowsPerWarp = 2;
+  static constexpr int kRowsPerWarp = B <= 8 ? 4 : 2;  // independent row loads in flight per warp
   static constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
   static constexpr int kTile = B <= 8 ? 2048 : 1024;  // columns of x staged per pass
   static constexpr int kSmemBytes = B * kTile * 4;
@@ -89,21 +89,21 @@ __global__ void __launch_bounds__(GemvTraits<B>::kWarps * 32) gemv_kernel(const 
       xs[b * T::kTile + c] = __bfloat162float(p.x[size_t(b) * p.cols + k0 + c]);
     }
     __syncthreads();
-#pragma unroll
-    for (int r = 0; r < T::kRowsPerWarp; ++r) {
-      const int row = row0 + r;
-      if (row >= p.rows) break;  // warp-uniform
+    // Columns outer, rows inner: each step issues one load per row before any math, so a warp has
+    // kRowsPerWarp independent loads in flight (rows past the end re-read the last row, unused).
 #pragma unroll 2
-      for (int c = lane * 8; c < kt; c += 256) {
-        float w[8];
-        load8<P>(p, row, k0 + c, w);
+    for (int c = lane * 8; c < kt; c += 256) {
+      float w[T::kRowsPerWarp][8];
 #pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const float4 x0 = *reinterpret_cast<const float4*>(xs + b * T::kTile + c);
-          const float4 x1 = *reinterpret_cast<const float4*>(xs + b * T::kTile + c + 4);
-          acc[r][b] += w[0] * x0.x + w[1] * x0.y + w[2] * x0.z + w[3] * x0.w + w[4] * x1.x + w[5] * x1.y +
-                       w[6] * x1.z + w[7] * x1.w;
-        }
+      for (int r = 0; r < T::kRowsPerWarp; ++r) load8<P>(p, min(row0 + r, p.rows - 1), k0 + c, w[r]);
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        const float4 x0 = *reinterpret_cast<const float4*>(xs + b * T::kTile + c);
+        const float4 x1 = *reinterpret_cast<const float4*>(xs + b * T::kTile + c + 4);
+#pragma unroll
+        for (int r = 0; r < T::kRowsPerWarp; ++r)
+          acc[r][b] += w[r][0] * x0.x + w[r][1] * x0.y + w[r][2] * x0.z + w[r][3] * x0.w + w[r][4] * x1.x +
+                       w[r][5] * x1.y + w[r][6] * x1.z + w[r][7] * x1.w;
       }
     }
   }
