@@ -1,7 +1,5 @@
 #include "fuel/forge.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>

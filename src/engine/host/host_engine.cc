@@ -1,7 +1,5 @@
 #include "engine/host/host_engine.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
