@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev libpcre2-dev
-          libutf8proc-dev python3)
+          libutf8proc-dev libcpp-httplib-dev curl python3)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # Node.js may come from elsewhere (NodeSource bundles npm); Debian's packages only when it is absent.

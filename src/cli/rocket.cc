@@ -3,6 +3,7 @@
 //   build     compile a fuel for a booster into an engine directory
 //   inspect   print an engine directory's plan
 //   generate  stream text from an engine
+//   serve     run an engine's OpenAI-compatible HTTP server
 //   probe     measure this machine as a booster and write its hardware profile
 #include <unistd.h>
 
@@ -30,6 +31,7 @@ constexpr const char* kUsage =
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
+    "  serve     ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N]\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 
 // --key value options plus positionals; flags listed in `switches` take no value.
@@ -156,21 +158,36 @@ int cmd_inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Replaces this process with ENGINE_DIR/bin/rocket-engine SUBCOMMAND ARGS...
+int exec_engine(const char* sub, const std::vector<std::string>& args) {
+  const std::string exe = (fs::path(args[0]) / "bin" / "rocket-engine").string();
+  if (!fs::exists(exe)) fail("{}: {} not found (is {} an engine built with `rocket build --booster host`?)", sub, exe, args[0]);
+  std::vector<std::string> argv_s = {exe, sub};
+  argv_s.insert(argv_s.end(), args.begin() + 1, args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  ::execv(exe.c_str(), argv.data());
+  fail("{}: cannot run {}", sub, exe);
+}
+
 int cmd_generate(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0].starts_with("--")) {
     std::printf("rocket generate ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
                 "  Streams generated text from the engine's binary (ENGINE_DIR/bin/rocket-engine generate ...).\n");
     return args.empty() ? 2 : 0;
   }
-  const std::string exe = (fs::path(args[0]) / "bin" / "rocket-engine").string();
-  if (!fs::exists(exe)) fail("generate: {} not found (is {} an engine built with `rocket build --booster host`?)", exe, args[0]);
-  std::vector<std::string> argv_s = {exe, "generate"};
-  argv_s.insert(argv_s.end(), args.begin() + 1, args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  ::execv(exe.c_str(), argv.data());
-  fail("generate: cannot run {}", exe);
+  return exec_engine("generate", args);
+}
+
+int cmd_serve(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0].starts_with("--")) {
+    std::printf("rocket serve ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N]\n"
+                "  Runs the engine's OpenAI-compatible HTTP server (ENGINE_DIR/bin/rocket-engine serve ...):\n"
+                "  POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health.\n");
+    return args.empty() ? 2 : 0;
+  }
+  return exec_engine("serve", args);
 }
 
 }  // namespace
@@ -189,6 +206,7 @@ int main(int argc, char** argv) {
     if (cmd == "build") return cmd_build(args);
     if (cmd == "inspect") return cmd_inspect(args);
     if (cmd == "generate") return cmd_generate(args);
+    if (cmd == "serve") return cmd_serve(args);
     if (cmd == "probe") return probe_main(args);
     std::fprintf(stderr, "rocket: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;

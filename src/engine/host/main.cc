@@ -3,7 +3,9 @@
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine bench [--tokens N] [--context C]
 //   rocket-engine buckets [--steps N]
+//   rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N]
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine).
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +24,7 @@
 #include "engine/golden.h"
 #include "engine/host/host_engine.h"
 #include "kernels/host/sample.h"
+#include "serve/server.h"
 #include "serve/stream_decoder.h"
 #include "serve/tokenizer.h"
 
@@ -324,6 +327,50 @@ int cmd_bench(const fs::path& dir, const Args& a) {
   return 0;
 }
 
+// The OpenAI-compatible server (serve/server.h) on this engine: one request at a time in slot 0.
+class HostTokenEngine : public TokenEngine {
+ public:
+  explicit HostTokenEngine(HostEngine& e) : e_(e) {}
+  int vocab() const override { return int(engine::kVocab); }
+  int64_t max_context() const override { return engine::kMaxContext; }
+  const float* prefill(const std::vector<int32_t>& ids) override {
+    e_.reset_slot(0);
+    prefill_prompt(e_, 0, ids, -1);
+    return e_.logits(int((ids.size() - 1) % engine::kPrefillChunk));
+  }
+  const float* decode(int32_t id, int64_t pos) override {
+    const int slot = 0;
+    e_.decode(1, &id, &slot, &pos);
+    return e_.logits(0);
+  }
+
+ private:
+  HostEngine& e_;
+};
+
+int cmd_serve(const fs::path& dir, const Args& a) {
+  ServerOptions opt;
+  opt.host = a.get("--host", "127.0.0.1");
+  opt.port = std::stoi(a.get("--port", "8000"));
+  opt.api_key = a.get("--api-key", "");
+  const size_t queue = size_t(std::stoul(a.get("--queue", "16")));
+  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is seen as a failed write, not a signal
+  const auto t_up = Clock::now();
+  HostEngine e(dir.string());
+  HostTokenEngine te(e);
+  const Plan& plan = e.plan();
+  ModelInfo model;
+  model.id = dir.filename().string();
+  model.metadata = {{"fingerprint", plan.fingerprint},    {"booster", plan.booster},
+                    {"max_context", plan.max_context},    {"max_streams", plan.max_streams},
+                    {"prefill_chunk", plan.prefill_chunk}, {"buckets", plan.buckets}};
+  FifoEngineLoop loop(dir.string(), te, std::move(model), queue);
+  std::fprintf(stderr, "[engine] upright + fuel: %.2f s\n", seconds_since(t_up));
+  HttpServer server(loop, opt);
+  server.run();
+  return 0;
+}
+
 }  // namespace
 }  // namespace rocket
 
@@ -335,7 +382,8 @@ int main(int argc, char** argv) {
                  "[--top-k K] [--seed S]\n"
                  "       rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]\n"
                  "       rocket-engine bench [--tokens N] [--context C]\n"
-                 "       rocket-engine buckets [--steps N]\n");
+                 "       rocket-engine buckets [--steps N]\n"
+                 "       rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N]\n");
     return argc < 2 ? 2 : 0;
   }
   const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
@@ -346,6 +394,7 @@ int main(int argc, char** argv) {
     if (cmd == "parity") return cmd_parity(dir, a);
     if (cmd == "bench") return cmd_bench(dir, a);
     if (cmd == "buckets") return cmd_buckets(dir, a);
+    if (cmd == "serve") return cmd_serve(dir, a);
     std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
     return 2;
   } catch (const Error& e) {
