@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "boosters/profile.h"
 #include "compiler/codegen.h"
@@ -16,6 +17,7 @@
 #include "core/progress.h"
 #include "core/staged_dir.h"
 #include "fuel/fuel.h"
+#include "serve/chat_template.h"
 
 namespace fs = std::filesystem;
 
@@ -54,6 +56,22 @@ HardwareProfile profile_for(const BuildOptions& opt) {
   return load_profile(committed);
 }
 
+// The engine renders the fuel's chat template for every request; a template using anything the
+// template engine does not implement is refused here, at build time, never at request time.
+void check_chat_template(const fs::path& fuel_dir) {
+  const fs::path path = fuel_dir / "tokenizer_config.json";
+  std::ifstream f(path);
+  if (!f) return;  // no tokenizer config: the engine serves completions only
+  const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) fail("{}: not valid JSON", path.string());
+  if (!j.contains("chat_template") || !j["chat_template"].is_string()) return;
+  try {
+    ChatTemplate::compile(j["chat_template"].get<std::string>());
+  } catch (const Error& e) {
+    fail("{}: chat_template is not supported: {}", path.string(), e.what());
+  }
+}
+
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream f(p);
   f << s;
@@ -68,6 +86,7 @@ void build(const BuildOptions& opt) {
   if (opt.fuel_dir.empty() || opt.out.empty()) fail("build: FUEL_DIR and --out ENGINE_DIR are required");
   if (opt.booster != "host" && opt.booster != "h200") fail("build: unknown booster '{}' (expected host or h200)", opt.booster);
   Fuel fuel = Fuel::open(opt.fuel_dir);
+  check_chat_template(opt.fuel_dir);
   const HardwareProfile hw = profile_for(opt);
 
   PlanOptions po;

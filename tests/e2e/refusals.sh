@@ -43,6 +43,16 @@ json.dump(j, open(p, "w"))
 PY
 expect_refusal unindexed-tensor "layers.2.linear_attn.A_log" "$rocket" build "$work/missing" --booster host --out "$work/out4"
 
+# A chat template using a construct the template engine does not implement: refused at build time.
+cp -r "$fuel" "$work/badtemplate"
+python3 - "$work/badtemplate/tokenizer_config.json" <<'PY'
+import json, sys
+p = sys.argv[1]; j = json.load(open(p))
+j["chat_template"] = "{% include 'other.jinja' %}" + j["chat_template"]
+json.dump(j, open(p, "w"))
+PY
+expect_refusal unsupported-template "include" "$rocket" build "$work/badtemplate" --booster host --out "$work/out6"
+
 # A plan that does not fit the booster's memory.
 python3 - "$work/small.json" <<'PY'
 import json, sys
