@@ -7,21 +7,14 @@
 
 #include "cache/radix_cache.h"
 
+#include "cache_fixtures.h"
+
 namespace rocket {
 namespace {
 
-constexpr int kP = 4;  // tokens per page in these tests
-
-CacheGeometry small_geometry(int pages = 32, int snapshots = 8, int max_context = 64) {
-  return {.page_tokens = kP, .pages = pages, .layer_pages = 2, .layer_page_bytes = 64 * 1024,
-          .snapshot_slots = snapshots, .snapshot_bytes = 64 * 1024, .max_context = max_context};
-}
-
-std::vector<int32_t> seq(int32_t first, int n) {
-  std::vector<int32_t> t(n);
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+using test::kP;
+using test::seq;
+using test::small_geometry;
 
 std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());

@@ -13,21 +13,14 @@
 #include "cache/snapshot_store.h"
 #include "cache/stream_pages.h"
 
+#include "cache_fixtures.h"
+
 namespace rocket {
 namespace {
 
-constexpr int kP = 4;  // tokens per page in these tests
-
-CacheGeometry small_geometry(int pages = 32, int snapshots = 8, int max_context = 64) {
-  return {.page_tokens = kP, .pages = pages, .layer_pages = 2, .layer_page_bytes = 64 * 1024,
-          .snapshot_slots = snapshots, .snapshot_bytes = 64 * 1024, .max_context = max_context};
-}
-
-std::vector<int32_t> seq(int32_t first, int n) {
-  std::vector<int32_t> t(n);
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+using test::kP;
+using test::seq;
+using test::small_geometry;
 
 // Stands in for the engine: KV "bytes" are the token id each page row was written with, applying
 // the reported copies first; a recurrent state is a pseudo-random function of the token prefix

