@@ -112,6 +112,21 @@ bool ends_inside_think(const std::string& prompt) {
 
 }  // namespace
 
+std::vector<int32_t> eos_token_ids(const std::string& engine_dir) {
+  std::vector<int32_t> eos;
+  const fs::path path = fs::path(engine_dir) / "generation_config.json";
+  if (!fs::exists(path)) return eos;
+  const Json g = read_json_file(path);
+  if (g.contains("eos_token_id")) {
+    if (g["eos_token_id"].is_array()) {
+      for (const auto& v : g["eos_token_id"]) eos.push_back(v.get<int32_t>());
+    } else if (g["eos_token_id"].is_number_integer()) {
+      eos.push_back(g["eos_token_id"].get<int32_t>());
+    }
+  }
+  return eos;
+}
+
 FifoEngineLoop::FifoEngineLoop(const std::string& engine_dir, TokenEngine& engine, ModelInfo model,
                                size_t queue_capacity)
     : engine_(engine), model_(std::move(model)), capacity_(queue_capacity),
@@ -125,16 +140,7 @@ FifoEngineLoop::FifoEngineLoop(const std::string& engine_dir, TokenEngine& engin
     template_vars_["bos_token"] = token_string(cfg, "bos_token");
     template_vars_["eos_token"] = token_string(cfg, "eos_token");
   }
-  if (fs::exists(dir / "generation_config.json")) {
-    const Json g = read_json_file(dir / "generation_config.json");
-    if (g.contains("eos_token_id")) {
-      if (g["eos_token_id"].is_array()) {
-        for (const auto& v : g["eos_token_id"]) eos_.push_back(v.get<int32_t>());
-      } else if (g["eos_token_id"].is_number_integer()) {
-        eos_.push_back(g["eos_token_id"].get<int32_t>());
-      }
-    }
-  }
+  eos_ = eos_token_ids(engine_dir);
   thread_ = std::thread([this] { run(); });
 }
 

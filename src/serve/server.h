@@ -96,6 +96,9 @@ class TokenEngine {
   virtual const float* decode(int32_t id, int64_t pos) = 0;
 };
 
+// The end-of-sequence ids of ENGINE_DIR/generation_config.json (none when the file is absent).
+std::vector<int32_t> eos_token_ids(const std::string& engine_dir);
+
 class FifoEngineLoop : public EngineLoop {
  public:
   // Loads ENGINE_DIR's tokenizer.json, compiles tokenizer_config.json's chat_template and reads the

@@ -49,24 +49,12 @@ struct Args {
 };
 
 // Runs a prompt through prefill in the plan's chunks; returns with the last row's logits ready.
-void prefill_prompt(HostEngine& e, int slot, const std::vector<int32_t>& ids, int first_logit_row_of_all) {
+void prefill_prompt(HostEngine& e, int slot, const std::vector<int32_t>& ids) {
   for (size_t at = 0; at < ids.size(); at += engine::kPrefillChunk) {
     const int n = int(std::min<size_t>(engine::kPrefillChunk, ids.size() - at));
     const bool last = at + n == ids.size();
-    const int first = first_logit_row_of_all >= 0 ? 0 : (last ? n - 1 : n);
-    e.prefill(slot, ids.data() + at, n, int64_t(at), first);
+    e.prefill(slot, ids.data() + at, n, int64_t(at), last ? n - 1 : n);
   }
-}
-
-std::vector<int32_t> eos_ids(const fs::path& dir) {
-  std::vector<int32_t> eos;
-  std::ifstream f(dir / "generation_config.json");
-  if (!f) return eos;
-  auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.contains("eos_token_id")) return eos;
-  if (j["eos_token_id"].is_array()) eos = j["eos_token_id"].get<std::vector<int32_t>>();
-  else eos.push_back(j["eos_token_id"].get<int32_t>());
-  return eos;
 }
 
 int cmd_generate(const fs::path& dir, const Args& a) {
@@ -87,11 +75,11 @@ int cmd_generate(const fs::path& dir, const Args& a) {
   if (int64_t(ids.size()) + max_tokens > engine::kMaxContext)
     fail("generate: prompt ({} tokens) + max tokens ({}) exceed the plan's context {}", ids.size(), max_tokens,
          engine::kMaxContext);
-  const std::vector<int32_t> eos = eos_ids(dir);
+  const std::vector<int32_t> eos = eos_token_ids(dir.string());
   std::vector<float> scratch(engine::kVocab);
   std::vector<int32_t> scratch_idx(engine::kVocab);
   const auto t0 = Clock::now();
-  prefill_prompt(e, 0, ids, -1);
+  prefill_prompt(e, 0, ids);
   const double prefill_s = seconds_since(t0);
   StreamDecoder out(tok);
   std::fputs(prompt.c_str(), stdout);
@@ -167,7 +155,7 @@ int cmd_parity(const fs::path& dir, const Args& a) {
     slots[p] = p;
     e.reset_slot(p);
     const auto& ids = g.prompts[p].prompt_ids;
-    prefill_prompt(e, p, ids, -1);
+    prefill_prompt(e, p, ids);
     const float* l = e.logits(int((ids.size() - 1) % engine::kPrefillChunk));
     next[p] = host::argmax(l, V);
     pos[p] = int64_t(ids.size());
@@ -226,7 +214,7 @@ int cmd_buckets(const fs::path& dir, const Args& a) {
   for (int s = 0; s < engine::kMaxStreams; ++s) {
     e.reset_slot(0);
     const auto p = prompt_of(s);
-    prefill_prompt(e, 0, p, -1);
+    prefill_prompt(e, 0, p);
     int64_t pos = int64_t(p.size());
     int32_t id = int32_t(300 + 17 * s);
     const int slot = 0;
@@ -245,7 +233,7 @@ int cmd_buckets(const fs::path& dir, const Args& a) {
       slots[s] = engine::kMaxStreams - 1 - s;  // not the slots the reference used
       e.reset_slot(slots[s]);
       const auto p = prompt_of(s);
-      prefill_prompt(e, slots[s], p, -1);
+      prefill_prompt(e, slots[s], p);
       pos[s] = int64_t(p.size());
       ids[s] = int32_t(300 + 17 * s);
     }
@@ -309,7 +297,7 @@ int cmd_bench(const fs::path& dir, const Args& a) {
       e.reset_slot(s);
       std::vector<int32_t> prompt(context);
       for (int t = 0; t < context; ++t) prompt[t] = int32_t((1000 + 7919 * (s * context + t)) % 150000);
-      prefill_prompt(e, s, prompt, -1);
+      prefill_prompt(e, s, prompt);
       pos[s] = context;
       ids[s] = int32_t(100 + 31 * s);
     }
@@ -335,7 +323,7 @@ class HostTokenEngine : public TokenEngine {
   int64_t max_context() const override { return engine::kMaxContext; }
   const float* prefill(const std::vector<int32_t>& ids) override {
     e_.reset_slot(0);
-    prefill_prompt(e_, 0, ids, -1);
+    prefill_prompt(e_, 0, ids);
     return e_.logits(int((ids.size() - 1) % engine::kPrefillChunk));
   }
   const float* decode(int32_t id, int64_t pos) override {
