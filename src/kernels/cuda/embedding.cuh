@@ -1,0 +1,52 @@
+// Token embedding for the B rows of a decode bucket (or the tokens of a prefill chunk): row i of x
+// is row ids[i] of the bf16 table, copied bit for bit. The activation stream x is bf16 on the H200
+// (the plan's activation dtype), so the gather is a pure copy of 16-byte vectors.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace rocket::cuda {
+
+struct EmbeddingParams {
+  const __nv_bfloat16* table = nullptr;  // [vocab][kHidden]
+  const int32_t* ids = nullptr;          // [rows], device memory; REQUIRES: 0 <= id < vocab
+  __nv_bfloat16* x = nullptr;            // [rows][kHidden]
+};
+
+template <int kHidden>
+struct EmbeddingTraits {
+  static constexpr int kVectors = kHidden / 8;  // uint4 = 8 bf16
+  static constexpr int kThreads = kVectors < 32 ? 32 : (kVectors > 256 ? 256 : kVectors);
+  static_assert(kHidden % 8 == 0, "embedding rows are copied as 16-byte vectors");
+};
+
+// ---------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+template <int kHidden>
+__global__ void __launch_bounds__(EmbeddingTraits<kHidden>::kThreads)
+    embedding_kernel(const __grid_constant__ EmbeddingParams p) {
+  using T = EmbeddingTraits<kHidden>;
+  const int row = blockIdx.x;
+  const uint4* src = reinterpret_cast<const uint4*>(p.table + int64_t(__ldg(p.ids + row)) * kHidden);
+  uint4* dst = reinterpret_cast<uint4*>(p.x + int64_t(row) * kHidden);
+  for (int v = threadIdx.x; v < T::kVectors; v += T::kThreads) dst[v] = __ldg(src + v);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// kernel launchers
+
+// `rows` is the bucket (decode) or the chunk's token count (prefill); ids were validated against the
+// vocabulary on the host before they were staged.
+template <int kHidden>
+void embedding(const EmbeddingParams& p, int rows, cudaStream_t stream) {
+  CHECK(rows > 0, "embedding of no rows");
+  embedding_kernel<kHidden><<<rows, EmbeddingTraits<kHidden>::kThreads, 0, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rocket::cuda

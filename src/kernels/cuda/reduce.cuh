@@ -1,0 +1,48 @@
+// Warp- and block-wide reductions shared by the H200 kernels (FP32 sums, max).
+//
+// Sums are reduced as a fixed butterfly, so a kernel's result is bitwise reproducible from run to run
+// (graph replays included); the order differs from the host kernels' sequential sums, which is why the
+// GPU checks compare with a rounding tolerance rather than bitwise.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace rocket::cuda {
+
+// Sum over the `kLanes` consecutive lanes that share a group (kLanes a power of two <= 32); every
+// lane of the group gets the total.
+template <int kLanes = 32>
+__device__ __forceinline__ float warp_sum(float v) {
+  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "lane group must be a power of two");
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over a block of kThreads threads; every thread gets the total. `scratch` holds kThreads / 32
+// floats and may be reused after the call (the trailing barrier protects it).
+template <int kThreads>
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "block of whole warps");
+  constexpr int kWarps = kThreads / 32;
+  v = warp_sum(v);
+  if constexpr (kWarps == 1) {
+    return v;
+  } else {
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += scratch[w];
+    __syncthreads();
+    return total;
+  }
+}
+
+}  // namespace rocket::cuda

@@ -1,0 +1,102 @@
+// MoE router on the H200: per row, softmax over kExperts fp32 logits, the kTopK largest probabilities
+// (ties to the lower expert index, descending order as torch.topk returns them), renormalised to sum
+// to 1 (host reference: kernels/host/moe.h router_top_k). One warp per row; the logits come from the
+// router GEMV.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/reduce.cuh"
+
+namespace rocket::cuda {
+
+struct RouterParams {
+  const float* logits = nullptr;  // [rows][kExperts]
+  int32_t* idx = nullptr;         // [rows][kTopK], descending probability
+  float* weight = nullptr;        // [rows][kTopK], sums to 1 per row
+};
+
+template <int kExperts, int kTopK>
+struct RouterTraits {
+  static constexpr int kWarps = 4;  // rows per block
+  static constexpr int kPerLane = (kExperts + 31) / 32;
+  static_assert(kTopK >= 1 && kTopK <= kExperts, "router top-k needs 1 <= k <= experts");
+};
+
+// ---------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+template <int kExperts, int kTopK>
+__global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
+    router_kernel(const __grid_constant__ RouterParams p, int rows) {
+  using T = RouterTraits<kExperts, kTopK>;
+  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * T::kWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const float* l = p.logits + int64_t(row) * kExperts;
+  // Lane holds experts lane, lane + 32, ...: coalesced loads, and a lane's experts ascend with k.
+  float v[T::kPerLane];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < T::kPerLane; ++k) {
+    const int e = lane + 32 * k;
+    v[k] = e < kExperts ? l[e] : -INFINITY;
+    mx = fmaxf(mx, v[k]);
+  }
+  mx = warp_max(mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < T::kPerLane; ++k) sum += lane + 32 * k < kExperts ? expf(v[k] - mx) : 0.0f;
+  const float inv = 1.0f / warp_sum(sum);
+#pragma unroll
+  for (int k = 0; k < T::kPerLane; ++k) v[k] = lane + 32 * k < kExperts ? expf(v[k] - mx) * inv : -1.0f;
+
+  // k rounds of a warp argmax over (probability desc, expert asc); the winner's slot is retired (-1 is
+  // below every probability). Probabilities, not logits, are compared, as the host kernel does.
+  float top[kTopK];
+  int top_idx[kTopK];
+#pragma unroll
+  for (int r = 0; r < kTopK; ++r) {
+    float best = -1.0f;
+    int best_e = kExperts;
+#pragma unroll
+    for (int k = 0; k < T::kPerLane; ++k)
+      if (v[k] > best) best = v[k], best_e = lane + 32 * k;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+      if (ob > best || (ob == best && oe < best_e)) best = ob, best_e = oe;
+    }
+    top[r] = best;
+    top_idx[r] = best_e;
+#pragma unroll
+    for (int k = 0; k < T::kPerLane; ++k)
+      if (lane + 32 * k == best_e) v[k] = -1.0f;
+  }
+  if (lane == 0) {
+    float total = 0.0f;  // summed in rank order, as the host does
+#pragma unroll
+    for (int r = 0; r < kTopK; ++r) total += top[r];
+#pragma unroll
+    for (int r = 0; r < kTopK; ++r) {
+      p.idx[int64_t(row) * kTopK + r] = top_idx[r];
+      p.weight[int64_t(row) * kTopK + r] = top[r] / total;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// kernel launchers
+
+// `rows`: the bucket (decode) or the chunk's tokens (prefill).
+template <int kExperts, int kTopK>
+void router(const RouterParams& p, int rows, cudaStream_t stream) {
+  using T = RouterTraits<kExperts, kTopK>;
+  CHECK(rows > 0, "router of no rows");
+  router_kernel<kExperts, kTopK><<<(rows + T::kWarps - 1) / T::kWarps, T::kWarps * 32, 0, stream>>>(p, rows);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rocket::cuda
