@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds GPU check programs (tests/cuda/NAME_check.cu) as standalone binaries under .carry/checks/, so
+# they run on the H200 machine with nothing but the CUDA driver: libstdc++, libgcc and cudart linked
+# statically. The .cc sources a check needs compile with g++ (fmt does not compile under nvcc), the
+# check itself with nvcc. One delimited block per check; each rebuilds its binary from scratch, so the
+# script can run any number of times. Run from anywhere; needs nvcc and g++ on PATH.
+#
+#   bash tools/device/build_checks.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+mkdir -p .carry/checks
+
+# ---- weight_load_check: src/engine/h200 arena, memory budget, weight loader -----------------------
+(
+  cuda_include=$(dirname "$(dirname "$(command -v nvcc)")")/include
+  obj=.carry/checks/obj/weight_load_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  for src in engine/h200/blob_file engine/h200/arena engine/h200/memory_budget engine/h200/weight_loader; do
+    g++ -std=c++20 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -I"$cuda_include" -DFMT_HEADER_ONLY \
+      -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+  done
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY \
+    -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -cudart static \
+    -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/weight_load_check.cu "$obj"/*.o -o .carry/checks/weight_load_check -lpthread
+  echo "built .carry/checks/weight_load_check"
+)
+# ---- end weight_load_check ------------------------------------------------------------------------
