@@ -26,3 +26,21 @@ mkdir -p .carry/checks
   echo "built .carry/checks/weight_load_check"
 )
 # ---- end weight_load_check ------------------------------------------------------------------------
+
+# ---- attention_check: paged gated attention, decode + prefill (src/kernels/cuda/attention_*.cuh) ----
+(
+  obj=.carry/checks/obj/attention_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  # The host kernels' OpenMP pragmas stay off here (no libgomp on a bare machine); the check threads
+  # its reference over rows itself.
+  for src in kernels/host/attention kernels/host/norm; do
+    g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
+      -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+  done
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY \
+    -Xcompiler -Wall,-Wextra -cudart static \
+    -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/attention_check.cu "$obj"/*.o -o .carry/checks/attention_check -lpthread
+  echo "built .carry/checks/attention_check"
+)
+# ---- end attention_check --------------------------------------------------------------------------

@@ -1,0 +1,74 @@
+// Per-head preparation of gated-attention inputs on the H200: the zero-centred RMSNorm HF applies
+// to each query and key head (q_norm / k_norm), then partial rotate-half RoPE. Used inside the
+// attention kernels (attention_decode.cuh, attention_prefill.cuh), never as a kernel of its own: the
+// normalised query lives only in shared memory and registers, the key only in the KV cache.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+namespace rocket::cuda {
+
+// RoPE frequencies inv_freq_i = 1 / theta^(2i / rotary_dim), computed on the host in fp32 exactly as
+// torch (and host::apply_rope) computes them. NOTE: a device powf differs from glibc's in the last
+// bit for some i, which at position 8192 moves an angle by ~1e-4 rad; carrying the host's table by
+// value in the kernel params keeps every angle float(pos) * inv_freq_i on the reference's value.
+template <int kRotaryDim>
+struct RopeTable {
+  static_assert(kRotaryDim > 0 && kRotaryDim % 2 == 0, "rotary dim must be even");
+  float inv_freq[kRotaryDim / 2];
+
+  static RopeTable make(double theta) {
+    RopeTable t;
+    const float base = float(theta);
+    for (int i = 0; i < kRotaryDim / 2; ++i) t.inv_freq[i] = 1.0f / std::pow(base, float(2 * i) / float(kRotaryDim));
+    return t;
+  }
+};
+
+// One warp: y = rope(x · rsqrt(mean(x²) + eps) · (1 + w), pos) · out_scale for one head, x and w bf16,
+// y fp32 in shared memory. Rotates the first kRotaryDim dims: pair (i, i + kRotaryDim/2) by angle
+// float(pos) · inv_freq_i. Lane l owns dims l, l + 32, ... (a head is read once per kernel, so the
+// 2-byte strided loads cost nothing that matters). REQUIRES: all 32 lanes of the warp call it.
+template <int kHeadDim, int kRotaryDim>
+__device__ __forceinline__ void norm_rope_head(const __nv_bfloat16* x, const __nv_bfloat16* w, const RopeTable<kRotaryDim>& rope,
+                                               int pos, float eps, float out_scale, float* y) {
+  static_assert(kHeadDim % 32 == 0, "a warp normalises a head in whole passes of 32 dims");
+  static_assert(kRotaryDim <= kHeadDim, "rotary dims exceed the head");
+  constexpr int kPer = kHeadDim / 32, kHalf = kRotaryDim / 2;
+  const int lane = threadIdx.x % 32;
+  float v[kPer];
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    v[i] = __bfloat162float(x[i * 32 + lane]);
+    ss += v[i] * v[i];
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = 1.0f / sqrtf(ss / float(kHeadDim) + eps);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    v[i] = v[i] * inv * (1.0f + __bfloat162float(w[i * 32 + lane]));
+    y[i * 32 + lane] = v[i];
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int d = i * 32 + lane;
+    if (d < kRotaryDim) {
+      const bool low = d < kHalf;
+      float s, c;
+      sincosf(float(pos) * rope.inv_freq[low ? d : d - kHalf], &s, &c);
+      const float partner = y[low ? d + kHalf : d - kHalf];
+      v[i] = low ? v[i] * c - partner * s : v[i] * c + partner * s;
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) y[i * 32 + lane] = v[i] * out_scale;
+  __syncwarp();
+}
+
+}  // namespace rocket::cuda
