@@ -1,11 +1,14 @@
 #include "engine/h200/weight_loader.h"
 
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -29,16 +32,31 @@ void report_release(cudaError_t err, const char* what) {
   if (err != cudaSuccess) std::fprintf(stderr, "[fuel] %s failed: %s\n", what, cudaGetErrorString(err));
 }
 
+// Page-aligned anonymous memory, pinned with cudaHostRegister so copies out of it are DMA.
+// NOTE: not cudaHostAlloc: the driver maps that memory into the process itself, and direct I/O, which
+// pins the user pages it transfers into, is refused (EFAULT) on such mappings on some platforms;
+// ordinary anonymous pages serve both O_DIRECT reads and the device copy.
 class PinnedBuffer {
  public:
-  explicit PinnedBuffer(uint64_t bytes) { CUDA_CHECK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault)); }
-  ~PinnedBuffer() { report_release(cudaFreeHost(ptr_), "cudaFreeHost"); }
+  explicit PinnedBuffer(uint64_t bytes) : bytes_(bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail("fuel: cannot map {} bytes of staging memory: {}", bytes, std::strerror(errno));
+    ptr_ = p;
+    const cudaError_t err = cudaHostRegister(ptr_, bytes, cudaHostRegisterDefault);
+    if (err != cudaSuccess) ::munmap(ptr_, bytes_);  // no destructor runs for a constructor that throws
+    cuda_check(err, "cudaHostRegister(staging)", __FILE__, __LINE__);
+  }
+  ~PinnedBuffer() {
+    report_release(cudaHostUnregister(ptr_), "cudaHostUnregister");
+    ::munmap(ptr_, bytes_);
+  }
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   void* get() const { return ptr_; }
 
  private:
   void* ptr_ = nullptr;
+  uint64_t bytes_ = 0;
 };
 
 class Stream {

@@ -1,10 +1,11 @@
 // The fuel step of the H200 countdown: weights.blob → arena [0, blob_bytes).
 //
 // Reader threads take 64 KiB-aligned chunks in file order from a shared counter and pread each into a
-// pinned staging buffer (cudaHostAlloc). Every reader owns two buffers and one copy stream, so it reads
-// its next chunk from disk while cudaMemcpyAsync moves the previous one to the device; before refilling
-// a buffer it waits on the event recorded after that buffer's last copy. More than one reader is for
-// when one thread cannot keep up with the disk or the page cache (weight_load_check measures 1, 2 and 4).
+// pinned staging buffer (page-aligned, registered with cudaHostRegister). Every reader owns two buffers
+// and one copy stream, so it reads its next chunk from disk while cudaMemcpyAsync moves the previous one
+// to the device; before refilling a buffer it waits on the event recorded after that buffer's last copy.
+// More than one reader is for when one thread cannot keep up with the disk or the page cache
+// (weight_load_check measures 1, 2 and 4).
 //
 // The staging buffers, streams and events live only for the duration of a load: they are host memory
 // and driver handles, not device memory the budget must hold.
