@@ -201,17 +201,26 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
   float m = -INFINITY, l = 0.0f;  // running max (log2 units) and sum for `head` over this lane's tokens
 
   const int64_t kv_lane = int64_t(kvh) * kHd + d0;
-  for (int c0 = t0 + warp * T::kChunk; c0 < t1; c0 += T::kBlockTokens) {
-    uint4 kr[T::kSteps], vr[T::kSteps];
+  // Token u of the lane's share of the chunk at c; past the range it re-reads the range's last token
+  // (always mapped), whose score is masked.
+  auto kv_offset = [&](int c, int u) {
+    const int t = min(c + u * kTps + tok_in_step, t1 - 1);
+    return int64_t(__ldg(table + t / S::kPageTokens)) * p.page_stride + int64_t(t % S::kPageTokens) * S::kKvHeads * kHd + kv_lane;
+  };
+  auto load = [&](const __nv_bfloat16* cache, int c, uint4 (&r)[T::kSteps]) {
 #pragma unroll
-    for (int u = 0; u < T::kSteps; ++u) {
-      // Past the range: re-read its last token (always mapped) and mask the score below.
-      const int t = min(c0 + u * kTps + tok_in_step, t1 - 1);
-      const int64_t off = int64_t(__ldg(table + t / S::kPageTokens)) * p.page_stride +
-                          int64_t(t % S::kPageTokens) * S::kKvHeads * kHd + kv_lane;
-      kr[u] = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
-      vr[u] = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
-    }
+    for (int u = 0; u < T::kSteps; ++u) r[u] = __ldcg(reinterpret_cast<const uint4*>(cache + kv_offset(c, u)));
+  };
+  // Software pipeline without extra registers: the next chunk's K is loaded once this chunk's scores
+  // are taken (in flight during softmax and P·V), its V once P·V is done (in flight during its scores).
+  uint4 kr[T::kSteps], vr[T::kSteps];
+  int c0 = t0 + warp * T::kChunk;
+  if (c0 < t1) {
+    load(p.k_cache, c0, kr);
+    load(p.v_cache, c0, vr);
+  }
+  for (; c0 < t1; c0 += T::kBlockTokens) {
+    const int c_next = c0 + T::kBlockTokens;
     float s[T::kSteps];
     float chunk_max = -INFINITY;
 #pragma unroll
@@ -229,6 +238,7 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
       s[u] = c0 + u * kTps + tok_in_step < t1 ? part[0] : -INFINITY;
       chunk_max = fmaxf(chunk_max, s[u]);
     }
+    if (c_next < t1) load(p.k_cache, c_next, kr);
 #pragma unroll
     for (int o = kL; o < 32; o <<= 1) chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, o));
     const float m_new = fmaxf(m, chunk_max);
@@ -261,6 +271,7 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
         for (int i = 0; i < 8; ++i) acc[g][i] += pg * vf[i];
       }
     }
+    if (c_next < t1) load(p.v_cache, c_next, vr);
     __syncwarp();  // ps and alpha_s are rewritten by the next chunk
   }
 

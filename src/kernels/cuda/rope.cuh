@@ -21,8 +21,10 @@ struct RopeTable {
 
   static RopeTable make(double theta) {
     RopeTable t;
-    const float base = float(theta);
-    for (int i = 0; i < kRotaryDim / 2; ++i) t.inv_freq[i] = 1.0f / std::pow(base, float(2 * i) / float(kRotaryDim));
+    // NOTE: volatile keeps the compiler from folding powf for a constant theta (MPFR, correctly
+    // rounded), which can differ in the last bit from the run-time powf host::apply_rope calls.
+    volatile float base = float(theta);
+    for (int i = 0; i < kRotaryDim / 2; ++i) t.inv_freq[i] = 1.0f / std::pow(float(base), float(2 * i) / float(kRotaryDim));
     return t;
   }
 };
