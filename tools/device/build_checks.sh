@@ -44,3 +44,27 @@ mkdir -p .carry/checks
   echo "built .carry/checks/attention_check"
 )
 # ---- end attention_check --------------------------------------------------------------------------
+
+# ---- small decode kernels: rms_norm_check, gdn_check, router_check, sample_check ------------------
+# (embedding + RMSNorm, conv1d + GDN, MoE router, argmax + sampler; src/kernels/cuda/*.cuh)
+(
+  build() {  # NAME then the host reference sources it links
+    local name=$1 obj=.carry/checks/obj/$1
+    shift
+    rm -rf "$obj" && mkdir -p "$obj"
+    for src in core/dtype "$@"; do
+      g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
+        -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+    done
+    nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY \
+      -Xcompiler -Wall,-Wextra -cudart static \
+      -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+      "tests/cuda/$name.cu" "$obj"/*.o -o ".carry/checks/$name" -lpthread
+    echo "built .carry/checks/$name"
+  }
+  build rms_norm_check kernels/host/norm
+  build gdn_check kernels/host/conv kernels/host/gdn kernels/host/norm
+  build router_check kernels/host/moe
+  build sample_check kernels/host/sample
+)
+# ---- end small decode kernels ---------------------------------------------------------------------
