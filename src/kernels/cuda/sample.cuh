@@ -10,8 +10,8 @@
 //   top-p   key = bits of e = exp(s − max) (e >= 0, so bits order like values), weight = e
 //   draw    the inverse CDF at u · mass: in (e desc, index asc) order when a cut applies, in vocabulary
 //           order when none does, matching the order the host sampler walks
-// Masses are fixed-point integers (e · 2^45, exact in u64 for any vocabulary below 2^18 · ...), so every
-// sum is exact and independent of reduction order: results are deterministic run to run.
+// Masses are fixed-point integers (e · 2^45 with e <= 1, so a row of up to 2^18 tokens sums below 2^63),
+// so every sum is exact and independent of reduction order: results are deterministic run to run.
 //
 // Agreement with the host: scaled logits (IEEE division) and e (exp in double, rounded to fp32: the
 // correctly rounded value, which glibc's expf returns too but for rare cases) are the host's values, so
@@ -19,8 +19,9 @@
 // 2^-46 per token (fixed-point rounding), 2^-28 of the total mass for the a3b vocabulary: a seeded draw
 // agrees with the host unless u · mass lies within that of a cumulative boundary, and a token whose
 // probability is below 2^-46 of the maximum is never drawn here.
-// REQUIRES (host side, kernels/host/sample.cc): the draw walks a top-k cut in probability order; see the
-// report that introduced this file.
+// NOTE: with top-k and no top-p, this draw walks the kept tokens in (probability desc, index asc) order.
+// The host sampler must walk them in that order too (it sorts them only when top-p applies; without
+// the sort its order is whatever nth_element left), or such draws differ between the boosters.
 #pragma once
 
 #include <cooperative_groups.h>
