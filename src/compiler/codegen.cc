@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cache/geometry.h"
 #include "core/error.h"
 #include "plan/layout.h"
 
@@ -64,6 +65,7 @@ std::string generate_engine_header(const Plan& p) {
   i("kFullLayers", c.full_layers()); i("kLinearLayers", c.linear_layers());
   i("kMaxStreams", p.max_streams); i("kMaxContext", p.max_context); i("kPrefillChunk", p.prefill_chunk);
   i("kMaxRows", p.max_rows); i("kStateSnapshots", p.state_snapshots); i("kKvPageTokens", p.kv_page_tokens); u("kKvPageBytes", p.kv_page_bytes);
+  u("kSnapshotSlotBytes", SnapshotLayout::of(c).slot_bytes());
   u("kBlobBytes", p.blob_bytes); u("kArenaBytes", p.arena_bytes);
   std::string buckets;
   for (int b : p.buckets) buckets += (buckets.empty() ? "" : ", ") + std::to_string(b);

@@ -24,11 +24,14 @@ using namespace engine;
 
 namespace {
 
-constexpr int64_t kPagesPerStreamLayer = (kMaxContext + kKvPageTokens - 1) / kKvPageTokens;
 constexpr int64_t kSlots = kMaxStreams + 1;
 constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
 constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
 static_assert(kRotaryDim % 2 == 0 && kRotaryDim <= kHeadDim);
+// The KV arena holds a full context for every slot, padding slot included; the scheduler's cache
+// pool is exactly these pages (CacheGeometry::validate checks it against the plan).
+constexpr int64_t kCachePages = kSlots * HostEngine::kPagesPerStream;
+static_assert(kKvPageBytes >= kKvPageTokens * kKvHeads * kHeadDim * sizeof(float));
 static_assert(kHeads % kKvHeads == 0 && kLinVHeads % kLinKHeads == 0);
 
 }  // namespace
@@ -61,7 +64,61 @@ HostEngine::HostEngine(const std::string& engine_dir) {
   // Poison activations so a buffer read before it is written shows up as NaN, never as zeros.
   std::memset(runtime_, 0xff, runtime_bytes);
   logits_ = buf(kBuf_logits);
+  if (uint64_t(plan_.kv_pages) != uint64_t(kCachePages) * 2 * kFullLayers)
+    fail("upright: the plan's {} KV pages are not {} slots × {} pages × {} layer pages", plan_.kv_pages, kSlots,
+         kPagesPerStream, 2 * kFullLayers);
+  page_table_ = std::make_unique<int[]>(kSlots * kPagesPerStream);
+  for (int i = 0; i < kSlots * kPagesPerStream; ++i) page_table_[i] = i;
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
+}
+
+float* HostEngine::kv_page(int page, int full_layer, int kv) const {
+  return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(buf(kBuf_kv_cache)) +
+                                  ((int64_t(page) * kFullLayers + full_layer) * 2 + kv) * kKvPageBytes);
+}
+
+void HostEngine::bind_pages(int slot, const int* pages, int n) {
+  CHECK(slot >= 0 && slot < kSlots && n >= 0 && n <= kPagesPerStream);
+  for (int i = 0; i < n; ++i) {
+    CHECK(pages[i] >= 0 && pages[i] < kCachePages, "cache page out of range");
+    page_table_[slot * kPagesPerStream + i] = pages[i];
+  }
+}
+
+void HostEngine::copy_page(int src, int dst, int tokens) {
+  CHECK(src >= 0 && src < kCachePages && dst >= 0 && dst < kCachePages && tokens >= 0 && tokens <= kKvPageTokens);
+  for (int l = 0; l < kFullLayers; ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      std::memcpy(kv_page(dst, l, kv), kv_page(src, l, kv), sizeof(float) * tokens * kKvHeads * kHeadDim);
+}
+
+namespace {
+constexpr uint64_t kGdnSlotBytes = sizeof(float) * kLinearLayers * kGdnStateFloats;
+constexpr uint64_t kConvSlotBytes = sizeof(float) * kLinearLayers * kConvStateFloats;
+}  // namespace
+
+void HostEngine::capture_state(int slot, int snapshot) {
+  CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
+  uint8_t* dst = reinterpret_cast<uint8_t*>(buf(kBuf_state_snapshots)) + snapshot * kSnapshotSlotBytes;
+  std::memcpy(dst, reinterpret_cast<uint8_t*>(buf(kBuf_gdn_state)) + slot * kGdnSlotBytes, kGdnSlotBytes);
+  std::memcpy(dst + kGdnSlotBytes, reinterpret_cast<uint8_t*>(buf(kBuf_conv_state)) + slot * kConvSlotBytes,
+              kConvSlotBytes);
+}
+
+void HostEngine::restore_state(int snapshot, int slot) {
+  CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
+  const uint8_t* src = reinterpret_cast<uint8_t*>(buf(kBuf_state_snapshots)) + snapshot * kSnapshotSlotBytes;
+  std::memcpy(reinterpret_cast<uint8_t*>(buf(kBuf_gdn_state)) + slot * kGdnSlotBytes, src, kGdnSlotBytes);
+  std::memcpy(reinterpret_cast<uint8_t*>(buf(kBuf_conv_state)) + slot * kConvSlotBytes, src + kGdnSlotBytes,
+              kConvSlotBytes);
+}
+
+void HostEngine::copy_state(int from_slot, int to_slot) {
+  CHECK(from_slot >= 0 && from_slot < kSlots && to_slot >= 0 && to_slot < kSlots);
+  uint8_t* g = reinterpret_cast<uint8_t*>(buf(kBuf_gdn_state));
+  uint8_t* c = reinterpret_cast<uint8_t*>(buf(kBuf_conv_state));
+  std::memcpy(g + to_slot * kGdnSlotBytes, g + from_slot * kGdnSlotBytes, kGdnSlotBytes);
+  std::memcpy(c + to_slot * kConvSlotBytes, c + from_slot * kConvSlotBytes, kConvSlotBytes);
 }
 
 HostEngine::~HostEngine() { std::free(runtime_); }
@@ -231,15 +288,21 @@ void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* 
     for (int h = 0; h < kKvHeads; ++h) host::rms_norm_zero_centred(k + h * kHeadDim, k_norm, kHeadDim, kNormEps, k + h * kHeadDim);
     host::apply_rope(q, kHeads, kHeadDim, kRotaryDim, pos[i], kRopeTheta);
     host::apply_rope(k, kKvHeads, kHeadDim, kRotaryDim, pos[i], kRopeTheta);
-    // KV of (slot, layer): K pages then V pages, each contiguous over the stream's context.
-    float* kv = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(buf(kBuf_kv_cache)) +
-                                         ((slots[i] * kFullLayers + layer_slot) * 2 * kPagesPerStreamLayer) * kKvPageBytes);
-    float* k_cache = kv;
-    float* v_cache = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(kv) + kPagesPerStreamLayer * kKvPageBytes);
-    std::memcpy(k_cache + pos[i] * kKV, k, sizeof(float) * kKV);
-    std::memcpy(v_cache + pos[i] * kKV, vv + int64_t(i) * kKV, sizeof(float) * kKV);
+    // KV through the slot's page table: position t is row t % page_tokens of page table[t / page_tokens].
+    const int* table = page_table_.get() + int64_t(slots[i]) * kPagesPerStream;
+    const int T = int(pos[i] + 1);
+    const int n_pages = int((T + kKvPageTokens - 1) / kKvPageTokens);
+    const float* k_pages[kPagesPerStream];
+    const float* v_pages[kPagesPerStream];
+    for (int j = 0; j < n_pages; ++j) {
+      k_pages[j] = kv_page(table[j], int(layer_slot), 0);
+      v_pages[j] = kv_page(table[j], int(layer_slot), 1);
+    }
+    const int64_t row_at = (pos[i] % kKvPageTokens) * kKV;
+    std::memcpy(const_cast<float*>(k_pages[n_pages - 1]) + row_at, k, sizeof(float) * kKV);
+    std::memcpy(const_cast<float*>(v_pages[n_pages - 1]) + row_at, vv + int64_t(i) * kKV, sizeof(float) * kKV);
     float* o = core + int64_t(i) * kQ;
-    host::attention_decode(q, k_cache, v_cache, int(pos[i] + 1), kHeads, kKvHeads, kHeadDim, o);
+    host::attention_decode_paged(q, k_pages, v_pages, int(kKvPageTokens), T, kHeads, kKvHeads, kHeadDim, o);
     for (int h = 0; h < kHeads; ++h)
       for (int d = 0; d < kHeadDim; ++d) o[h * kHeadDim + d] *= host::sigmoid(row[h * 2 * kHeadDim + kHeadDim + d]);
   }

@@ -41,6 +41,22 @@ class HostEngine {
   void reset_slot(int slot);
   int bucket_for(int n) const;
 
+  // Paged KV. Every slot reads and writes its KV through a page table of cache pages
+  // (cache/geometry.h: a cache page holds kKvPageTokens tokens of every full-attention layer, K and
+  // V). At construction slot s owns pages [s·kPagesPerStream, (s+1)·kPagesPerStream), so a caller
+  // without a prefix cache needs nothing more; the scheduler binds the pages its cache hands out.
+  static constexpr int kPagesPerStream = int((engine::kMaxContext + engine::kKvPageTokens - 1) / engine::kKvPageTokens);
+  // REQUIRES: pages.size() <= kPagesPerStream, every index a cache page.
+  void bind_pages(int slot, const int* pages, int n);
+  // Copy-on-extend: the first `tokens` rows of cache page src into dst, every layer, K and V.
+  void copy_page(int src, int dst, int tokens);
+  // Recurrent state (conv + GDN of every linear-attention layer) between a stream slot and a
+  // snapshot slot of the plan's state_snapshots region (cache/snapshot_store.h layout), or between
+  // two stream slots (a fork).
+  void capture_state(int slot, int snapshot);
+  void restore_state(int snapshot, int slot);
+  void copy_state(int from_slot, int to_slot);
+
  private:
   template <int B>
   void decode_bucket(int n, const int32_t* ids, const int* slots, const int64_t* pos);
@@ -57,8 +73,11 @@ class HostEngine {
   template <typename T = uint8_t>
   const T* weight(uint64_t offset) const { return reinterpret_cast<const T*>(blob_->data() + offset); }
 
+  float* kv_page(int page, int full_layer, int kv) const;
+
   Plan plan_;
   std::unique_ptr<MappedFile> blob_;
+  std::unique_ptr<int[]> page_table_;  // [slot][kPagesPerStream]
   uint8_t* runtime_ = nullptr;  // arena bytes [kBlobBytes, kArenaBytes)
   float* logits_ = nullptr;
 };

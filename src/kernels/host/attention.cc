@@ -41,11 +41,14 @@ void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, 
   }
 }
 
-void attention_decode(const float* q, const float* k_cache, const float* v_cache, int T, int heads,
-                      int kv_heads, int hd, float* out) {
+namespace {
+
+// The one decode-attention loop; k_row(t) and v_row(t) point at position t's rows ([kv_heads][hd]).
+// Contiguous and paged caches share it, so both give the same bits for the same rows.
+template <typename KRow, typename VRow>
+void attend(const float* q, KRow k_row, VRow v_row, int T, int heads, int kv_heads, int hd, float* out) {
   CHECK(T >= 1 && kv_heads > 0 && heads % kv_heads == 0, "attention needs T >= 1 and heads % kv_heads == 0");
   const int group = heads / kv_heads;
-  const int64_t stride = int64_t(kv_heads) * hd;  // between consecutive positions in the cache
   // HF: scaling = head_dim ** -0.5 (Python double), applied to fp32 scores as an fp32 scalar.
   const float scale = float(std::pow(double(hd), -0.5));
 #pragma omp parallel for schedule(static) if (int64_t(heads) * T * hd >= kParallelMin)
@@ -56,7 +59,7 @@ void attention_decode(const float* q, const float* k_cache, const float* v_cache
     const int64_t kv_off = int64_t(h / group) * hd;
     float mx = -INFINITY;
     for (int t = 0; t < T; ++t) {
-      const float* kt = k_cache + t * stride + kv_off;
+      const float* kt = k_row(t) + kv_off;
       constexpr int kLanes = 8;
       float a[kLanes] = {};
       int d = 0;
@@ -78,10 +81,26 @@ void attention_decode(const float* q, const float* k_cache, const float* v_cache
     for (int d = 0; d < hd; ++d) oh[d] = 0.0f;
     for (int t = 0; t < T; ++t) {
       const float p = scores[t] * inv;
-      const float* vt = v_cache + t * stride + kv_off;
+      const float* vt = v_row(t) + kv_off;
       for (int d = 0; d < hd; ++d) oh[d] += p * vt[d];
     }
   }
+}
+
+}  // namespace
+
+void attention_decode(const float* q, const float* k_cache, const float* v_cache, int T, int heads,
+                      int kv_heads, int hd, float* out) {
+  const int64_t stride = int64_t(kv_heads) * hd;  // between consecutive positions in the cache
+  attend(q, [=](int t) { return k_cache + t * stride; }, [=](int t) { return v_cache + t * stride; }, T, heads,
+         kv_heads, hd, out);
+}
+
+void attention_decode_paged(const float* q, const float* const* k_pages, const float* const* v_pages,
+                            int page_tokens, int T, int heads, int kv_heads, int hd, float* out) {
+  const int64_t stride = int64_t(kv_heads) * hd;
+  attend(q, [=](int t) { return k_pages[t / page_tokens] + (t % page_tokens) * stride; },
+         [=](int t) { return v_pages[t / page_tokens] + (t % page_tokens) * stride; }, T, heads, kv_heads, hd, out);
 }
 
 }  // namespace rocket::host

@@ -18,4 +18,10 @@ void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, 
 void attention_decode(const float* q, const float* k_cache, const float* v_cache, int T, int heads,
                       int kv_heads, int hd, float* out);
 
+// The same over a paged cache: position t's rows sit at row t % page_tokens of k_pages[t / page_tokens]
+// and v_pages[t / page_tokens] (each page [page_tokens][kv_heads][hd]). Same bits as the contiguous
+// form for the same rows. REQUIRES: as attention_decode; ceil(T / page_tokens) pages given.
+void attention_decode_paged(const float* q, const float* const* k_pages, const float* const* v_pages,
+                            int page_tokens, int T, int heads, int kv_heads, int hd, float* out);
+
 }  // namespace rocket::host
