@@ -92,12 +92,16 @@ int cmd_forge(const std::vector<std::string>& args) {
 }
 
 int cmd_build(const std::vector<std::string>& args) {
-  Options o(args, {"--booster", "--out", "--profile", "--max-context"}, {"--force"});
+  Options o(args, {"--booster", "--out", "--profile", "--max-context", "--snapshots", "--golden"}, {"--force"});
   if (o.help) {
-    std::printf("rocket build FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--force]\n"
+    std::printf("rocket build FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N]\n"
+                "             [--snapshots N] [--golden FILE] [--force]\n"
                 "  Reads the fuel and a hardware profile (host: measured now unless --profile; h200: boosters/h200.json\n"
                 "  unless --profile) and writes plan.json, weights.blob, engine.h and, for host, bin/rocket-engine.\n"
-                "  Refuses a plan whose residency exceeds the booster's usable memory.\n");
+                "  Refuses a plan whose residency exceeds the booster's usable memory.\n"
+                "  --snapshots N   recurrent-state snapshots the prefix cache keeps (default: 2 per stream slot)\n"
+                "  --golden FILE   the reference's golden vectors (tests/golden/*.json): the plan records one\n"
+                "                  prompt and its greedy token, which the launch countdown's static fire checks\n");
     return 0;
   }
   if (o.positional.size() != 1) fail("build: expected exactly one FUEL_DIR (got {})", o.positional.size());
@@ -107,6 +111,8 @@ int cmd_build(const std::vector<std::string>& args) {
   b.out = o.get("--out");
   b.profile = o.get("--profile");
   b.max_context = std::stoi(o.get("--max-context", "0"));
+  b.state_snapshots = std::stoi(o.get("--snapshots", "0"));
+  b.golden = o.get("--golden");
   b.force = o.kv.count("--force");
   build(b);
   return 0;
@@ -141,6 +147,11 @@ int cmd_inspect(const std::vector<std::string>& args) {
     if (b.name == "state_snapshots")
       std::printf("snapshots   %d conv + recurrent state snapshots for the prefix cache, %s in all\n", p.state_snapshots,
                   H(b.bytes).c_str());
+  if (p.static_fire.prompt.empty())
+    std::printf("static fire warm-up only (no golden token: build with --golden)\n");
+  else
+    std::printf("static fire token %d after a %zu-token prompt (reference margin %.2f, from %s)\n", p.static_fire.token,
+                p.static_fire.prompt.size(), p.static_fire.margin, p.static_fire.source.c_str());
   std::printf("kernels\n");
   for (const auto& k : p.kernels)
     std::printf("  %-12s %-13s %-26s %s\n", k.op.c_str(), k.precision.c_str(), k.impl.c_str(), k.tile.dump().c_str());

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/staged_dir.h"
+#include "engine/golden.h"
 #include "fuel/fuel.h"
 #include "serve/chat_template.h"
 
@@ -72,6 +73,23 @@ void check_chat_template(const fs::path& fuel_dir) {
   }
 }
 
+// The static-fire token: of the golden's prompts, the one whose first greedy token leads by the
+// widest margin, so that any engine within its logit tolerance reproduces it.
+StaticFire static_fire_from_golden(const std::string& path, const Chemistry& chem) {
+  const Golden g = load_golden(path, "");
+  StaticFire best;
+  for (const GoldenPrompt& p : g.prompts) {
+    if (p.prompt_ids.empty() || p.greedy_ids.empty() || p.positions.size() < p.prompt_ids.size()) continue;
+    const float margin = p.positions[p.prompt_ids.size() - 1].margin;
+    if (best.prompt.empty() || margin > best.margin)
+      best = StaticFire{p.prompt_ids, p.greedy_ids[0], margin, fs::absolute(path).string()};
+  }
+  if (best.prompt.empty()) fail("{}: no prompt with a greedy token to take the static-fire check from", path);
+  if (g.vocab != chem.vocab)
+    fail("{}: golden vectors of a {}-token vocabulary, this fuel has {}: a different model", path, g.vocab, chem.vocab);
+  return best;
+}
+
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream f(p);
   f << s;
@@ -92,9 +110,11 @@ void build(const BuildOptions& opt) {
   PlanOptions po;
   po.booster = opt.booster;
   po.max_context = opt.max_context;
+  po.state_snapshots = opt.state_snapshots;
   Plan plan = plan_memory(fuel.chemistry(), po);
   plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
   plan.kernels = select_kernels(fuel.chemistry(), opt.booster);
+  if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, fuel.chemistry());
   plan.validate("plan");
   const uint64_t usable = hw.usable_bytes();
   std::fprintf(stderr, "plan: residency %s (weights %s + runtime %s); %s usable on %s (%s)\n",

@@ -16,6 +16,8 @@ struct BuildOptions {
   std::string out;
   std::string profile;     // hardware profile JSON; default: probe this machine (host) / boosters/h200.json
   int max_context = 0;     // 0 = booster default
+  int state_snapshots = 0; // 0 = two per stream slot
+  std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   bool force = false;
 };
 

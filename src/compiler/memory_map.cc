@@ -111,6 +111,10 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   // Prefix-cache snapshots: conv + recurrent state of every linear-attention layer at one token
   // boundary each (src/cache/geometry.h), so a request sharing a prefix resumes bit-exactly.
   p.state_snapshots = opt.state_snapshots ? opt.state_snapshots : 2 * p.max_streams;
+  // Each running stream pins up to one snapshot and resumes from another (cache/README.md).
+  if (p.state_snapshots < 2 * p.max_streams)
+    fail("plan: {} state snapshots is fewer than the prefix cache needs: 2 per stream, {}", p.state_snapshots,
+         2 * p.max_streams);
   Region snapshots(p, "state_snapshots", end);
   snapshots.add("state_snapshots", uint64_t(p.state_snapshots) * SnapshotLayout::of(c).slot_bytes());
   end = snapshots.end();

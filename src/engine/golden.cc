@@ -22,6 +22,7 @@ Golden load_golden(const std::string& json_path, const std::string& full_logits_
     g.fuel = j.value("fuel", "");
     g.dtype = j.value("dtype", "");
     g.sample_stride = j.at("sample_stride");
+    g.vocab = j.at("vocab");
     for (const auto& p : j.at("prompts")) {
       GoldenPrompt gp;
       gp.text = p.value("text", "");

@@ -28,6 +28,7 @@ struct GoldenPrompt {
 struct Golden {
   std::string fuel, dtype;
   int sample_stride = 97;
+  int vocab = 0;
   std::vector<GoldenPrompt> prompts;
 };
 

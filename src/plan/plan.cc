@@ -43,7 +43,9 @@ json Plan::to_json() const {
               {"kv_cache", {{"page_tokens", kv_page_tokens}, {"page_bytes", kv_page_bytes}, {"pages", kv_pages}}},
               {"state_snapshots", state_snapshots},
               {"blob_bytes", blob_bytes}, {"arena_bytes", arena_bytes},
-              {"memory_map", {{"regions", rs}, {"buffers", bs}, {"tensors", ts}}}, {"kernels", ks}};
+              {"memory_map", {{"regions", rs}, {"buffers", bs}, {"tensors", ts}}}, {"kernels", ks},
+              {"static_fire", {{"prompt", static_fire.prompt}, {"token", static_fire.token},
+                               {"margin", static_fire.margin}, {"source", static_fire.source}}}};
 }
 
 Plan Plan::from_json(const json& j, const std::string& path) {
@@ -83,6 +85,8 @@ Plan Plan::from_json(const json& j, const std::string& path) {
       p.tensors.push_back(std::move(pt));
     }
     for (const auto& k : j.at("kernels")) p.kernels.push_back({k.at("op"), k.at("precision"), k.at("impl"), k.at("tile")});
+    const json& sf = j.at("static_fire");
+    p.static_fire = {sf.at("prompt").get<std::vector<int32_t>>(), sf.at("token"), sf.at("margin"), sf.at("source")};
   } catch (const json::exception& e) {
     fail("{}: malformed plan: {}", path, e.what());
   }
@@ -108,6 +112,10 @@ void Plan::validate(const std::string& path) const {
     fail("{}: fingerprint {} does not match its own chemistry ({})", path, fingerprint, chemistry.fingerprint());
   if (buckets.empty() || max_streams != *std::max_element(buckets.begin(), buckets.end()))
     fail("{}: max_streams {} must equal the largest bucket", path, max_streams);
+  for (int32_t id : static_fire.prompt)
+    if (id < 0 || id >= chemistry.vocab) fail("{}: static_fire prompt token {} outside the vocabulary", path, id);
+  if (!static_fire.prompt.empty() && (static_fire.token < 0 || static_fire.token >= chemistry.vocab))
+    fail("{}: static_fire token {} outside the vocabulary", path, static_fire.token);
   if (!is_aligned(blob_bytes) || !is_aligned(arena_bytes) || blob_bytes > arena_bytes)
     fail("{}: blob_bytes {} / arena_bytes {} must be 64 KiB aligned with blob <= arena", path, blob_bytes, arena_bytes);
   if (kv_page_bytes == 0 || !is_aligned(kv_page_bytes))

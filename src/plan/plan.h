@@ -45,6 +45,16 @@ struct KernelChoice {
   nlohmann::json tile = nlohmann::json::object();
 };
 
+// The static-fire check the countdown runs before launch: greedy decoding of `prompt` must give `token`.
+// Taken from the reference's golden vectors at build time (`rocket build --golden`), choosing the
+// prompt whose first token wins by the widest margin, so an engine within its tolerance always passes.
+struct StaticFire {
+  std::vector<int32_t> prompt;  // empty: the build had no golden, and static fire only warms up
+  int32_t token = -1;
+  float margin = 0;             // the reference's top-1 minus top-2 logit there
+  std::string source;           // the golden file
+};
+
 struct Plan {
   int version = kPlanVersion;
   std::string booster;                 // "host" | "h200"
@@ -69,6 +79,7 @@ struct Plan {
   std::vector<PlanTensor> tensors;
   std::vector<PlanBuffer> buffers;
   std::vector<KernelChoice> kernels;
+  StaticFire static_fire;
 
   const PlanTensor& tensor(const std::string& name) const;   // Error if absent
   const PlanTensor* find_tensor(const std::string& name) const;
