@@ -64,6 +64,10 @@ int32_t sample(const float* logits, int n, const SamplingParams& params, uint64_
     total += e;
   }
 
+  // The draw walks the kept tokens in a defined order: by probability when top-k truncated them (the
+  // order nth_element leaves is unspecified; the device sampler walks by probability too), else by
+  // index (the top-p branch below sorts its prefix itself).
+  if (kept < n && params.top_p >= 1.0f) std::sort(idx, idx + kept, before);
   int prefix = kept;
   if (params.top_p < 1.0f) {
     // Sort the distribution lazily, a growing chunk at a time: nth_element moves the next-best chunk
