@@ -17,10 +17,11 @@ fi
 declare -A status seconds
 failed=0
 for name in "${names[@]}"; do
-  t0=$(date +%s.%N)
+  t0=$(date +%s%N)
   timeout "$LIMIT_S" ".carry/checks/$name" >"$OUT/$name.log" 2>&1
   rc=$?
-  seconds[$name]=$(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")
+  tenths=$(( ($(date +%s%N) - t0) / 100000000 ))
+  seconds[$name]=$((tenths / 10)).$((tenths % 10))
   if [ $rc -eq 0 ]; then status[$name]=pass; else status[$name]="FAIL rc=$rc"; failed=1; fi
   echo "===== $name (${status[$name]}, ${seconds[$name]} s) ====="
   tail -n 40 "$OUT/$name.log"
