@@ -1,0 +1,128 @@
+// MoE dispatch on the H200: from the router's top-k choices of B token rows, the per-expert row lists
+// the grouped expert kernels (moe_experts.cuh) walk. Exactly the routed rows, no padding: slot s of
+// B * top_k is one (row, choice) pair, slots are grouped by expert in ascending expert order and, within
+// an expert, in ascending row order, so the layout is a pure function of the choices (deterministic).
+//
+// One block of one small kernel; its grid never depends on the routing, so it is graph-capturable and
+// the number of active experts is read by the next kernels from device memory.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace rocket::cuda {
+
+// The MoE shapes of one chemistry (engine.h constants), as the traits type every MoE kernel takes.
+// NOTE: a type rather than a struct value as template argument: nvcc 13's host stubs cannot spell
+// class-type non-type template arguments of __global__ functions.
+template <int Hidden, int Inter, int SharedInter, int Experts, int TopK>
+struct MoeShape {
+  static constexpr int kHidden = Hidden, kInter = Inter, kSharedInter = SharedInter;
+  static constexpr int kExperts = Experts, kTopK = TopK;
+};
+
+// Written by moe_dispatch, read by the expert kernels. Entry a < active is one expert with rows.
+template <class D, int B>
+struct MoeRoute {
+  static constexpr int kSlots = B * D::kTopK;
+  static constexpr int kMaxActive = D::kExperts < kSlots ? D::kExperts : kSlots;
+  int active;                 // experts with at least one routed row this step
+  int expert[kMaxActive];     // ascending expert ids
+  int start[kMaxActive + 1];  // entry a owns slots [start[a], start[a + 1]); start[active] = kSlots
+  int slot_row[kSlots];       // token row of each slot
+  int slot_of[kSlots];        // slot of (row b, choice t) at [b * top_k + t]
+};
+
+template <class D, int B>
+struct MoeDispatchParams {
+  const int* idx = nullptr;  // [B][top_k] router choices, each in [0, experts)
+  MoeRoute<D, B>* route = nullptr;
+};
+
+template <class D, int B>
+struct MoeDispatchTraits {
+  static constexpr int kSlots = B * D::kTopK;
+  static constexpr int kWidest = D::kExperts > kSlots ? D::kExperts : kSlots;
+  static constexpr int kThreads = (kWidest + 31) / 32 * 32;  // one thread per slot and per expert
+  static constexpr int kWarps = kThreads / 32;
+  static_assert(kThreads <= 1024, "moe dispatch: one block holds every slot and every expert");
+  static_assert(kSlots < (1 << 16), "moe dispatch: counts and active flags share one scanned int");
+};
+
+// ---------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+template <class D, int B>
+__global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
+    moe_dispatch_kernel(const __grid_constant__ MoeDispatchParams<D, B> p) {
+  using T = MoeDispatchTraits<D, B>;
+  __shared__ int warp_count[T::kWarps][D::kExperts];  // slots of each expert per warp, then their prefix
+  __shared__ int scan_total[T::kWarps];
+  __shared__ int expert_start[D::kExperts];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  for (int i = tid; i < T::kWarps * D::kExperts; i += T::kThreads) (&warp_count[0][0])[i] = 0;
+  __syncthreads();
+
+  // Rank of this slot among earlier slots of its warp that chose the same expert.
+  const int e = tid < T::kSlots ? p.idx[tid] : -1;
+  const unsigned peers = __match_any_sync(0xffffffffu, e);
+  const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
+  if (e >= 0 && rank_in_warp == 0) warp_count[warp][e] = __popc(peers);
+  __syncthreads();
+
+  // Per expert: prefix over warps (slot order within an expert = row order), then a block scan over
+  // experts of (count | active << 16) giving each expert's first slot and its entry index.
+  int packed = 0;
+  if (tid < D::kExperts) {
+    int run = 0;
+    for (int w = 0; w < T::kWarps; ++w) {
+      const int c = warp_count[w][tid];
+      warp_count[w][tid] = run;
+      run += c;
+    }
+    packed = run | (run > 0 ? 1 << 16 : 0);
+  }
+  int inclusive = packed;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if (lane >= d) inclusive += v;
+  }
+  if (lane == 31) scan_total[warp] = inclusive;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) inclusive += scan_total[w];
+  const int exclusive = inclusive - packed;
+  if (tid < D::kExperts) {
+    expert_start[tid] = exclusive & 0xffff;
+    if (packed) {
+      p.route->expert[exclusive >> 16] = tid;
+      p.route->start[exclusive >> 16] = exclusive & 0xffff;
+    }
+    if (tid == D::kExperts - 1) {
+      p.route->active = inclusive >> 16;
+      p.route->start[inclusive >> 16] = T::kSlots;
+    }
+  }
+  __syncthreads();
+
+  if (e >= 0) {
+    const int slot = expert_start[e] + warp_count[warp][e] + rank_in_warp;
+    p.route->slot_row[slot] = tid / D::kTopK;
+    p.route->slot_of[tid] = slot;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// kernel launchers
+
+// REQUIRES: idx and route device pointers; every idx in [0, experts) (the router's top-k guarantees it).
+template <class D, int B>
+void moe_dispatch(const MoeDispatchParams<D, B>& p, cudaStream_t stream) {
+  moe_dispatch_kernel<D, B><<<1, MoeDispatchTraits<D, B>::kThreads, 0, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rocket::cuda

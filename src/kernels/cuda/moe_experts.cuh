@@ -1,0 +1,405 @@
+// Grouped MoE experts on the H200, after moe_dispatch: every active expert's SwiGLU over exactly its
+// routed rows, plus the shared expert scaled by sigmoid(shared_expert_gate(x)), summed into the MoE
+// output with the router weights. Two kernels:
+//
+//   moe_gate_up  one block per (entry, group of 16-row tiles of the intermediate, K slice). Warps split
+//                K; each holds its tile's gate and up weights in registers, reused for every group of 8
+//                routed rows; the block sums its warps in a fixed order and writes silu(gate) * up in
+//                bf16, by slot. The shared expert is one more entry over all B rows (its K may be split
+//                across blocks as well: the last block to arrive sums the slices in slice order). Block
+//                0 computes the shared expert's sigmoid gate.
+//   moe_down     one block per 16 output columns, looping over every entry: each warp takes one (entry,
+//                K part) unit and writes the down projection of that entry's rows to shared memory;
+//                then each output is shared_scale * shared + sum over its top-k choices (in choice
+//                order) of weight * expert output, rounded once to bf16.
+//
+// Deterministic: no float atomics, every sum has a fixed order, so a graph replay is bit-exact.
+// Graph-capturable: grids depend only on the bucket (sized for B * top_k active experts; blocks of
+// entries past route->active exit at once), no host synchronisation, no allocation.
+//
+// Weights: routed experts in precision P (NVFP4 dequantised in registers, or bf16) inside their 64 KiB
+// units (plan/layout.h ExpertAt); the shared expert and its gate are bf16 (as every fuel of this
+// chemistry stores them, chemistry.cc). Activations bf16, math fp32.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fuel/chemistry.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/weight_tile.cuh"
+#include "plan/layout.h"
+
+namespace rocket::cuda {
+
+// How the 16-row tiles of one entry's matrix (kRows x K, precision Q) map onto warps and blocks. Every
+// warp holds kG stages in flight (8 x 16-byte loads per lane, kM tiles of two row halves); the kParts
+// warp-sized pieces of a tile's K are spread over kWarpsPerTile warps of a block, kRounds after
+// another, and over kSlices blocks.
+template <Precision Q, int K, int kRows, int kM, int kWarps, int kSliceCount>
+struct ExpertTilePlan {
+  using W = WeightTileTraits<Q>;
+  static constexpr int kStages = W::template kStages<K>;
+  static constexpr int kG = 8 / (2 * kM) < kStages ? 8 / (2 * kM) : kStages;
+  static constexpr int kPartK = kG * W::kStageK;
+  static constexpr int kParts = kStages / kG;
+  static constexpr int kWarpsPerTile = kWarps < kParts ? kWarps : kParts;
+  static constexpr int kTilesPerBlock = kWarps / kWarpsPerTile;
+  static constexpr int kRoundsTotal = kParts / kWarpsPerTile;
+  static constexpr int kSlices = kSliceCount;
+  static constexpr int kRounds = kRoundsTotal / kSlices;
+  static constexpr int kTiles = kRows / 16;
+  static constexpr int kGroups = (kTiles + kTilesPerBlock - 1) / kTilesPerBlock;
+  static constexpr int kBlocks = kGroups * kSlices;
+  static_assert(kRows % 16 == 0, "expert tile: rows come in mma tiles of 16");
+  static_assert(K % W::kLoadK == 0, "expert tile: K must be a whole number of 16-byte lane loads");
+  static_assert(kStages % kG == 0 && kParts % kWarpsPerTile == 0 && kRoundsTotal % kSlices == 0,
+                "expert tile: K does not split evenly over warps and slices");
+};
+
+template <class D, int B>
+struct MoeGateUpParams {
+  const __nv_bfloat16* x = nullptr;        // [B][hidden] normalised hidden states
+  const MoeRoute<D, B>* route = nullptr;   // from moe_dispatch
+  const uint8_t* experts = nullptr;        // this layer's expert units: unit e at experts + e * expert_stride
+  uint64_t expert_stride = 0;
+  ExpertAt expert;                         // gate / up / down offsets inside a unit
+  const __nv_bfloat16* shared_gate = nullptr;         // [shared_inter][hidden]
+  const __nv_bfloat16* shared_up = nullptr;           // [shared_inter][hidden]
+  const __nv_bfloat16* shared_expert_gate = nullptr;  // [hidden]
+  __nv_bfloat16* act = nullptr;            // [B * top_k][inter] silu(gate) * up by slot
+  __nv_bfloat16* shared_act = nullptr;     // [B][shared_inter]
+  float* shared_scale = nullptr;           // [B] sigmoid(shared_expert_gate . x)
+  float* partial = nullptr;                // MoeGateUpTraits::kPartialFloats scratch
+  int* arrivals = nullptr;                 // MoeGateUpTraits::kArrivals counters: zero before the first
+                                           // launch, left zero by every launch
+};
+
+template <class D, int B>
+struct MoeDownParams {
+  const MoeRoute<D, B>* route = nullptr;
+  const float* route_weight = nullptr;     // [B][top_k] renormalised router weights
+  const uint8_t* experts = nullptr;
+  uint64_t expert_stride = 0;
+  ExpertAt expert;
+  const __nv_bfloat16* shared_down = nullptr;  // [hidden][shared_inter]
+  const __nv_bfloat16* act = nullptr;          // moe_gate_up outputs
+  const __nv_bfloat16* shared_act = nullptr;
+  const float* shared_scale = nullptr;
+  __nv_bfloat16* out = nullptr;                // [B][hidden] MoE block output
+};
+
+template <class D, int B, Precision P>
+struct MoeGateUpTraits {
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = kWarps * 32;
+  // NOTE: at B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM: three resident blocks (<= 80 registers)
+  // make it one wave. At B = 32 the grid is many waves anyway, and the shared expert's four fully
+  // unrolled row groups would spill under that cap.
+  static constexpr int kMinBlocks = B <= 8 ? 3 : 2;
+  static constexpr int kSlots = B * D::kTopK;
+  static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
+  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1>;
+  // NOTE: the bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
+  // over as many blocks as it has extra rounds keeps every block of the grid one equal round long.
+  static constexpr int kSharedRounds = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, 1>::kRoundsTotal;
+  static constexpr int kSharedSlices =
+      kSharedRounds > Routed::kRoundsTotal && kSharedRounds % Routed::kRoundsTotal == 0 ? kSharedRounds / Routed::kRoundsTotal : 1;
+  using Shared = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, kSharedSlices>;
+  static constexpr int kBlocks = 1 + Shared::kBlocks + MoeRoute<D, B>::kMaxActive * Routed::kBlocks;
+  static constexpr int kSmemBytes = kWarps * kNTiles * 2 * 32 * 16;  // per-warp C fragments
+  static constexpr int kPartialFloats = kSharedSlices > 1 ? Shared::kTiles * kSharedSlices * kNTiles * 2 * 32 * 4 : 1;
+  static constexpr int kArrivals = Shared::kGroups;
+  static_assert(kSmemBytes <= 227 * 1024, "moe_gate_up: shared memory exceeds the H200 per-block limit");
+};
+
+template <class D, int B, Precision P>
+struct MoeDownTraits {
+  static constexpr int kWarps = 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kSlots = B * D::kTopK;
+  static constexpr int kNTiles = (B + 7) / 8;
+  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1>;
+  using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1, 1>;
+  static constexpr int kBlocks = D::kHidden / 16;
+  // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
+  static constexpr int kYStride = 20;
+  static constexpr int kSmemBytes = (Routed::kParts * kSlots + Shared::kParts * B) * kYStride * 4;
+  static_assert(kSmemBytes <= 227 * 1024, "moe_down: shared memory exceeds the H200 per-block limit");
+};
+
+// ---------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+namespace moe {
+
+// One entry of moe_gate_up: an expert's gate/up matrices and where its rows come from and go.
+struct GateUpEntry {
+  const uint8_t* gate;
+  const uint8_t* up;
+  const uint8_t* gate_scale;  // nvfp4 block scales
+  const uint8_t* up_scale;
+  float gate_factor, up_factor;  // fp32 factors of the results (nvfp4: scale2 * 2^7; bf16: 1)
+  const int* token_rows;         // token row of activation column n; nullptr: row n
+  int rows;                      // activation columns: the expert's routed rows, or B
+  __nv_bfloat16* act;            // activation column n goes to act row n
+};
+
+__device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+
+__device__ __forceinline__ float silu(float v) { return v / (1.0f + expf(-v)); }
+
+// C fragment of lane (g, c) in tile `tile`, column group nt: (row g, col 2c), (g, 2c+1), (g+8, 2c),
+// (g+8, 2c+1). Writes silu(gate) * up for the columns that are real rows.
+template <int kInter>
+__device__ __forceinline__ void store_act(const GateUpEntry& en, int tile, int nt, int lane, float4 g, float4 u) {
+  const float gv[4] = {g.x, g.y, g.z, g.w}, uv[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int n = nt * 8 + 2 * (lane & 3) + (q & 1);
+    const int i = tile * 16 + (lane >> 2) + 8 * (q >> 1);
+    if (n < en.rows) en.act[size_t(n) * kInter + i] = __float2bfloat16_rn(silu(gv[q] * en.gate_factor) * (uv[q] * en.up_factor));
+  }
+}
+
+// One block's share of an entry: tiles of group `group`, K slice `slice`. red: [kWarps][kNTiles][2][32].
+template <Precision Q, int K, int kInter, class Plan, int kNTiles>
+__device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_bfloat16* x, int group, int slice,
+                                              float4* red, float* partial, int* arrivals) {
+  using W = WeightTileTraits<Q>;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tile = group * Plan::kTilesPerBlock + warp / Plan::kWarpsPerTile;
+  const bool has_tile = tile < Plan::kTiles;
+  const bool leader = has_tile && warp % Plan::kWarpsPerTile == 0;
+  const int ntiles = (en.rows + 7) / 8;
+  const size_t w_at = size_t(tile) * 16 * W::template kRowBytes<K>;
+  const size_t s_at = size_t(tile) * 16 * W::template kScaleRowBytes<K>;
+  float4* my_red = red + warp * kNTiles * 2 * 32;
+  if (has_tile) {
+    TileStages<Q, Plan::kG> st[2];
+    for (int nt = 0; nt < ntiles; ++nt) {
+      const int n = min(nt * 8 + lane / 4, en.rows - 1);
+      const __nv_bfloat16* xr = x + size_t(en.token_rows ? en.token_rows[n] : n) * K;
+      float acc[2][4] = {};
+#pragma unroll 1
+      for (int r = 0; r < Plan::kRounds; ++r) {
+        const int part = (slice * Plan::kRounds + r) * Plan::kWarpsPerTile + warp % Plan::kWarpsPerTile;
+        const int k_begin = part * Plan::kPartK;
+        // With one round the weights stay in registers across row groups; with several they are
+        // re-read (from L2) per group, which only happens for experts with more than 8 rows.
+        if (Plan::kRounds > 1 || nt == 0) {
+          load_tile_stages<Q, K, Plan::kG>(st[0], en.gate + w_at, W::kNvfp4 ? en.gate_scale + s_at : nullptr, k_begin, lane);
+          load_tile_stages<Q, K, Plan::kG>(st[1], en.up + w_at, W::kNvfp4 ? en.up_scale + s_at : nullptr, k_begin, lane);
+        }
+        mma_tile_stages<Q, K, Plan::kG, 2>(st, xr, k_begin, lane, acc);
+      }
+      my_red[(nt * 2 + 0) * 32 + lane] = make_float4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
+      my_red[(nt * 2 + 1) * 32 + lane] = make_float4(acc[1][0], acc[1][1], acc[1][2], acc[1][3]);
+    }
+  }
+  __syncthreads();
+  // The first warp of a tile sums its K parts in warp order.
+  if (leader) {
+    for (int nt = 0; nt < ntiles; ++nt) {
+      float4 g = my_red[(nt * 2 + 0) * 32 + lane], u = my_red[(nt * 2 + 1) * 32 + lane];
+      for (int w = 1; w < Plan::kWarpsPerTile; ++w) {
+        g = add4(g, red[((warp + w) * kNTiles + nt) * 2 * 32 + lane]);
+        u = add4(u, red[(((warp + w) * kNTiles + nt) * 2 + 1) * 32 + lane]);
+      }
+      if constexpr (Plan::kSlices == 1) {
+        store_act<kInter>(en, tile, nt, lane, g, u);
+      } else {
+        float4* mine = reinterpret_cast<float4*>(partial) + (((size_t(tile) * Plan::kSlices + slice) * kNTiles + nt) * 2) * 32;
+        mine[lane] = g;
+        mine[32 + lane] = u;
+      }
+    }
+  }
+  if constexpr (Plan::kSlices > 1) {
+    // Last block of the group to arrive sums the slices in slice order, then re-arms the counter.
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&arrivals[group], 1) == Plan::kSlices - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (leader) {
+      for (int nt = 0; nt < ntiles; ++nt) {
+        float4 g = make_float4(0, 0, 0, 0), u = g;
+        for (int s = 0; s < Plan::kSlices; ++s) {
+          const float4* src = reinterpret_cast<const float4*>(partial) + (((size_t(tile) * Plan::kSlices + s) * kNTiles + nt) * 2) * 32;
+          g = add4(g, __ldcg(src + lane));
+          u = add4(u, __ldcg(src + 32 + lane));
+        }
+        store_act<kInter>(en, tile, nt, lane, g, u);
+      }
+    }
+    if (threadIdx.x == 0) arrivals[group] = 0;
+  }
+}
+
+// sigmoid(shared_expert_gate . x[b]) for every row: one warp per row, lanes over 8 columns at a time,
+// a fixed shuffle tree.
+template <class D, int B, int kWarps>
+__device__ __forceinline__ void shared_expert_scale(const MoeGateUpParams<D, B>& p) {
+  static_assert(D::kHidden % 8 == 0, "shared expert gate: hidden must be a multiple of 8");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int b = warp; b < B; b += kWarps) {
+    float s = 0.0f;
+    for (int k = lane * 8; k < D::kHidden; k += 256) {
+      const uint4 wv = __ldg(reinterpret_cast<const uint4*>(p.shared_expert_gate + k));
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + size_t(b) * D::kHidden + k));
+      const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
+      const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 wf = __bfloat1622float2(w2[i]), xf = __bfloat1622float2(x2[i]);
+        s += wf.x * xf.x + wf.y * xf.y;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) p.shared_scale[b] = 1.0f / (1.0f + expf(-s));
+  }
+}
+
+// One (entry, K part) unit of moe_down: this warp's 16 output columns for every row of the entry,
+// times factor, into y[row][kYStride].
+template <Precision Q, int K, class Plan, int kYStride>
+__device__ __forceinline__ void down_unit(const uint8_t* w, const uint8_t* scale, float factor, const __nv_bfloat16* act,
+                                          int rows, int part, float* y, int lane) {
+  TileStages<Q, Plan::kG> st[1];
+  const int k_begin = part * Plan::kPartK;
+  load_tile_stages<Q, K, Plan::kG>(st[0], w, scale, k_begin, lane);
+  for (int nt = 0; nt < (rows + 7) / 8; ++nt) {
+    const int n = min(nt * 8 + lane / 4, rows - 1);
+    float acc[1][4] = {};
+    mma_tile_stages<Q, K, Plan::kG, 1>(st, act + size_t(n) * K, k_begin, lane, acc);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int col = nt * 8 + 2 * (lane & 3) + (q & 1);
+      if (col < rows) y[col * kYStride + (lane >> 2) + 8 * (q >> 1)] = acc[0][q] * factor;
+    }
+  }
+}
+
+}  // namespace moe
+
+template <class D, int B, Precision P>
+__global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpTraits<D, B, P>::kMinBlocks)
+    moe_gate_up_kernel(const __grid_constant__ MoeGateUpParams<D, B> p) {
+  using T = MoeGateUpTraits<D, B, P>;
+  extern __shared__ float4 red[];
+  if (blockIdx.x == 0) {
+    moe::shared_expert_scale<D, B, T::kWarps>(p);
+    return;
+  }
+  int local = blockIdx.x - 1;
+  if (local < T::Shared::kBlocks) {
+    const moe::GateUpEntry en{reinterpret_cast<const uint8_t*>(p.shared_gate), reinterpret_cast<const uint8_t*>(p.shared_up),
+                              nullptr, nullptr, 1.0f, 1.0f, nullptr, B, p.shared_act};
+    moe::gate_up_block<Precision::kBF16, D::kHidden, D::kSharedInter, typename T::Shared, T::kNTiles>(
+        en, p.x, local / T::kSharedSlices, local % T::kSharedSlices, red, p.partial, p.arrivals);
+    return;
+  }
+  local -= T::Shared::kBlocks;
+  const int a = local / T::Routed::kBlocks;
+  if (a >= p.route->active) return;
+  const int start = p.route->start[a];
+  const uint8_t* unit = p.experts + uint64_t(p.route->expert[a]) * p.expert_stride;
+  float gate_factor = 1.0f, up_factor = 1.0f;
+  if constexpr (P == Precision::kNVFP4) {
+    gate_factor = *reinterpret_cast<const float*>(unit + p.expert.gate.scale2) * kNvfp4Unbias;
+    up_factor = *reinterpret_cast<const float*>(unit + p.expert.up.scale2) * kNvfp4Unbias;
+  }
+  const moe::GateUpEntry en{unit + p.expert.gate.weight, unit + p.expert.up.weight, unit + p.expert.gate.scale,
+                            unit + p.expert.up.scale, gate_factor, up_factor, p.route->slot_row + start,
+                            p.route->start[a + 1] - start, p.act + size_t(start) * D::kInter};
+  moe::gate_up_block<P, D::kHidden, D::kInter, typename T::Routed, T::kNTiles>(en, p.x, local % T::Routed::kBlocks, 0, red,
+                                                                            p.partial, p.arrivals);
+}
+
+template <class D, int B, Precision P>
+__global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
+    moe_down_kernel(const __grid_constant__ MoeDownParams<D, B> p) {
+  using T = MoeDownTraits<D, B, P>;
+  using R = typename T::Routed;
+  using S = typename T::Shared;
+  extern __shared__ float ys[];  // routed [R::kParts][kSlots][kYStride], then shared [S::kParts][B][kYStride]
+  float* ys_shared = ys + R::kParts * T::kSlots * T::kYStride;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int j0 = blockIdx.x * 16;
+  const int units = S::kParts + p.route->active * R::kParts;
+  for (int u = warp; u < units; u += T::kWarps) {
+    if (u < S::kParts) {
+      moe::down_unit<Precision::kBF16, D::kSharedInter, S, T::kYStride>(
+          reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter), nullptr, 1.0f, p.shared_act, B, u,
+          ys_shared + u * B * T::kYStride, lane);
+    } else {
+      const int a = (u - S::kParts) / R::kParts, part = (u - S::kParts) % R::kParts;
+      const int start = p.route->start[a];
+      const uint8_t* unit = p.experts + uint64_t(p.route->expert[a]) * p.expert_stride;
+      float factor = 1.0f;
+      if constexpr (P == Precision::kNVFP4) factor = *reinterpret_cast<const float*>(unit + p.expert.down.scale2) * kNvfp4Unbias;
+      moe::down_unit<P, D::kInter, R, T::kYStride>(
+          unit + p.expert.down.weight + size_t(j0) * WeightTileTraits<P>::template kRowBytes<D::kInter>,
+          unit + p.expert.down.scale + size_t(j0) * WeightTileTraits<P>::template kScaleRowBytes<D::kInter>, factor,
+          p.act + size_t(start) * D::kInter, p.route->start[a + 1] - start, part,
+          ys + (part * T::kSlots + start) * T::kYStride, lane);
+    }
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < B * 16; o += T::kThreads) {
+    const int b = o / 16, r = o % 16;
+    float shared = 0.0f;
+#pragma unroll
+    for (int part = 0; part < S::kParts; ++part) shared += ys_shared[(part * B + b) * T::kYStride + r];
+    float y = p.shared_scale[b] * shared;
+#pragma unroll
+    for (int t = 0; t < D::kTopK; ++t) {
+      const int slot = p.route->slot_of[b * D::kTopK + t];
+      float v = 0.0f;
+#pragma unroll
+      for (int part = 0; part < R::kParts; ++part) v += ys[(part * T::kSlots + slot) * T::kYStride + r];
+      y += p.route_weight[b * D::kTopK + t] * v;
+    }
+    p.out[size_t(b) * D::kHidden + j0 + r] = __float2bfloat16_rn(y);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// kernel launchers
+
+// REQUIRES: device pointers; moe_dispatch for this step already on `stream`; arrivals zeroed once at
+// allocation. The first call per instantiation sets the kernel's shared-memory limit, so make it before
+// any graph capture (as every launcher of this directory does).
+template <class D, int B, Precision P>
+void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
+  using T = MoeGateUpTraits<D, B, P>;
+  static bool configured = false;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(moe_gate_up_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+    configured = true;
+  }
+  moe_gate_up_kernel<D, B, P><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+// REQUIRES: moe_gate_up for this step already on `stream`.
+template <class D, int B, Precision P>
+void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
+  using T = MoeDownTraits<D, B, P>;
+  static bool configured = false;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+    configured = true;
+  }
+  moe_down_kernel<D, B, P><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rocket::cuda
