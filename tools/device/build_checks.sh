@@ -68,3 +68,18 @@ mkdir -p .carry/checks
   build sample_check kernels/host/sample
 )
 # ---- end small decode kernels ---------------------------------------------------------------------
+
+# ---- moe_check: MoE dispatch + grouped experts (src/kernels/cuda/moe_*.cuh) against host kernels ----
+(
+  obj=.carry/checks/obj/moe_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  for src in core/dtype fuel/chemistry kernels/host/linear kernels/host/weights kernels/host/moe; do
+    g++ -std=c++20 -O2 -fopenmp -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+  done
+  # libgomp statically too: the GPU machine has only the CUDA driver.
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+    -Xcompiler -Wall,-Wextra,-fopenmp -cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/moe_check.cu "$obj"/*.o "$(g++ -print-file-name=libgomp.a)" -o .carry/checks/moe_check -lpthread -ldl
+  echo "built .carry/checks/moe_check"
+)
+# ---- end moe_check --------------------------------------------------------------------------------
