@@ -22,6 +22,7 @@
 #include "boosters/profile.h"
 #include "core/error.h"
 #include "engine/golden.h"
+#include "engine/host/cache_check.h"
 #include "engine/host/host_engine.h"
 #include "kernels/host/sample.h"
 #include "serve/server.h"
@@ -371,6 +372,7 @@ int main(int argc, char** argv) {
                  "       rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]\n"
                  "       rocket-engine bench [--tokens N] [--context C]\n"
                  "       rocket-engine buckets [--steps N]\n"
+                 "       rocket-engine cachecheck\n"
                  "       rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N]\n");
     return argc < 2 ? 2 : 0;
   }
@@ -382,6 +384,10 @@ int main(int argc, char** argv) {
     if (cmd == "parity") return cmd_parity(dir, a);
     if (cmd == "bench") return cmd_bench(dir, a);
     if (cmd == "buckets") return cmd_buckets(dir, a);
+    if (cmd == "cachecheck") {
+      HostEngine e(dir.string());
+      return cmd_cache_check(e);
+    }
     if (cmd == "serve") return cmd_serve(dir, a);
     std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
     return 2;
