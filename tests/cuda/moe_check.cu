@@ -482,6 +482,7 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   weight_bytes = weight_bytes / kTimedSteps + double(L.shared_elems) * 2;
   const double act_bytes = 2.0 * (2.0 * B * H + 2.0 * kSlots * I + 2.0 * B * SI);
   for (int i = 1; i < kTimedSteps; ++i) Case<D, B, P>::step(L, d, i, 0, nullptr, 1);  // routes for the per-kernel graphs
+  CUDA_CHECK(cudaDeviceSynchronize());  // the timed graphs run on a non-blocking stream
   const double us = time_steps<D, B, P>(L, d, 7);
   const double us_gu = time_steps<D, B, P>(L, d, 2);
   const double us_down = time_steps<D, B, P>(L, d, 4);
