@@ -13,37 +13,16 @@
 #include <random>
 
 #include "core/error.h"
-#include "kernels/host/sample.h"
 #include "serve/output_parser.h"
 #include "serve/protocol_error.h"
 #include "serve/random_id.h"
 #include "serve/sse.h"
-#include "serve/stop_strings.h"
-#include "serve/stream_decoder.h"
 
 namespace fs = std::filesystem;
 
 namespace rocket {
 
 using Json = nlohmann::ordered_json;
-
-// ---- RequestSink ----
-
-void RequestSink::push(TokenEvent event) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back(std::move(event));
-  }
-  cv_.notify_one();
-}
-
-std::optional<TokenEvent> RequestSink::pop(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
-  TokenEvent e = std::move(events_.front());
-  events_.pop_front();
-  return e;
-}
 
 // ---- FifoEngineLoop ----
 
@@ -97,12 +76,6 @@ Json tools_json(const std::vector<Tool>& tools) {
     out.push_back(Json{{"type", "function"}, {"function", std::move(f)}});
   }
   return out;
-}
-
-TokenEvent text_event(std::string text) {
-  TokenEvent e;
-  e.text = std::move(text);
-  return e;
 }
 
 bool ends_inside_think(const std::string& prompt) {
@@ -228,80 +201,18 @@ void FifoEngineLoop::run() {
       std::fprintf(stderr, "[serve] request %llu: cancelled while queued\n", (unsigned long long)job.id);
       continue;
     }
+    Generation g(job.id, job.request, std::move(job.prompt), job.max_tokens, tokenizer_, eos_, job.sink, nullptr);
     try {
-      generate(job);
-    } catch (const std::exception& e) {
-      TokenEvent ev;
-      ev.done = true;
-      ev.error = e.what();
-      job.sink->push(std::move(ev));
-    }
-  }
-}
-
-void FifoEngineLoop::generate(Job& job) {
-  const CompletionRequest& r = job.request;
-  const auto t0 = std::chrono::steady_clock::now();
-  host::SamplingParams sp;
-  sp.temperature = float(r.temperature);
-  sp.top_p = float(r.top_p);
-  sp.top_k = r.top_k > 0 ? r.top_k : 0;
-  sp.seed = r.seed ? uint64_t(*r.seed) : std::random_device{}() * 0x100000001ull;
-  const int V = engine_.vocab();
-  std::vector<float> scratch(V);
-  std::vector<int32_t> scratch_idx(V);
-  StreamDecoder decoder(tokenizer_);
-  StopMatcher stops(r.stop);
-
-  TokenEvent done;
-  done.done = true;
-  done.finish = FinishReason::kLength;
-  done.usage.prompt_tokens = int64_t(job.prompt.size());
-  bool stopped = false, cancelled = false;
-
-  const float* logits = engine_.prefill(job.prompt);
-  int64_t pos = int64_t(job.prompt.size());
-  for (int64_t generated = 0; generated < job.max_tokens; ++generated) {
-    if (job.sink->cancelled()) {
-      cancelled = true;
-      break;
-    }
-    int32_t next = host::sample(logits, V, sp, uint64_t(pos), scratch.data(), scratch_idx.data());
-    if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) {
-      done.finish = FinishReason::kStop;
-      break;
-    }
-    ++done.usage.completion_tokens;
-    const std::string piece = decoder.push(next);
-    if (!piece.empty()) {
-      StopMatcher::Result res = stops.push(piece);
-      if (!res.text.empty()) job.sink->push(text_event(std::move(res.text)));
-      if (res.stopped) {
-        done.finish = FinishReason::kStop;
-        stopped = true;
-        break;
+      const float* logits = engine_.prefill(g.prompt());
+      int64_t pos = int64_t(g.prompt().size());
+      while (const std::optional<int32_t> next = g.step(logits, engine_.vocab(), pos)) {
+        logits = engine_.decode(*next, pos);
+        ++pos;
       }
+    } catch (const std::exception& e) {
+      g.fail(e.what());
     }
-    if (generated + 1 == job.max_tokens) break;  // no need to run the last token
-    logits = engine_.decode(next, pos);
-    ++pos;
   }
-  if (!stopped && !cancelled) {
-    const std::string tail = decoder.flush();
-    std::string rest;
-    if (!tail.empty()) {
-      StopMatcher::Result res = stops.push(tail);
-      rest = std::move(res.text);
-      if (res.stopped) done.finish = FinishReason::kStop, stopped = true;
-    }
-    if (!stopped) rest += stops.flush();
-    if (!rest.empty()) job.sink->push(text_event(std::move(rest)));
-  }
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr, "[serve] request %llu: %lld prompt + %lld completion tokens in %.2f s, %s\n",
-               (unsigned long long)job.id, (long long)done.usage.prompt_tokens, (long long)done.usage.completion_tokens,
-               sec, cancelled ? "cancelled (client gone)" : std::string(finish_reason_name(done.finish)).c_str());
-  if (!cancelled) job.sink->push(std::move(done));
 }
 
 // ---- HttpServer ----

@@ -7,7 +7,8 @@
 // FifoEngineLoop is the simple loop the issue allows until the scheduler lands: a bounded FIFO queue,
 // one request at a time in slot 0, behind the same EngineLoop interface. The forward pass it drives is
 // a TokenEngine, which each engine binary implements (src/engine/host/main.cc `serve`), so this file
-// has no engine dependency and lives in librocket.
+// has no engine dependency and lives in librocket. The per-request output side (sampling, detokenising,
+// stop strings, usage, the RequestSink) is a Generation (serve/generation.h), shared with the scheduler.
 //
 // Not yet here (issue 4): logprobs (refused with a 400 naming it), tool_choice required/named and
 // parallel_tool_calls=false enforcement, a countdown phase in /health, concurrent streams, prefix
@@ -29,39 +30,12 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/chat_template.h"
+#include "serve/generation.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "serve/tokenizer.h"
 
 namespace rocket {
-
-// What the engine loop sends back for one request, in order: text pieces (whole UTF-8, stop strings
-// already removed), then one event with done = true.
-struct TokenEvent {
-  std::string text;
-  bool done = false;
-  FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
-  Usage usage;
-  std::string error;  // non-empty: the request failed in the engine
-};
-
-// The per-request channel between the loop thread (push) and the HTTP thread (pop, cancel).
-// Thread-safe.
-class RequestSink {
- public:
-  void push(TokenEvent event);
-  // Waits up to `timeout` for the next event.
-  std::optional<TokenEvent> pop(std::chrono::milliseconds timeout);
-  // The client went away: the loop stops the request at its next token (or skips it if queued).
-  void cancel() { cancelled_ = true; }
-  bool cancelled() const { return cancelled_; }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<TokenEvent> events_;
-  std::atomic<bool> cancelled_{false};
-};
 
 struct ModelInfo {
   std::string id;                    // the engine directory's name
@@ -121,7 +95,6 @@ class FifoEngineLoop : public EngineLoop {
     std::shared_ptr<RequestSink> sink;
   };
   void run();
-  void generate(Job& job);
 
   TokenEngine& engine_;
   ModelInfo model_;

@@ -1,0 +1,137 @@
+// One request's output side, shared by FifoEngineLoop (serve/server.h) and the continuous-batching
+// scheduler: everything between "the engine produced a row of logits for this request" and "the HTTP
+// thread receives text". A Generation chooses the request's next token (sampled with its own params
+// and seed, or taken from a test-only forced sequence), detokenises it (StreamDecoder), holds back
+// and cuts stop strings (StopMatcher), ends on eos / stop string / max_tokens, counts usage, and
+// pushes TokenEvents to the request's RequestSink. The engine side only feeds logits and positions,
+// so a loop can drive one Generation per slot, one token at a time, in any interleaving.
+//
+// Thread safety: a Generation is driven by one thread (the engine loop); its RequestSink is the only
+// part shared with the HTTP thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/host/sample.h"
+#include "serve/openai_request.h"
+#include "serve/openai_response.h"
+#include "serve/stop_strings.h"
+#include "serve/stream_decoder.h"
+#include "serve/tokenizer.h"
+
+namespace rocket {
+
+// What the engine loop sends back for one request, in order: text pieces (whole UTF-8, stop strings
+// already removed), then one event with done = true.
+struct TokenEvent {
+  std::string text;
+  bool done = false;
+  FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
+  Usage usage;
+  std::string error;  // non-empty: the request failed in the engine
+};
+
+// The per-request channel between the loop thread (push) and the HTTP thread (pop, cancel).
+// Thread-safe.
+class RequestSink {
+ public:
+  void push(TokenEvent event);
+  // Waits up to `timeout` for the next event.
+  std::optional<TokenEvent> pop(std::chrono::milliseconds timeout);
+  // The client went away: the loop stops the request at its next token (or skips it if queued).
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TokenEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+// TEST-ONLY (`rocket serve --force-tokens FILE`): token sequences that replace sampling, so that the
+// end-to-end tests can drive the protocol paths that need a particular model output (tool calls,
+// reasoning) through the real server, which parses forced tokens exactly as sampled ones.
+//
+// FILE is a JSON object naming one sequence per key: {"tool_call": "<tool_call>\n{...}\n</tool_call>",
+// "split": [9707, 11, 1879]}. A string is encoded with the engine's tokenizer (so tags become their
+// added tokens, as the model would emit them); an array is taken as token ids verbatim (to split
+// text where the tokenizer would not). A request selects a sequence by its `user` field, which never
+// changes the output otherwise; a request whose `user` names none samples as usual.
+class ForcedTokens {
+ public:
+  static ForcedTokens load(const std::string& path);
+
+  // The sequence `user` names, encoded; nullopt when it names none.
+  std::optional<std::vector<int32_t>> find(std::string_view user, const Tokenizer& tokenizer) const;
+  size_t size() const { return sequences_.size(); }
+
+ private:
+  std::map<std::string, nlohmann::json, std::less<>> sequences_;
+};
+
+class Generation {
+ public:
+  // `max_tokens` >= 1 (the caller has fitted it to the context). `forced` may be null.
+  // REQUIRES: `tokenizer` and `forced` outlive the Generation.
+  Generation(uint64_t id, const CompletionRequest& request, std::vector<int32_t> prompt, int64_t max_tokens,
+             const Tokenizer& tokenizer, const std::vector<int32_t>& eos, std::shared_ptr<RequestSink> sink,
+             const ForcedTokens* forced);
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  uint64_t id() const { return id_; }
+  const std::vector<int32_t>& prompt() const { return prompt_; }
+
+  // Given the logits for the next position (`vocab` floats), chooses the next token (sampled, the
+  // draw keyed by `pos`, the position the token will take; or the forced sequence's next), and
+  // pushes the text it completes. Returns the token to feed back to the engine at `pos`, or nullopt
+  // when the request is finished (eos, stop string, max_tokens, forced sequence ended, cancelled);
+  // then the final event has been pushed, none if cancelled.
+  // REQUIRES: not finished.
+  std::optional<int32_t> step(const float* logits, int vocab, int64_t pos);
+
+  // The client is gone: the driver may drop the stream without stepping it again.
+  bool cancelled() const { return sink_->cancelled(); }
+  bool finished() const { return finished_; }
+
+  // Prompt tokens the prefix cache served (usage.prompt_tokens_details.cached_tokens); 0 by default.
+  void set_cached_tokens(int64_t n) { usage_.cached_tokens = n; }
+
+  // The engine failed on this request: pushes an error event and finishes. REQUIRES: not finished.
+  void fail(std::string_view message);
+
+ private:
+  std::optional<int32_t> finish(FinishReason reason);
+  int32_t choose(const float* logits, int vocab, int64_t pos);
+
+  uint64_t id_;
+  std::vector<int32_t> prompt_;
+  int64_t max_tokens_;
+  const Tokenizer& tokenizer_;
+  std::vector<int32_t> eos_;
+  std::shared_ptr<RequestSink> sink_;
+  std::optional<std::vector<int32_t>> forced_;
+  size_t forced_next_ = 0;
+  host::SamplingParams sampling_;
+  StreamDecoder decoder_;
+  StopMatcher stops_;
+  Usage usage_;
+  bool finished_ = false;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace rocket
