@@ -20,13 +20,17 @@ class HostEngine {
   static constexpr int kPadSlot = int(engine::kMaxStreams);  // sink for a bucket's inactive rows
 
   // Upright: loads ENGINE_DIR/plan.json, refuses on a chemistry or layout mismatch with this binary
-  // or a residency over the machine's usable memory, maps weights.blob, allocates the arena.
-  explicit HostEngine(const std::string& engine_dir);
+  // or a residency over the machine's usable memory (less `reserve` bytes the operator keeps for other
+  // work), maps weights.blob, allocates the arena.
+  explicit HostEngine(const std::string& engine_dir, uint64_t reserve = 0);
   HostEngine(const HostEngine&) = delete;
   HostEngine& operator=(const HostEngine&) = delete;
   ~HostEngine();
 
   const Plan& plan() const { return plan_; }
+  // Fuel: brings every page of the mapped weights into memory (the first step would otherwise fault
+  // them in); returns the bytes read.
+  uint64_t load_weights();
 
   // Prefill: n <= kPrefillChunk consecutive tokens of one stream at positions pos0.. pos0+n-1.
   // Logits are computed for rows >= first_logit_row (the last row only, for serving).

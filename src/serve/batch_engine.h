@@ -1,0 +1,45 @@
+// BatchEngine: what the scheduler needs from an engine, implemented by each engine binary (the host
+// engine in src/engine/host/, the h200 engine later). Every call comes from the scheduler's loop
+// thread; nothing here is thread-safe.
+//
+// Streams live in slots [0, max_streams()); the engine's own padding slot is its business. KV is
+// paged: the scheduler owns the cache pages (cache/radix_cache.h) and binds each slot's page table
+// before the slot computes; recurrent state moves between slots and the plan's snapshot slots only
+// through capture/restore, so one cache entry restores a sequence atomically.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "plan/plan.h"
+
+namespace rocket {
+
+class BatchEngine {
+ public:
+  virtual ~BatchEngine() = default;
+
+  virtual const Plan& plan() const = 0;
+  virtual int vocab() const = 0;
+
+  // n <= plan().prefill_chunk consecutive tokens of the stream in `slot` at positions pos0..;
+  // returns the last row's logits when `want_logits`, else nullptr.
+  virtual const float* prefill(int slot, const int32_t* ids, int n, int64_t pos0, bool want_logits) = 0;
+  // One token for each of n <= plan().max_streams streams, run as the smallest bucket holding n.
+  virtual void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos) = 0;
+  // Logits of decode row `row` (valid until the next prefill or decode).
+  virtual const float* logits(int row) const = 0;
+
+  // A fresh sequence in `slot`: zero conv and recurrent state.
+  virtual void reset_state(int slot) = 0;
+  // The slot's KV page table from now on: logical page j is cache page pages[j].
+  virtual void bind_pages(int slot, std::span<const int> pages) = 0;
+  // Copies the first `tokens` rows of cache page src into dst (every layer, K and V).
+  virtual void copy_page(int src, int dst, int tokens) = 0;
+  // The pages padding rows write to: one cache page the scheduler reserves for them.
+  virtual void bind_pad_page(int page) = 0;
+  virtual void capture_state(int slot, int snapshot) = 0;
+  virtual void restore_state(int snapshot, int slot) = 0;
+};
+
+}  // namespace rocket
