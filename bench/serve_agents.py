@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Agent-style workload driver for a running Rocket server (issue 5).
+
+Replays a forked-prefix trace against the OpenAI-compatible HTTP API: every session shares one long
+system prompt and a set of tool definitions; each turn appends the assistant's reply and a new user
+message to the session's own history; some sessions fork from another session's history mid-way (an
+agent branching). Runs the trace at each concurrency level and reports, per level: aggregate and
+per-stream tok/s, TTFT and inter-token latency p50/p99, the prefix-cache hit rate in prompt tokens
+(usage.prompt_tokens_details.cached_tokens / prompt_tokens), the cache's resident pages (GET
+/metrics) and errors. Then one probe: TTFT of a long prompt served from the cache vs. a cold short
+prompt.
+
+    python3 bench/serve_agents.py --base http://127.0.0.1:8000 [--concurrency 1,4,16,32,64]
+        [--sessions-per-stream 2] [--turns 3] [--max-tokens 16] [--system-words 900]
+        [--api-key K] [--markdown FILE] [--min-hit-rate X]
+
+Only the Python standard library; one thread per concurrent client. Exit 1 on any request error (or
+a hit rate below --min-hit-rate), so CI can run it at small scale.
+"""
+import argparse
+import http.client
+import json
+import random
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+WORDS = ("agent tool call result plan step file search query answer context memory page cache token stream "
+         "branch merge review test build deploy config value error retry budget latency schedule queue").split()
+
+
+def system_prompt(words, seed):
+    rng = random.Random(seed)
+    body = " ".join(rng.choice(WORDS) for _ in range(words))
+    return "You are a coding agent. Follow the rules below exactly.\n" + body
+
+
+def tools():
+    def tool(name, desc, props):
+        return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+            "type": "object", "properties": {k: {"type": "string", "description": v} for k, v in props.items()},
+            "required": list(props)}}}
+    return [tool("read_file", "Read a file from the workspace.", {"path": "file path"}),
+            tool("search", "Search the code base for a pattern.", {"pattern": "regular expression", "path": "dir"}),
+            tool("run_tests", "Run the test suite and report failures.", {"filter": "test name filter"})]
+
+
+class Client:
+    def __init__(self, base, api_key):
+        u = urllib.parse.urlparse(base)
+        self.host, self.port = u.hostname, u.port or 80
+        self.headers = {"Content-Type": "application/json"}
+        if api_key:
+            self.headers["Authorization"] = "Bearer " + api_key
+
+    def get_json(self, path):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        c.request("GET", path, headers=self.headers)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, (json.loads(body) if body else None)
+
+    def chat_stream(self, body):
+        """One streamed chat completion. Returns a dict of timings, text and usage (or error)."""
+        t0 = time.perf_counter()
+        c = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=self.headers)
+        r = c.getresponse()
+        if r.status != 200:
+            err = r.read().decode(errors="replace")
+            c.close()
+            return {"error": f"HTTP {r.status}: {err[:200]}"}
+        stamps, text, usage, finish = [], [], None, None
+        while True:
+            line = r.readline()
+            if not line:
+                break
+            line = line.strip()
+            if not line.startswith(b"data: "):
+                continue
+            data = line[6:]
+            if data == b"[DONE]":
+                break
+            chunk = json.loads(data)
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            for ch in chunk.get("choices", []):
+                d = ch.get("delta", {})
+                piece = (d.get("content") or "") + (d.get("reasoning_content") or "")
+                for tc in d.get("tool_calls") or []:
+                    piece += json.dumps(tc)
+                if piece:
+                    stamps.append(time.perf_counter())
+                    text.append(d.get("content") or "")
+                if ch.get("finish_reason"):
+                    finish = ch["finish_reason"]
+        c.close()
+        if usage is None:
+            return {"error": "no usage chunk"}
+        return {"t0": t0, "stamps": stamps, "text": "".join(text), "usage": usage, "finish": finish,
+                "end": time.perf_counter()}
+
+
+def pct(xs, p):
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
+    """`concurrency` clients, each driving sessions_per_stream sessions of `turns` turns in sequence."""
+    results, lock = [], threading.Lock()
+    histories = {}  # session key -> messages after its last turn, for forks
+
+    def session(worker, s):
+        rng = random.Random(seed * 1000 + worker * 10 + s)
+        key = (worker, s)
+        with lock:
+            donors = [k for k in histories if k != key]
+        if donors and rng.random() < args.fork_rate:
+            with lock:
+                msgs = list(histories[rng.choice(donors)])  # fork: branch from another session's history
+        else:
+            msgs = [{"role": "system", "content": sys_prompt}]
+        for turn in range(args.turns):
+            msgs.append({"role": "user", "content": f"Task {worker}.{s}.{turn}: " +
+                         " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40)))})
+            body = {"model": args.model, "messages": msgs, "tools": tool_defs, "max_tokens": args.max_tokens,
+                    "temperature": 0.7, "seed": rng.randint(0, 2**31), "stream": True,
+                    "stream_options": {"include_usage": True}}
+            res = client.chat_stream(body)
+            with lock:
+                results.append(res)
+            if "error" in res:
+                return
+            msgs.append({"role": "assistant", "content": res["text"]})
+            with lock:
+                histories[key] = list(msgs)
+
+    def worker(w):
+        for s in range(args.sessions_per_stream):
+            session(w, s)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    ok = [r for r in results if "error" not in r]
+    errors = [r["error"] for r in results if "error" in r]
+    gen = sum(r["usage"]["completion_tokens"] for r in ok)
+    prompt = sum(r["usage"]["prompt_tokens"] for r in ok)
+    cached = sum((r["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0) for r in ok)
+    ttft = [(r["stamps"][0] - r["t0"]) * 1e3 for r in ok if r["stamps"]]
+    itl = [(b - a) * 1e3 for r in ok for a, b in zip(r["stamps"], r["stamps"][1:])]
+    per_stream = [r["usage"]["completion_tokens"] / (r["end"] - r["t0"]) for r in ok if r["end"] > r["t0"]]
+    status, metrics = client.get_json("/metrics")
+    return {"concurrency": concurrency, "requests": len(results), "errors": len(errors), "error_samples": errors[:3],
+            "wall_s": wall, "completion_tokens": gen, "agg_tok_s": gen / wall if wall else 0,
+            "stream_tok_s": statistics.mean(per_stream) if per_stream else 0,
+            "ttft_p50_ms": pct(ttft, 50), "ttft_p99_ms": pct(ttft, 99), "itl_p50_ms": pct(itl, 50),
+            "itl_p99_ms": pct(itl, 99), "prompt_tokens": prompt, "cached_tokens": cached,
+            "hit_rate": cached / prompt if prompt else 0.0,
+            "pages_resident": (metrics or {}).get("pages_cached") if status == 200 else None,
+            "pages": (metrics or {}).get("pages") if status == 200 else None}
+
+
+def probe_ttft(client, args, sys_prompt, tool_defs):
+    """TTFT of a cold short prompt vs. the same long prompt twice (second: from the cache)."""
+    def ttft(messages):
+        res = client.chat_stream({"model": args.model, "messages": messages, "max_tokens": 1, "temperature": 0,
+                                  "stream": True, "stream_options": {"include_usage": True}})
+        if "error" in res:
+            raise RuntimeError(res["error"])
+        first = res["stamps"][0] if res["stamps"] else res["end"]
+        cached = (res["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+        return (first - res["t0"]) * 1e3, res["usage"]["prompt_tokens"], cached
+
+    nonce = random.Random(time.time()).randint(0, 10**9)
+    short = ttft([{"role": "user", "content": f"Hello {nonce}, what is a page cache?"}])
+    long_msgs = [{"role": "system", "content": system_prompt(args.system_words * 2, nonce)},
+                 {"role": "user", "content": "Summarise the rules."}]
+    cold = ttft(long_msgs)
+    warm = ttft(long_msgs)
+    return {"short_cold": short, "long_cold": cold, "long_cached": warm}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", default="http://127.0.0.1:8000")
+    ap.add_argument("--model", default="")
+    ap.add_argument("--api-key", default="")
+    ap.add_argument("--concurrency", default="1,4,16,32,64")
+    ap.add_argument("--sessions-per-stream", type=int, default=2)
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--system-words", type=int, default=900)
+    ap.add_argument("--fork-rate", type=float, default=0.3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--markdown", default="")
+    ap.add_argument("--min-hit-rate", type=float, default=0.0)
+    args = ap.parse_args()
+
+    client = Client(args.base, args.api_key)
+    status, models = client.get_json("/v1/models")
+    if status != 200:
+        sys.exit(f"GET /v1/models: HTTP {status}")
+    if not args.model:
+        args.model = models["data"][0]["id"]
+    sys_prompt, tool_defs = system_prompt(args.system_words, args.seed), tools()
+
+    rows = []
+    for level in [int(x) for x in args.concurrency.split(",")]:
+        r = run_level(client, args, level, sys_prompt, tool_defs, args.seed + level)
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    probe = probe_ttft(client, args, sys_prompt, tool_defs)
+    print(json.dumps({"probe": probe}), flush=True)
+
+    lines = ["| clients | requests | errors | agg tok/s | per-stream tok/s | TTFT p50 / p99 ms | ITL p50 / p99 ms "
+             "| hit rate (tokens) | pages resident |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {r['concurrency']} | {r['requests']} | {r['errors']} | {r['agg_tok_s']:.1f} | "
+                     f"{r['stream_tok_s']:.1f} | {r['ttft_p50_ms']:.1f} / {r['ttft_p99_ms']:.1f} | "
+                     f"{r['itl_p50_ms']:.1f} / {r['itl_p99_ms']:.1f} | {100 * r['hit_rate']:.1f}% "
+                     f"({r['cached_tokens']}/{r['prompt_tokens']}) | {r['pages_resident']} / {r['pages']} |")
+    p = probe
+    lines.append("")
+    lines.append(f"TTFT probe: cold short prompt ({p['short_cold'][1]} tokens) {p['short_cold'][0]:.1f} ms; "
+                 f"long prompt ({p['long_cold'][1]} tokens) cold {p['long_cold'][0]:.1f} ms, "
+                 f"cached ({p['long_cached'][2]} tokens from the cache) {p['long_cached'][0]:.1f} ms")
+    table = "\n".join(lines)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table + "\n")
+    total_errors = sum(r["errors"] for r in rows)
+    if total_errors:
+        print(f"FAIL: {total_errors} request errors, e.g. {[r['error_samples'] for r in rows if r['errors']]}",
+              file=sys.stderr)
+        return 1
+    overall = sum(r["cached_tokens"] for r in rows) / max(1, sum(r["prompt_tokens"] for r in rows))
+    if overall < args.min_hit_rate:
+        print(f"FAIL: prefix-cache hit rate {overall:.3f} below {args.min_hit_rate}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

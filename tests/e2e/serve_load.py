@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Scheduler under load (issue 5): N concurrent streaming clients for a bounded time against a running
+server, a share of them hanging up mid-stream. Every request must either complete (a finish_reason and
+[DONE]) or be one we cancelled; afterwards the scheduler must go idle (no deadlock) with every KV page
+and snapshot slot either free or held by the prefix cache (no leaks).
+
+    serve_load.py BASE_URL API_KEY [--clients 64] [--seconds 20] [--disconnect 0.3]
+"""
+import argparse
+import http.client
+import json
+import random
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("base")
+    ap.add_argument("key")
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--disconnect", type=float, default=0.3)
+    args = ap.parse_args()
+    u = urllib.parse.urlparse(args.base)
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer " + args.key}
+    counts = {"completed": 0, "cancelled": 0, "busy_503": 0}
+    failures = []
+    lock = threading.Lock()
+    deadline = time.time() + args.seconds
+
+    def get(path):
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        c.request("GET", path, headers=headers)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, json.loads(body)
+
+    def one(rng, n):
+        words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "page", "cache", "token"])
+                         for _ in range(rng.randint(3, 400)))
+        body = {"model": "x", "messages": [{"role": "user", "content": f"client {n}: {words}"}],
+                "max_tokens": rng.randint(4, 24), "temperature": 0.8, "seed": rng.randint(0, 1 << 30),
+                "stream": True}
+        hang_up = rng.random() < args.disconnect
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=headers)
+        r = c.getresponse()
+        if r.status == 503:
+            r.read()
+            c.close()
+            return "busy_503"
+        if r.status != 200:
+            raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
+        finish, done, chunks = None, False, 0
+        while True:
+            line = r.readline()
+            if not line:
+                break
+            line = line.strip()
+            if not line.startswith(b"data: "):
+                continue
+            if line == b"data: [DONE]":
+                done = True
+                break
+            chunks += 1
+            for ch in json.loads(line[6:]).get("choices", []):
+                finish = ch.get("finish_reason") or finish
+            if hang_up and chunks >= 2:
+                c.sock.close()  # the client goes away mid-stream
+                c.close()
+                return "cancelled"
+        c.close()
+        if not (done and finish):
+            raise RuntimeError(f"stream ended without finish_reason/[DONE] (finish={finish}, done={done})")
+        return "completed"
+
+    def client(n):
+        rng = random.Random(n)
+        while time.time() < deadline:
+            try:
+                outcome = one(rng, n)
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                with lock:
+                    failures.append(f"client {n}: {e}")
+                return
+            with lock:
+                counts[outcome] += 1
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=args.seconds + 180)
+    if any(t.is_alive() for t in threads):
+        failures.append("clients still waiting long after the deadline: deadlock?")
+
+    idle = None
+    for _ in range(600):
+        status, m = get("/metrics")
+        if status == 200 and m["active"] == 0 and m["waiting"] == 0:
+            idle = m
+            break
+        time.sleep(0.1)
+    print(json.dumps({"counts": counts, "metrics": idle}))
+    if idle is None:
+        failures.append("the scheduler never went idle")
+    else:
+        # One page stays with the scheduler for good: the padding rows' sink.
+        if idle["pages_free"] + idle["pages_cached"] + 1 != idle["pages"]:
+            failures.append(f"page leak: {idle['pages_free']} free + {idle['pages_cached']} cached + 1 pad "
+                            f"!= {idle['pages']}")
+        if idle["snapshots_free"] + idle["snapshots_cached"] != idle["snapshots"]:
+            failures.append(f"snapshot leak: {idle['snapshots_free']} free + {idle['snapshots_cached']} cached "
+                            f"!= {idle['snapshots']}")
+    if counts["completed"] == 0:
+        failures.append("no request completed")
+    if counts["cancelled"] == 0 and args.disconnect > 0:
+        failures.append("no client hung up: the disconnect path went untested")
+    for f in failures:
+        print("FAIL", f)
+    print("ok" if not failures else "FAILED", counts)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
