@@ -3,7 +3,7 @@
 //   build     compile a fuel for a booster into an engine directory
 //   inspect   print an engine directory's plan
 //   generate  stream text from an engine
-//   serve     run an engine's OpenAI-compatible HTTP server
+//   launch    run an engine's countdown, then its OpenAI-compatible HTTP server (serve: the same)
 //   probe     measure this machine as a booster and write its hardware profile
 #include <unistd.h>
 
@@ -31,7 +31,8 @@ constexpr const char* kUsage =
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-    "  serve     ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N]\n"
+    "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--reserve BYTES]\n"
+    "  serve     the same as launch\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 
 // --key value options plus positionals; flags listed in `switches` take no value.
@@ -191,14 +192,22 @@ int cmd_generate(const std::vector<std::string>& args) {
   return exec_engine("generate", args);
 }
 
-int cmd_serve(const std::vector<std::string>& args) {
+// `serve` is kept as another name for `launch`: there is one way to start serving.
+int cmd_launch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0].starts_with("--")) {
-    std::printf("rocket serve ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N]\n"
-                "  Runs the engine's OpenAI-compatible HTTP server (ENGINE_DIR/bin/rocket-engine serve ...):\n"
-                "  POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health.\n");
+    std::printf("rocket launch ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T]\n"
+                "                         [--reserve BYTES[K|M|G]]\n"
+                "  Runs the launch countdown (upright: map the plan, check fingerprint and memory budget; fuel: load\n"
+                "  the weights; static fire: warm every bucket and check the plan's golden token), then serves the\n"
+                "  OpenAI-compatible API with continuous batching and the prefix cache (ENGINE_DIR/bin/rocket-engine\n"
+                "  launch ...): POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health (the\n"
+                "  countdown phase; 503 until launch), GET /metrics. A failed phase exits 1 naming it.\n"
+                "  --queue N           requests waiting for a stream slot before 503 (default 64)\n"
+                "  --prefill-budget T  prompt tokens prefilled per step while streams decode (default: one chunk)\n"
+                "  --reserve BYTES     memory kept back for other work, on top of the booster's floor\n");
     return args.empty() ? 2 : 0;
   }
-  return exec_engine("serve", args);
+  return exec_engine("launch", args);
 }
 
 }  // namespace
@@ -217,7 +226,7 @@ int main(int argc, char** argv) {
     if (cmd == "build") return cmd_build(args);
     if (cmd == "inspect") return cmd_inspect(args);
     if (cmd == "generate") return cmd_generate(args);
-    if (cmd == "serve") return cmd_serve(args);
+    if (cmd == "launch" || cmd == "serve") return cmd_launch(args);
     if (cmd == "probe") return probe_main(args);
     std::fprintf(stderr, "rocket: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
