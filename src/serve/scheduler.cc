@@ -75,20 +75,12 @@ Json Scheduler::stats() const {
   return stats_.to_json();
 }
 
-void Scheduler::drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return waiting_.empty() && !busy_; });
-}
-
 void Scheduler::run() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      busy_ = !order_.empty();
-      if (!busy_ && waiting_.empty()) idle_cv_.notify_all();
       cv_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !order_.empty(); });
       if (stopping_) return;
-      busy_ = true;
     }
     try {
       admit();

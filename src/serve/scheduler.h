@@ -66,9 +66,6 @@ class Scheduler : public EngineLoop {
   Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) override;
   nlohmann::ordered_json stats() const override;
 
-  // Blocks until no request is waiting or running (tests, benchmarks).
-  void drain();
-
  private:
   struct Waiting {
     uint64_t id;
@@ -113,11 +110,10 @@ class Scheduler : public EngineLoop {
   std::deque<int> order_;  // slots by admission, oldest first
 
   mutable std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
+  std::condition_variable cv_;
   std::deque<Waiting> waiting_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
-  bool busy_ = false;
   SchedulerStats stats_;
   std::thread thread_;
 };
