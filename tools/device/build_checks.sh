@@ -83,3 +83,21 @@ mkdir -p .carry/checks
   echo "built .carry/checks/moe_check"
 )
 # ---- end moe_check --------------------------------------------------------------------------------
+
+# ---- dense_check: bf16 dense projections on the tensor cores (src/kernels/cuda/dense.cuh) ---------
+(
+  obj=.carry/checks/obj/dense_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  # host::linear's OpenMP pragmas stay off (no libgomp on a bare machine); the check threads its
+  # reference over rows itself.
+  for src in core/dtype kernels/host/linear kernels/host/weights; do
+    g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
+      -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+  done
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+    -Xcompiler -Wall,-Wextra -cudart static \
+    -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/dense_check.cu "$obj"/*.o -o .carry/checks/dense_check -lpthread
+  echo "built .carry/checks/dense_check"
+)
+# ---- end dense_check ------------------------------------------------------------------------------

@@ -1,0 +1,269 @@
+// GPU check + benchmark for the dense projection (src/kernels/cuda/dense.cuh). Runs on the H200 machine
+// only. For every a3b dense shape and the tiny fuel's, at buckets 1, 8, 32 (every bucket for the two
+// biggest: q_proj / in_proj_qkv and the LM head), with random bf16 weights and activations:
+//   - the output (poisoned with NaN before the launch) is compared with host::linear on the same bf16
+//     inputs within a bound derived below, at rows = B and at a partial rows < B, and the rows past
+//     `rows` must still hold the poison;
+//   - a partial last tile (N % 16 != 0) reads NaN padding rows that must not reach a real output;
+//   - a CUDA-graph replay must reproduce the direct launch bit for bit;
+//   - the launch is timed as a graph of many launches over enough weight copies that they come from HBM,
+//     not L2, against a device-to-device copy measured in the same run.
+// Prints a table with each shape's DenseTraits; exit 1 on any mismatch.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "check_support.h"
+#include "core/dtype.h"
+#include "kernels/cuda/dense.cuh"
+#include "kernels/host/linear.h"
+
+using namespace rocket;
+
+namespace {
+
+constexpr uint64_t kRotateBytes = uint64_t(128) << 20;  // weight bytes a timed graph cycles through: > 2x L2
+constexpr int kMinTimedLaunches = 64;
+constexpr uint64_t kCopyAlign = 4096;  // weight copies for timing: page-aligned, like blob tensors (64 KiB)
+
+struct SplitMix {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return float(int64_t(next()) >> 40) * (1.0f / float(1ull << 23)); }  // [-1, 1)
+};
+
+// f(begin, end) over [0, n) split across the machine's cores.
+template <typename F>
+void parallel_for(int64_t n, F f) {
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < nt; ++t) threads.emplace_back([&, t] { f(n * t / nt, n * (t + 1) / nt); });
+  for (auto& t : threads) t.join();
+}
+
+// n bf16 values uniform in [-1, 1), the same for any thread count (one stream per 1 Mi elements).
+std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  std::vector<uint16_t> v(n);
+  parallel_for(int64_t((n + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      SplitMix r{seed * 0x100000001b3ull + uint64_t(c)};
+      for (size_t i = size_t(c) * kChunk; i < std::min(n, size_t(c + 1) * kChunk); ++i) v[i] = f32_to_bf16(r.uniform());
+    }
+  });
+  return v;
+}
+
+// host::linear over row ranges on every core: y [rows][N].
+std::vector<float> reference(const std::vector<uint16_t>& w, int N, int K, const std::vector<float>& x, int rows) {
+  std::vector<float> y(size_t(rows) * N);
+  parallel_for((N + 15) / 16, [&](int64_t t0, int64_t t1) {
+    const int64_t r0 = 16 * t0, r1 = std::min<int64_t>(N, 16 * t1);
+    if (r0 >= r1) return;
+    std::vector<float> part(size_t(rows) * (r1 - r0));
+    host::linear({.precision = Precision::kBF16, .rows = r1 - r0, .cols = K, .data = w.data() + r0 * K}, x.data(), rows,
+                 part.data());
+    for (int b = 0; b < rows; ++b)
+      std::copy_n(part.data() + size_t(b) * (r1 - r0), r1 - r0, y.data() + size_t(b) * N + r0);
+  });
+  return y;
+}
+
+// fp32 summation error of one output relative to S = sum_k |w_k x_k| (every product is exact in fp32).
+// The GPU adds 16 products into its accumulator per mma k16 step (K/16 steps); the tensor core aligns
+// the 17 addends to the largest and truncates, so a step may lose a few units of 2^-23 of its
+// magnitude (<= S): four are counted. Then up to 32 warp partials are added (2^-24 each, nearest).
+// host::linear rounds about K/8 + 8 times to nearest (2^-24). With |w| < 1, S <= sum_k |x_k|.
+double gamma(int K) { return (4.0 * K / 16 + 32) * 0x1p-23 + (K / 8.0 + 16) * 0x1p-24; }
+
+struct Weights {  // one shape's weights: host bits and kCopies device copies, NaN past row N
+  std::vector<uint16_t> host;
+  uint8_t* dev = nullptr;
+  uint64_t stride = 0;
+  int copies = 0;
+  const __nv_bfloat16* copy(int i) const { return reinterpret_cast<const __nv_bfloat16*>(dev + uint64_t(i) * stride); }
+};
+
+template <int N, int K, int B, typename Out>
+double time_launches(const Weights& w, const __nv_bfloat16* x, Out* y) {
+  const int launches = std::max(kMinTimedLaunches, w.copies);
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) cuda::dense<N, K, B, Out>({.w = w.copy(i % w.copies), .x = x, .y = y, .rows = B}, s);
+  CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t ge;
+  CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaGraphLaunch(ge, s));
+  float best = 1e30f;
+  for (int r = 0; r < 3; ++r) {
+    CUDA_CHECK(cudaEventRecord(e0, s));
+    CUDA_CHECK(cudaGraphLaunch(ge, s));
+    CUDA_CHECK(cudaEventRecord(e1, s));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    best = std::min(best, ms);
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(ge));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  CUDA_CHECK(cudaEventDestroy(e0));
+  CUDA_CHECK(cudaEventDestroy(e1));
+  CUDA_CHECK(cudaStreamDestroy(s));
+  return 1e3 * best / launches;
+}
+
+// One bucket at `rows` token rows: correctness, graph replay, and (rows == B) timing.
+template <int N, int K, int B, typename Out>
+bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_t seed) {
+  using T = cuda::DenseTraits<N, K, B>;
+  constexpr bool kBf16Out = std::is_same_v<Out, __nv_bfloat16>;
+  const std::vector<uint16_t> x = random_bf16(size_t(rows) * K, seed);
+  const std::vector<float> xf = check::bf16_to_f32(x);
+  check::DeviceBuffer<uint16_t> dx(x);
+  check::DeviceBuffer<Out> dy(size_t(B) * N);  // poisoned: NaN everywhere
+  const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.ptr);
+  const cuda::DenseParams<N, K, B, Out> p{.w = w.copy(0), .x = xp, .y = dy.ptr, .rows = rows};
+  cuda::dense<N, K, B, Out>(p, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<Out> y = dy.download();
+
+  // Bound per output: fp32 summation (gamma * sum |x|), plus for bf16 outputs the rounding of the
+  // GPU's fp32 value v: half an ulp, at most 2^-8 |v| (8 significant bits: a value just above a power
+  // of two rounds by up to 2^-8 of itself), with |v| <= |ref| + the summation error.
+  const std::vector<float> ref = reference(w.host, N, K, xf, rows);
+  bool ok = true;
+  double worst = 0;
+  for (int b = 0; b < rows && ok; ++b) {
+    double xsum = 0;
+    for (int k = 0; k < K; ++k) xsum += std::fabs(xf[size_t(b) * K + k]);
+    for (int n = 0; n < N; ++n) {
+      const size_t o = size_t(b) * N + n;
+      const double got = kBf16Out ? bf16_to_f32(reinterpret_cast<const uint16_t*>(y.data())[o]) : double(y[o]);
+      const double sum_err = gamma(K) * xsum;
+      const double bound = (kBf16Out ? 0x1p-8 * (std::fabs(ref[o]) + sum_err) : 0.0) + sum_err;
+      const double rel = std::fabs(got - ref[o]) / bound;
+      worst = std::max(worst, std::isnan(rel) ? INFINITY : rel);
+      if (!(rel <= 1.0)) {
+        std::printf("  %s B=%d rows=%d: first mismatch at row %d col %d: gpu %.8g host %.8g bound %.3g\n", name, B, rows, b,
+                    n, got, ref[o], bound);
+        ok = false;
+        break;
+      }
+    }
+  }
+  // Rows past `rows` keep the poison, byte for byte.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(y.data());
+  const size_t written = size_t(rows) * N * sizeof(Out), total = size_t(B) * N * sizeof(Out);
+  if (std::any_of(bytes + written, bytes + total, [](uint8_t v) { return v != 0xff; })) {
+    std::printf("  %s B=%d rows=%d: wrote past row %d\n", name, B, rows, rows);
+    ok = false;
+  }
+
+  // Graph replay: bit-exact with the direct launch, the untouched rows included.
+  {
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    cuda::dense<N, K, B, Out>(p, s);
+    CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    cudaGraphExec_t ge;
+    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 2; ++rep) {
+      CUDA_CHECK(cudaMemsetAsync(dy.ptr, 0xff, total, s));
+      CUDA_CHECK(cudaGraphLaunch(ge, s));
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      if (std::memcmp(dy.download().data(), y.data(), total) != 0) {
+        std::printf("  %s B=%d rows=%d: graph replay %d differs from the direct launch\n", name, B, rows, rep);
+        ok = false;
+      }
+    }
+    CUDA_CHECK(cudaGraphExecDestroy(ge));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    CUDA_CHECK(cudaStreamDestroy(s));
+  }
+
+  char label[96];
+  std::snprintf(label, sizeof label, "%s %dx%d %s", name, N, K, kBf16Out ? "bf16" : "f32");
+  if (rows == B) {
+    const double us = time_launches<N, K, B, Out>(w, xp, dy.ptr);
+    const double moved = 2.0 * N * K + 2.0 * rows * K + double(sizeof(Out)) * rows * N;
+    const double gbps = moved / (us * 1e-6) / 1e9;
+    std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  %5d blk x %2d warps (%d tile/blk, %2d warp/tile, "
+                "%d round) err/bound %.2f %s\n",
+                label, B, rows, us, moved / 1e6, gbps, 100.0 * gbps / copy_gbps, T::kBlocks, T::kWarps, T::kTilesPerBlock,
+                T::kWarpsPerTile, T::kRounds, worst, ok ? "ok" : "MISMATCH");
+  } else {
+    std::printf("%-40s B=%-2d rows=%-2d %9s    %9s    %6s      %5s   (partial rows) err/bound %.2f %s\n", label, B, rows, "-",
+                "-", "-", "-", worst, ok ? "ok" : "MISMATCH");
+  }
+  return ok;
+}
+
+// Every listed bucket of one shape on one set of weights: rows = B, then a partial rows that ends
+// inside a group of 8.
+template <int N, int K, typename Out, int... Bs>
+bool shape(const char* name, double copy_gbps, uint64_t seed) {
+  constexpr uint64_t kRead = cuda::DenseTraits<N, K, 1>::kWeightReadBytes;
+  Weights w;
+  w.host = random_bf16(size_t(N) * K, seed);
+  w.stride = (kRead + kCopyAlign - 1) / kCopyAlign * kCopyAlign;
+  w.copies = int(std::max<uint64_t>(1, (kRotateBytes + kRead - 1) / kRead));
+  CUDA_CHECK(cudaMalloc(&w.dev, w.stride * w.copies));
+  CUDA_CHECK(cudaMemset(w.dev, 0xff, w.stride));  // padding rows of a partial tile: NaN
+  CUDA_CHECK(cudaMemcpy(w.dev, w.host.data(), w.host.size() * 2, cudaMemcpyHostToDevice));
+  for (int c = 1; c < w.copies; ++c) CUDA_CHECK(cudaMemcpy(w.dev + c * w.stride, w.dev, w.stride, cudaMemcpyDeviceToDevice));
+  bool ok = true;
+  uint64_t s = seed;
+  ((ok &= run<N, K, Bs, Out>(name, w, Bs, copy_gbps, ++s)), ...);
+  ((ok &= Bs < 2 || run<N, K, Bs, Out>(name, w, std::max(1, 3 * Bs / 4 - 1), copy_gbps, ++s)), ...);
+  CUDA_CHECK(cudaFree(w.dev));
+  return ok;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    using bf16 = __nv_bfloat16;
+    const double copy = check::device_copy_gbps();
+    std::printf("device copy (read+write, 1 GiB): %.0f GB/s; %% = achieved / copy; bytes = weights + x + y (a partial "
+                "tile's padding rows not counted); timed weights cycle through >= 128 MiB\n",
+                copy);
+    bool ok = true;
+    ok &= shape<8192, 2048, bf16, 1, 2, 4, 8, 16, 32>("a3b q_proj | gdn in_proj_qkv", copy, 1);
+    ok &= shape<512, 2048, bf16, 1, 8, 32>("a3b k,v | shared gate,up", copy, 2);
+    ok &= shape<2048, 4096, bf16, 1, 8, 32>("a3b o_proj | gdn out_proj", copy, 3);
+    ok &= shape<4096, 2048, bf16, 1, 8, 32>("a3b gdn in_proj_z", copy, 4);
+    ok &= shape<32, 2048, bf16, 1, 8, 32>("a3b gdn in_proj_b,a", copy, 5);
+    ok &= shape<2048, 512, bf16, 1, 8, 32>("a3b shared down", copy, 6);
+    ok &= shape<1, 2048, bf16, 1, 8, 32>("a3b shared_expert_gate", copy, 7);
+    ok &= shape<256, 2048, float, 1, 8, 32>("a3b router", copy, 8);
+    ok &= shape<248320, 2048, float, 1, 2, 4, 8, 16, 32>("a3b lm_head", copy, 9);
+    ok &= shape<256, 128, bf16, 1, 8, 32>("tiny 256x128", copy, 10);
+    ok &= shape<64, 128, bf16, 1, 8, 32>("tiny 64x128", copy, 11);
+    ok &= shape<128, 256, bf16, 1, 8, 32>("tiny 128x256", copy, 12);
+    ok &= shape<151936, 128, float, 1, 8, 32>("tiny lm_head", copy, 13);
+    std::printf("dense check %s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dense_check: %s\n", e.what());
+    return 1;
+  }
+}
