@@ -247,6 +247,9 @@ TEST(Logprobs, CompletionForm) {
   EXPECT_EQ(j["top_logprobs"][0], (Json{{"東京", -0.5}, {"大阪", -2.0}}));
   EXPECT_EQ(j["text_offset"], (Json{3, 5}));  // code points: 東京 is two
   EXPECT_EQ(offset, 8);
+  // A sampled token outside the top alternatives is listed with them, as OpenAI lists it.
+  const std::vector<TokenLogprob> unlikely = {{.bytes = " was", .logprob = -3.0, .top = {{" is", -0.1}}}};
+  EXPECT_EQ(completion_logprobs_json(unlikely, offset)["top_logprobs"][0], (Json{{" is", -0.1}, {" was", -3.0}}));
 }
 
 TEST(TextCompletion, ObjectAndChunks) {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "serve/logprobs.h"
 
 namespace rocket {
 
@@ -54,16 +55,6 @@ std::optional<std::vector<int32_t>> ForcedTokens::find(std::string_view user, co
 
 // ---- Generation ----
 
-namespace {
-
-TokenEvent text_event(std::string text) {
-  TokenEvent e;
-  e.text = std::move(text);
-  return e;
-}
-
-}  // namespace
-
 Generation::Generation(uint64_t id, const CompletionRequest& request, std::vector<int32_t> prompt, int64_t max_tokens,
                        const Tokenizer& tokenizer, const std::vector<int32_t>& eos, std::shared_ptr<RequestSink> sink,
                        const ForcedTokens* forced)
@@ -75,6 +66,7 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   sampling_.top_k = request.top_k > 0 ? request.top_k : 0;
   sampling_.seed = request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull;
   usage_.prompt_tokens = int64_t(prompt_.size());
+  if (request.logprobs) top_logprobs_ = request.top_logprobs;
   if (forced && !request.user.empty()) {
     forced_ = forced->find(request.user, tokenizer_);
     if (forced_)
@@ -112,10 +104,20 @@ std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t 
   if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) return finish(FinishReason::kStop);
   ++usage_.completion_tokens;
   const std::string piece = decoder_.push(next);
+  if (top_logprobs_ >= 0) {
+    const RowLogprobs row = row_logprobs(logits, vocab, next, top_logprobs_);
+    Scored s{TokenLogprob{std::string(tokenizer_.token_bytes(next)), row.logprob, {}}, decoded_, decoded_ + piece.size()};
+    for (const TokenScore& t : row.top) s.logprob.top.emplace_back(std::string(tokenizer_.token_bytes(t.token)), t.logprob);
+    scored_.push_back(std::move(s));
+  }
+  decoded_ += piece.size();
   if (!piece.empty()) {
     StopMatcher::Result res = stops_.push(piece);
-    if (!res.text.empty()) sink_->push(text_event(std::move(res.text)));
-    if (res.stopped) return finish(FinishReason::kStop);
+    if (res.stopped) {
+      emit(std::move(res.text), /*stopped=*/true);
+      return finish(FinishReason::kStop);
+    }
+    if (!res.text.empty()) emit(std::move(res.text), /*stopped=*/false);
   }
   if (usage_.completion_tokens == max_tokens_) return finish(FinishReason::kLength);
   return next;
@@ -128,13 +130,15 @@ std::optional<int32_t> Generation::finish(FinishReason reason) {
     // after all, unless the tail completes a stop string.
     std::string rest;
     const std::string tail = decoder_.flush();
+    decoded_ += tail.size();
     if (!tail.empty()) {
       StopMatcher::Result res = stops_.push(tail);
       rest = std::move(res.text);
       if (res.stopped) reason = FinishReason::kStop;
     }
     if (!stops_.stopped()) rest += stops_.flush();
-    if (!rest.empty()) sink_->push(text_event(std::move(rest)));
+    // Everything is out now (or cut by a stop string): release every token that began before the end.
+    emit(std::move(rest), /*stopped=*/true);
   }
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   std::fprintf(stderr, "[serve] request %llu: %lld prompt + %lld completion tokens in %.2f s, %s\n",
@@ -146,6 +150,18 @@ std::optional<int32_t> Generation::finish(FinishReason reason) {
   done.usage = usage_;
   sink_->push(std::move(done));
   return std::nullopt;
+}
+
+void Generation::emit(std::string text, bool stopped) {
+  emitted_ += text.size();
+  TokenEvent e;
+  e.text = std::move(text);
+  while (!scored_.empty() && (scored_.front().end <= emitted_ || (stopped && scored_.front().begin < emitted_))) {
+    e.logprobs.push_back(std::move(scored_.front().logprob));
+    scored_.pop_front();
+  }
+  if (stopped) scored_.clear();
+  if (!e.text.empty() || !e.logprobs.empty()) sink_->push(std::move(e));
 }
 
 void Generation::fail(std::string_view message) {

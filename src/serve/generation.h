@@ -38,9 +38,13 @@ namespace rocket {
 // already removed), then one event with done = true.
 struct TokenEvent {
   std::string text;
+  // With `logprobs` requested: the tokens whose text this event completes, in order. A token is
+  // released once all the text it decodes to has been emitted; at a stop string, the tokens that
+  // begin before it (so text cut by a stop string still has its token), and none of the stop string.
+  std::vector<TokenLogprob> logprobs;
   bool done = false;
   FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
-  Usage usage;
+  Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens
   std::string error;  // non-empty: the request failed in the engine
 };
 
@@ -115,8 +119,17 @@ class Generation {
   void fail(std::string_view message);
 
  private:
+  // A token's logprobs, and where its text lies in the decoder's output.
+  struct Scored {
+    TokenLogprob logprob;
+    size_t begin, end;  // byte offsets in everything StreamDecoder has returned
+  };
+
   std::optional<int32_t> finish(FinishReason reason);
   int32_t choose(const float* logits, int vocab, int64_t pos);
+  // Pushes `text` (may be empty) with the logprobs of the tokens it completes; `stopped`: the output
+  // ends with it, so tokens begun before its end are released too and the rest dropped.
+  void emit(std::string text, bool stopped);
 
   uint64_t id_;
   std::vector<int32_t> prompt_;
@@ -129,6 +142,10 @@ class Generation {
   host::SamplingParams sampling_;
   StreamDecoder decoder_;
   StopMatcher stops_;
+  int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested
+  std::deque<Scored> scored_;  // logprobs not yet released
+  size_t decoded_ = 0;         // bytes StreamDecoder has returned
+  size_t emitted_ = 0;         // bytes pushed to the sink
   Usage usage_;
   bool finished_ = false;
   std::chrono::steady_clock::time_point started_;

@@ -86,6 +86,9 @@ Json completion_logprobs_json(std::span<const TokenLogprob> tokens, int64_t& tex
     lps.push_back(finite_logprob(t.logprob));
     Json top = Json::object();
     for (const auto& [bytes, lp] : t.top) top[token_text(bytes)] = finite_logprob(lp);
+    // "The API will always return the logprob of the sampled token, so there may be up to logprobs+1
+    // elements" (OpenAI, legacy completions).
+    if (!top.contains(s)) top[s] = finite_logprob(t.logprob);
     tops.push_back(std::move(top));
     offsets.push_back(text_offset);
     text_offset += code_points(s);

@@ -56,7 +56,8 @@ struct TokenLogprob {
 // Chat form: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}], "refusal":
 // null}. `token` is the bytes as UTF-8 with ill-formed parts as U+FFFD; `bytes` the exact bytes.
 nlohmann::ordered_json chat_logprobs_json(std::span<const TokenLogprob> tokens);
-// Completions form: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
+// Completions form: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}; each
+// top_logprobs entry holds the sampled token too, as OpenAI's does (up to logprobs + 1 entries).
 // `text_offset` is the offset of the first token in the choice's text, in code points of the token
 // texts (Python's str offsets, as OpenAI's clients read them); it is advanced past these tokens.
 nlohmann::ordered_json completion_logprobs_json(std::span<const TokenLogprob> tokens, int64_t& text_offset);

@@ -5,6 +5,11 @@
 // queue, and no TLS needed on loopback. Boost.Beast would mean Asio and far more code for the same.
 #include <httplib.h>
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -24,197 +29,6 @@ namespace rocket {
 
 using Json = nlohmann::ordered_json;
 
-// ---- FifoEngineLoop ----
-
-namespace {
-
-Json read_json_file(const fs::path& p) {
-  std::ifstream f(p);
-  if (!f) fail("{}: cannot read", p.string());
-  Json j = Json::parse(f, nullptr, false);
-  if (j.is_discarded()) fail("{}: not JSON", p.string());
-  return j;
-}
-
-// A special token's text from tokenizer_config.json: a string or {"content": ...}.
-std::string token_string(const Json& cfg, const char* key) {
-  if (!cfg.contains(key)) return "";
-  const Json& v = cfg[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return "";
-}
-
-Json messages_json(const std::vector<ChatMessage>& messages) {
-  Json out = Json::array();
-  for (const ChatMessage& m : messages) {
-    Json j = Json::object();
-    j["role"] = m.role;
-    if (m.content) j["content"] = *m.content;
-    else j["content"] = nullptr;
-    if (!m.name.empty()) j["name"] = m.name;
-    if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
-    if (!m.tool_calls.empty()) {
-      Json calls = Json::array();
-      for (const ToolCall& c : m.tool_calls)
-        calls.push_back(Json{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-      j["tool_calls"] = std::move(calls);
-    }
-    if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-Json tools_json(const std::vector<Tool>& tools) {
-  Json out = Json::array();
-  for (const Tool& t : tools) {
-    Json f = Json::object();
-    f["name"] = t.name;
-    if (!t.description.empty()) f["description"] = t.description;
-    if (!t.parameters.is_null()) f["parameters"] = t.parameters;
-    out.push_back(Json{{"type", "function"}, {"function", std::move(f)}});
-  }
-  return out;
-}
-
-bool ends_inside_think(const std::string& prompt) {
-  const size_t open = prompt.rfind("<think>");
-  return open != std::string::npos && prompt.find("</think>", open) == std::string::npos;
-}
-
-}  // namespace
-
-std::vector<int32_t> eos_token_ids(const std::string& engine_dir) {
-  std::vector<int32_t> eos;
-  const fs::path path = fs::path(engine_dir) / "generation_config.json";
-  if (!fs::exists(path)) return eos;
-  const Json g = read_json_file(path);
-  if (g.contains("eos_token_id")) {
-    if (g["eos_token_id"].is_array()) {
-      for (const auto& v : g["eos_token_id"]) eos.push_back(v.get<int32_t>());
-    } else if (g["eos_token_id"].is_number_integer()) {
-      eos.push_back(g["eos_token_id"].get<int32_t>());
-    }
-  }
-  return eos;
-}
-
-FifoEngineLoop::FifoEngineLoop(const std::string& engine_dir, TokenEngine& engine, ModelInfo model,
-                               size_t queue_capacity)
-    : engine_(engine), model_(std::move(model)), capacity_(queue_capacity),
-      tokenizer_(Tokenizer::load((fs::path(engine_dir) / "tokenizer.json").string())) {
-  const fs::path dir(engine_dir);
-  const fs::path cfg_path = dir / "tokenizer_config.json";
-  if (fs::exists(cfg_path)) {
-    const Json cfg = read_json_file(cfg_path);
-    if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
-      template_ = ChatTemplate::compile(cfg["chat_template"].get<std::string>());
-    template_vars_["bos_token"] = token_string(cfg, "bos_token");
-    template_vars_["eos_token"] = token_string(cfg, "eos_token");
-  }
-  eos_ = eos_token_ids(engine_dir);
-  thread_ = std::thread([this] { run(); });
-}
-
-FifoEngineLoop::~FifoEngineLoop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    for (Job& j : queue_) j.sink->cancel();
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-std::string FifoEngineLoop::render_chat(const CompletionRequest& r) const {
-  if (!template_) throw ProtocolError(400, "this model has no chat template; use /v1/completions", "messages");
-  Json ctx = template_vars_;
-  ctx["messages"] = messages_json(r.messages);
-  if (!r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone) ctx["tools"] = tools_json(r.tools);
-  ctx["add_generation_prompt"] = true;
-  if (r.enable_thinking) ctx["enable_thinking"] = *r.enable_thinking;
-  try {
-    return template_->render(ctx);
-  } catch (const ProtocolError&) {
-    throw;
-  } catch (const Error& e) {
-    throw ProtocolError(400, std::string("the chat template refused the conversation: ") + e.what(), "messages");
-  }
-}
-
-Submitted FifoEngineLoop::submit(const CompletionRequest& r, std::shared_ptr<RequestSink> sink) {
-  if (r.logprobs) throw ProtocolError(400, "logprobs are not supported by this server yet", "logprobs");
-  Submitted s;
-  std::vector<int32_t> ids;
-  if (r.kind == CompletionRequest::Kind::kChat) {
-    const std::string prompt = render_chat(r);
-    s.reasoning_open = ends_inside_think(prompt);
-    ids = tokenizer_.encode(prompt);
-  } else if (const auto* text = std::get_if<std::string>(&r.prompt)) {
-    ids = tokenizer_.encode(*text);
-  } else {
-    ids = std::get<std::vector<int32_t>>(r.prompt);
-    for (int32_t id : ids)
-      if (id < 0 || id >= engine_.vocab())
-        throw ProtocolError(400, fmt::format("token id {} is outside the vocabulary [0, {})", id, engine_.vocab()), "prompt");
-  }
-  if (ids.empty()) throw ProtocolError(400, "the prompt encodes to no tokens", r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt");
-  const int64_t ctx = engine_.max_context();
-  const int64_t n = int64_t(ids.size());
-  if (n >= ctx)
-    throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens.", ctx, n),
-                        r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt", "invalid_request_error",
-                        "context_length_exceeded");
-  int64_t max_tokens = ctx - n;
-  if (r.max_tokens) {
-    if (n + *r.max_tokens > ctx)
-      throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt ({} tokens) plus "
-                                           "max_tokens ({}) exceed it.", ctx, n, *r.max_tokens),
-                          "max_tokens", "invalid_request_error", "context_length_exceeded");
-    max_tokens = *r.max_tokens;
-  }
-  s.prompt_tokens = n;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= capacity_)
-      throw ProtocolError(503, fmt::format("the server is busy: {} requests are queued; retry later", queue_.size()), "",
-                          "server_error", "server_busy");
-    s.id = next_id_++;
-    queue_.push_back(Job{s.id, std::move(ids), max_tokens, r, std::move(sink)});
-  }
-  cv_.notify_one();
-  return s;
-}
-
-void FifoEngineLoop::run() {
-  for (;;) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    if (job.sink->cancelled()) {
-      std::fprintf(stderr, "[serve] request %llu: cancelled while queued\n", (unsigned long long)job.id);
-      continue;
-    }
-    Generation g(job.id, job.request, std::move(job.prompt), job.max_tokens, tokenizer_, eos_, job.sink, nullptr);
-    try {
-      const float* logits = engine_.prefill(g.prompt());
-      int64_t pos = int64_t(g.prompt().size());
-      while (const std::optional<int32_t> next = g.step(logits, engine_.vocab(), pos)) {
-        logits = engine_.decode(*next, pos);
-        ++pos;
-      }
-    } catch (const std::exception& e) {
-      g.fail(e.what());
-    }
-  }
-}
-
 // ---- HttpServer ----
 
 namespace {
@@ -230,33 +44,117 @@ void send_error(httplib::Response& res, const ProtocolError& e) {
   res.set_content(error_body(e).dump(), "application/json");
 }
 
-// Accumulates one response: runs the loop's text through the output parser (chat) and builds the
-// objects OpenAI sends.
+// A socket address as httplib writes Request::remote_addr / local_addr (numeric host) and its port.
+std::pair<std::string, int> numeric_address(const sockaddr_storage& a, socklen_t len) {
+  char host[NI_MAXHOST];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
+    return {"", -1};
+  const int port = a.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
+                   : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
+                                             : -1;
+  return {host, port};
+}
+
+// The socket `req` arrived on; -1 when it cannot be found.
+// NOTE: cpp-httplib 0.11 (Debian 12) shows a handler neither its socket nor whether the client is
+// still there (Request::is_connection_closed came in 0.14). The address 4-tuple names exactly one TCP
+// connection, and its descriptor stays this connection's while the handler runs: httplib closes it
+// only after the handler returns.
+int connection_socket(const httplib::Request& req) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+    int fd;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+      continue;
+    if (numeric_address(local, local_len) == std::pair(req.local_addr, req.local_port) &&
+        numeric_address(peer, peer_len) == std::pair(req.remote_addr, req.remote_port))
+      return fd;
+  }
+  return -1;
+}
+
+// The client closed its end (or the connection broke). A request body has been read whole by now, so
+// readable data is a pipelined next request, not a hang-up.
+bool peer_closed(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
+  char c;
+  return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+// Accumulates one response: runs the loop's text through the output parser (chat), collects the
+// logprobs, and builds the objects OpenAI sends.
 struct Response {
   bool chat;
   ResponseMeta meta;
   OutputParser parser;
   AssistantTurn turn;  // chat, non-streamed
   std::string text;    // completions, non-streamed
-  Usage usage;
+  bool logprobs;
+  std::vector<TokenLogprob> tokens;  // logprobs not yet sent (streamed), or all of them
+  int64_t text_offset = 0;           // completions: where the next logprobs' text starts
 
-  Response(bool chat, ResponseMeta meta, bool reasoning_open, bool tools)
+  Response(bool chat, ResponseMeta meta, bool reasoning_open, bool tools, bool logprobs)
       : chat(chat), meta(std::move(meta)),
-        parser(OutputParser::Options{reasoning_open, tools}, std::mt19937_64(id_rng()())) {}
+        parser(OutputParser::Options{reasoning_open, tools}, std::mt19937_64(id_rng()())), logprobs(logprobs) {}
 
   FinishReason finish(FinishReason f) const {
     return chat && parser.tool_calls() > 0 ? FinishReason::kToolCalls : f;
+  }
+
+  void add_logprobs(std::vector<TokenLogprob>& more) {
+    tokens.insert(tokens.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+
+  // The logprobs member of the next chunk: the tokens not sent yet; null when there are none (or none
+  // were asked for). A non-streamed response takes them all, so with logprobs asked for it is never
+  // null.
+  Json take_logprobs(bool whole = false) {
+    if (!logprobs || (tokens.empty() && !whole)) return nullptr;
+    Json j = chat ? chat_logprobs_json(tokens) : completion_logprobs_json(tokens, text_offset);
+    tokens.clear();
+    return j;
   }
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
-  EngineLoop& loop;
   ServerOptions options;
   httplib::Server server;
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable stopped_cv;
+  bool stopped = false;
+  std::string phase = "upright";
+  std::atomic<EngineLoop*> loop{nullptr};
 
-  Impl(EngineLoop& loop, ServerOptions options) : loop(loop), options(std::move(options)) {}
+  explicit Impl(ServerOptions options) : options(std::move(options)) {}
+
+  std::string current_phase() {
+    std::lock_guard<std::mutex> lock(mu);
+    return phase;
+  }
+
+  // The loop, once launched. Before launch nothing is served (DESIGN.md: no traffic before static fire).
+  EngineLoop& launched() {
+    EngineLoop* l = loop.load();
+    if (!l)
+      throw ProtocolError(503, fmt::format("the engine is not launched yet (countdown phase: {}); retry later",
+                                           current_phase()), "", "server_error", "not_launched");
+    return *l;
+  }
 
   void authorize(const httplib::Request& req) const {
     if (options.api_key.empty()) return;
@@ -269,23 +167,23 @@ struct HttpServer::Impl {
   void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
     try {
       authorize(req);
+      EngineLoop& engine = launched();
       const Json body = parse_json_body(req.body);
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
-      if (r.model != loop.model().id)
+      if (r.model != engine.model().id)
         throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
-                                             loop.model().id), "model", "invalid_request_error", "model_not_found");
+                                             engine.model().id), "model", "invalid_request_error", "model_not_found");
       auto sink = std::make_shared<RequestSink>();
-      const Submitted sub = loop.submit(r, sink);
+      const Submitted sub = engine.submit(r, sink);
       ResponseMeta meta;
       meta.id = random_id(chat ? "chatcmpl-" : "cmpl-", 24, id_rng());
       meta.created = int64_t(std::time(nullptr));
-      meta.model = loop.model().id;
+      meta.model = engine.model().id;
       meta.stream_usage = r.stream && r.include_usage;
       const bool tools = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone;
-      auto state = std::make_shared<Response>(chat, meta, sub.reasoning_open, tools);
-      state->usage.prompt_tokens = sub.prompt_tokens;
+      auto state = std::make_shared<Response>(chat, meta, sub.reasoning_open, tools, r.logprobs);
       if (!r.stream) {
-        respond_whole(res, *state, *sink);
+        respond_whole(req, res, *state, *sink, sub.id);
       } else {
         stream(res, state, sink, r.include_usage);
       }
@@ -296,11 +194,24 @@ struct HttpServer::Impl {
     }
   }
 
-  void respond_whole(httplib::Response& res, Response& s, RequestSink& sink) {
+  void respond_whole(const httplib::Request& req, httplib::Response& res, Response& s, RequestSink& sink, uint64_t id) {
+    // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
+    constexpr auto kPoll = std::chrono::milliseconds(200);
+    const int fd = connection_socket(req);
+    auto next_poll = std::chrono::steady_clock::now() + kPoll;
     for (;;) {
-      std::optional<TokenEvent> ev = sink.pop(std::chrono::milliseconds(1000));
+      std::optional<TokenEvent> ev = sink.pop(kPoll);
+      if (fd >= 0 && std::chrono::steady_clock::now() >= next_poll) {
+        next_poll = std::chrono::steady_clock::now() + kPoll;
+        if (peer_closed(fd)) {
+          sink.cancel();
+          std::fprintf(stderr, "[serve] request %llu: the client hung up before the response\n", (unsigned long long)id);
+          return;
+        }
+      }
       if (!ev) continue;
       if (!ev->error.empty()) throw ProtocolError(500, ev->error, "", "server_error");
+      s.add_logprobs(ev->logprobs);
       if (!ev->done) {
         if (s.chat) {
           for (const OutputEvent& o : s.parser.push(ev->text)) s.turn.add(o);
@@ -312,9 +223,9 @@ struct HttpServer::Impl {
       Json out;
       if (s.chat) {
         for (const OutputEvent& o : s.parser.finish()) s.turn.add(o);
-        out = chat_completion_json(s.meta, s.turn, s.finish(ev->finish), ev->usage);
+        out = chat_completion_json(s.meta, s.turn, s.finish(ev->finish), ev->usage, s.take_logprobs(/*whole=*/true));
       } else {
-        out = completion_json(s.meta, s.text, ev->finish, ev->usage);
+        out = completion_json(s.meta, s.text, ev->finish, ev->usage, s.take_logprobs(/*whole=*/true));
       }
       res.set_content(out.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
       return;
@@ -331,6 +242,10 @@ struct HttpServer::Impl {
           auto send = [&](const Json& j) {
             const std::string d = sse_data(j);
             return out.write(d.data(), d.size());
+          };
+          // A chat chunk for one parser event, carrying the logprobs received since the last chunk.
+          auto send_event = [&](const OutputEvent& o) {
+            return send(chat_chunk_json(s->meta, chat_event_delta(o), std::nullopt, s->take_logprobs()));
           };
           if (!*started) {
             *started = true;
@@ -355,22 +270,24 @@ struct HttpServer::Impl {
             out.done();
             return true;
           }
+          s->add_logprobs(ev->logprobs);
           if (!ev->done) {
             if (s->chat) {
               for (const OutputEvent& o : s->parser.push(ev->text))
-                if (!send(chat_chunk_json(s->meta, chat_event_delta(o)))) return sink->cancel(), false;
-            } else if (!send(completion_chunk_json(s->meta, ev->text))) {
-              return sink->cancel(), false;
+                if (!send_event(o)) return sink->cancel(), false;
+            } else if (!ev->text.empty() || !s->tokens.empty()) {
+              if (!send(completion_chunk_json(s->meta, ev->text, std::nullopt, s->take_logprobs())))
+                return sink->cancel(), false;
             }
             return true;
           }
           bool ok = true;
           if (s->chat) {
-            for (const OutputEvent& o : s->parser.finish()) ok = ok && send(chat_chunk_json(s->meta, chat_event_delta(o)));
-            ok = ok && send(chat_chunk_json(s->meta, Json::object(), s->finish(ev->finish)));
+            for (const OutputEvent& o : s->parser.finish()) ok = ok && send_event(o);
+            ok = ok && send(chat_chunk_json(s->meta, Json::object(), s->finish(ev->finish), s->take_logprobs()));
             if (include_usage) ok = ok && send(chat_usage_chunk_json(s->meta, ev->usage));
           } else {
-            ok = ok && send(completion_chunk_json(s->meta, "", ev->finish));
+            ok = ok && send(completion_chunk_json(s->meta, "", ev->finish, s->take_logprobs()));
             if (include_usage) ok = ok && send(completion_usage_chunk_json(s->meta, ev->usage));
           }
           ok = ok && out.write(kSseDone.data(), kSseDone.size());
@@ -384,12 +301,13 @@ struct HttpServer::Impl {
   void models(const httplib::Request& req, httplib::Response& res) {
     try {
       authorize(req);
+      EngineLoop& engine = launched();
       Json m = Json::object();
-      m["id"] = loop.model().id;
+      m["id"] = engine.model().id;
       m["object"] = "model";
       m["created"] = 0;
       m["owned_by"] = "rocket";
-      m["rocket"] = loop.model().metadata;
+      m["rocket"] = engine.model().metadata;
       Json out = Json::object();
       out["object"] = "list";
       out["data"] = Json::array({m});
@@ -398,28 +316,58 @@ struct HttpServer::Impl {
       send_error(res, e);
     }
   }
+
+  void health(httplib::Response& res) {
+    const bool up = loop.load() != nullptr;
+    res.status = up ? 200 : 503;
+    if (!up) res.set_header("Retry-After", "1");
+    const Json out = {{"status", up ? "ok" : "starting"}, {"phase", current_phase()}};
+    res.set_content(out.dump(), "application/json");
+  }
 };
 
-HttpServer::HttpServer(EngineLoop& loop, ServerOptions options)
-    : impl_(std::make_unique<Impl>(loop, std::move(options))) {
+HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl& im = *impl_;
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
-  im.server.Get("/health", [](const httplib::Request&, httplib::Response& s) {
-    s.set_content(R"({"status":"ok"})", "application/json");
+  im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void HttpServer::start() {
+  Impl& im = *impl_;
+  if (!im.server.bind_to_port(im.options.host.c_str(), im.options.port))
+    fail("serve: cannot listen on {}:{}", im.options.host, im.options.port);
+  std::fprintf(stderr, "[serve] listening on http://%s:%d (phase %s)\n", im.options.host.c_str(), im.options.port,
+               im.current_phase().c_str());
+  im.thread = std::thread([&im] {
+    im.server.listen_after_bind();
+    std::lock_guard<std::mutex> lock(im.mu);
+    im.stopped = true;
+    im.stopped_cv.notify_all();
   });
 }
 
-HttpServer::~HttpServer() { stop(); }
+void HttpServer::set_phase(std::string phase) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->phase = std::move(phase);
+}
 
-void HttpServer::run() {
-  if (!impl_->server.bind_to_port(impl_->options.host.c_str(), impl_->options.port))
-    fail("serve: cannot listen on {}:{}", impl_->options.host, impl_->options.port);
-  std::fprintf(stderr, "[serve] model '%s' listening on http://%s:%d\n", impl_->loop.model().id.c_str(),
-               impl_->options.host.c_str(), impl_->options.port);
-  impl_->server.listen_after_bind();
+void HttpServer::launch(EngineLoop& loop) {
+  set_phase("launch");
+  impl_->loop.store(&loop);
+  std::fprintf(stderr, "[serve] launch: serving model '%s'\n", loop.model().id.c_str());
+}
+
+void HttpServer::wait() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
 }
 
 void HttpServer::stop() { impl_->server.stop(); }

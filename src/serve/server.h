@@ -1,5 +1,5 @@
-// The OpenAI-compatible HTTP front (issue 4, first cut): an HttpServer whose HTTP threads parse and
-// answer requests, and an EngineLoop that owns the engine on one thread of its own. HTTP threads never
+// The OpenAI-compatible HTTP front (issue 4): an HttpServer whose HTTP threads parse and answer
+// requests, and an EngineLoop that owns the engine on one thread of its own. HTTP threads never
 // touch the engine: they submit() a request (rendered and tokenised on the HTTP thread, which needs
 // only the thread-safe Tokenizer and ChatTemplate), the loop thread runs it, and the tokens come back
 // by request id through the request's RequestSink (llama.cpp server style).
@@ -7,33 +7,25 @@
 // FifoEngineLoop is the simple loop the issue allows until the scheduler lands: a bounded FIFO queue,
 // one request at a time in slot 0, behind the same EngineLoop interface. The forward pass it drives is
 // a TokenEngine, which each engine binary implements (src/engine/host/main.cc `serve`), so this file
-// has no engine dependency and lives in librocket. The per-request output side (sampling, detokenising,
-// stop strings, usage, the RequestSink) is a Generation (serve/generation.h), shared with the scheduler.
+// has no engine dependency and lives in librocket. The per-request output side (sampling, logprobs,
+// detokenising, stop strings, usage, the RequestSink) is a Generation (serve/generation.h), shared
+// with the scheduler.
 //
-// Not yet here (issue 4): logprobs (refused with a 400 naming it), tool_choice required/named and
-// parallel_tool_calls=false enforcement, a countdown phase in /health, concurrent streams, prefix
-// cache (cached_tokens is always 0).
+// The server listens from the start of the countdown: /health reports the phase (503 until launch)
+// and /v1/* answer 503 until launch() hands it the loop.
+//
+// Not yet here (issue 4): tool_choice required/named and parallel_tool_calls=false enforcement.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
-#include <vector>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
-#include "serve/chat_template.h"
 #include "serve/generation.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
-#include "serve/tokenizer.h"
 
 namespace rocket {
 
@@ -56,60 +48,8 @@ class EngineLoop {
   // `sink`. Throws ProtocolError: 400 when the prompt (+ max_tokens) exceeds the context or cannot be
   // rendered, 503 when the queue is full.
   virtual Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) = 0;
-};
-
-// The forward pass a FifoEngineLoop drives; called on the loop thread only.
-class TokenEngine {
- public:
-  virtual ~TokenEngine() = default;
-  virtual int vocab() const = 0;           // logits per row
-  virtual int64_t max_context() const = 0;
-  // A fresh sequence: runs `ids` from position 0; returns the last position's logits.
-  virtual const float* prefill(const std::vector<int32_t>& ids) = 0;
-  // Runs `id` at `pos` of the current sequence; returns its logits.
-  virtual const float* decode(int32_t id, int64_t pos) = 0;
-};
-
-// The end-of-sequence ids of ENGINE_DIR/generation_config.json (none when the file is absent).
-std::vector<int32_t> eos_token_ids(const std::string& engine_dir);
-
-class FifoEngineLoop : public EngineLoop {
- public:
-  // Loads ENGINE_DIR's tokenizer.json, compiles tokenizer_config.json's chat_template and reads the
-  // eos ids of generation_config.json; starts the loop thread. `engine` must outlive the loop.
-  FifoEngineLoop(const std::string& engine_dir, TokenEngine& engine, ModelInfo model, size_t queue_capacity = 16);
-  ~FifoEngineLoop() override;
-
-  const ModelInfo& model() const override { return model_; }
-  Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) override;
-
-  // The prompt text a chat request renders to (for tests and logs).
-  std::string render_chat(const CompletionRequest& request) const;
-
- private:
-  struct Job {
-    uint64_t id;
-    std::vector<int32_t> prompt;
-    int64_t max_tokens;
-    CompletionRequest request;
-    std::shared_ptr<RequestSink> sink;
-  };
-  void run();
-
-  TokenEngine& engine_;
-  ModelInfo model_;
-  size_t capacity_;
-  Tokenizer tokenizer_;
-  std::optional<ChatTemplate> template_;
-  nlohmann::ordered_json template_vars_;  // bos_token, eos_token
-  std::vector<int32_t> eos_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  uint64_t next_id_ = 1;
-  bool stopping_ = false;
-  std::thread thread_;
+  // Counters for GET /metrics (requests, tokens, cache pages); any thread.
+  virtual nlohmann::ordered_json stats() const = 0;
 };
 
 struct ServerOptions {
@@ -120,10 +60,18 @@ struct ServerOptions {
 
 class HttpServer {
  public:
-  HttpServer(EngineLoop& loop, ServerOptions options);
+  explicit HttpServer(ServerOptions options);
   ~HttpServer();
-  // Binds and serves until stop(); throws Error when the address cannot be bound.
-  void run();
+  // Binds and serves on a thread of its own; throws Error when the address cannot be bound. Until
+  // launch(), /health answers 503 with the phase and /v1/* answer 503.
+  void start();
+  // The countdown phase before launch ("upright", "fuel", "static_fire"), reported by /health.
+  void set_phase(std::string phase);
+  // Launch: phase "launch", /health 200, and requests go to `loop` from now on.
+  // REQUIRES: `loop` outlives the server's serving (stop() or destruction).
+  void launch(EngineLoop& loop);
+  // Blocks until stop().
+  void wait();
   void stop();
 
  private:

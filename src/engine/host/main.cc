@@ -3,7 +3,7 @@
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine bench [--tokens N] [--context C]
 //   rocket-engine buckets [--steps N]
-//   rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N]
+//   rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N] [--force-tokens FILE (TEST-ONLY)]
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine).
 #include <signal.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -344,6 +345,16 @@ int cmd_serve(const fs::path& dir, const Args& a) {
   opt.api_key = a.get("--api-key", "");
   const size_t queue = size_t(std::stoul(a.get("--queue", "16")));
   ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is seen as a failed write, not a signal
+  // TEST-ONLY: requests whose `user` names a sequence of FILE get those tokens instead of samples.
+  std::optional<ForcedTokens> forced;
+  if (a.has("--force-tokens")) {
+    forced = ForcedTokens::load(a.get("--force-tokens", ""));
+    std::fprintf(stderr, "[serve] TEST-ONLY --force-tokens: %zu forced sequence(s), chosen by the request's `user`; "
+                         "never use this to serve\n", forced->size());
+  }
+  // Listening before the engine loads lets /health report the countdown phase (503 until launch).
+  HttpServer server(opt);
+  server.start();
   const auto t_up = Clock::now();
   HostEngine e(dir.string());
   HostTokenEngine te(e);
@@ -353,10 +364,10 @@ int cmd_serve(const fs::path& dir, const Args& a) {
   model.metadata = {{"fingerprint", plan.fingerprint},    {"booster", plan.booster},
                     {"max_context", plan.max_context},    {"max_streams", plan.max_streams},
                     {"prefill_chunk", plan.prefill_chunk}, {"buckets", plan.buckets}};
-  FifoEngineLoop loop(dir.string(), te, std::move(model), queue);
+  FifoEngineLoop loop(dir.string(), te, std::move(model), queue, forced ? &*forced : nullptr);
   std::fprintf(stderr, "[engine] upright + fuel: %.2f s\n", seconds_since(t_up));
-  HttpServer server(loop, opt);
-  server.run();
+  server.launch(loop);
+  server.wait();
   return 0;
 }
 
@@ -373,7 +384,7 @@ int main(int argc, char** argv) {
                  "       rocket-engine bench [--tokens N] [--context C]\n"
                  "       rocket-engine buckets [--steps N]\n"
                  "       rocket-engine cachecheck\n"
-                 "       rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N]\n");
+                 "       rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N] [--force-tokens FILE (TEST-ONLY)]\n");
     return argc < 2 ? 2 : 0;
   }
   const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
