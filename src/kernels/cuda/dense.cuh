@@ -49,10 +49,11 @@ struct DenseTraits {
   static constexpr int kG = kStages < kGMax ? kStages : kGMax;
   static constexpr int kParts = kStages / kG;
   static constexpr int kTiles = (N + 15) / 16;
-  // NOTE: a shape with few tiles gets up to 32 warps per tile so its whole matrix is in flight in one
-  // wave (o_proj 2048x4096: 128 blocks x 32 warps x 4 KiB = 16 MiB); one with many tiles gets 16, so
-  // two blocks share an SM and one's reduction tail overlaps the other's loads.
-  static constexpr int kMaxWarpsPerTile = kTiles >= 2 * kSMs ? 16 : 32;
+  // NOTE: a shape with at most one tile per SM gets up to 32 warps per tile so its whole matrix is in
+  // flight in one wave (o_proj 2048x4096: 128 blocks x 32 warps x 4 KiB = 16 MiB); any other gets 16,
+  // so two blocks share an SM: one wave up to 264 tiles (in_proj_z), and past that one block's
+  // reduction tail overlaps the other's loads.
+  static constexpr int kMaxWarpsPerTile = kTiles <= kSMs ? 32 : 16;
   static constexpr int kWarpsPerTile = kParts < kMaxWarpsPerTile ? kParts : kMaxWarpsPerTile;
   static constexpr int kRounds = kParts / kWarpsPerTile;  // K parts a warp walks one after another
   // Short K (few parts per tile): several tiles per block, but never so many that the grid gets
