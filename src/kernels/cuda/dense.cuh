@@ -4,8 +4,8 @@
 // bf16 or fp32 (router and LM-head logits); fp32 accumulation on the tensor cores (weight_tile.cuh).
 //
 // Decode is weight-streaming bound, so the kernel is shaped around keeping HBM busy: a warp owns one
-// 16-row weight tile over one K part (kG stages, 8 16-byte loads per lane issued before any math,
-// 4 KiB per warp) and reuses those registers for every group of 8 token rows. The K parts of a tile
+// 16-row weight tile over one K part (kG stages, up to 8 16-byte loads per lane issued before any math,
+// up to 4 KiB per warp) and reuses those registers for every group of 8 token rows. The K parts of a tile
 // are spread over the warps of one block, which sums them through shared memory in warp order; a
 // block holds kTilesPerBlock tiles. There is no split across blocks, so no workspace: every shape the
 // engine has either fills the H200 with tiles or is small enough to be latency bound (see DenseTraits).
