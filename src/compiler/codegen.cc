@@ -92,10 +92,10 @@ std::string generate_engine_header(const Plan& p) {
   line("// index of each layer among the layers of its kind (its state / KV slot)");
   line(fmt::format("constexpr int kKindSlot[kLayers] = {{{}}};", slots));
 
-  line("// runtime buffers: arena offsets");
+  line("// runtime buffers: arena offsets, and sizes (the h200 engine checks its kernels' workspaces)");
   for (const auto& b : p.buffers) {
-    std::string n = "kBuf_" + b.name;
-    u(n, b.offset);
+    u("kBuf_" + b.name, b.offset);
+    u("kBufBytes_" + b.name, b.bytes);
   }
   line("// weights: arena offsets");
   line(fmt::format("constexpr LinearAt kEmbed = {};", lin(linear_at(p, "embed_tokens"))));

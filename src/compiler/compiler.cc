@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,54 @@ std::string host_engine_compile_command(const std::string& engine_dir, const std
   return fmt::format("'{}' -std=c++20 -O2 -march=native -fopenmp -DFMT_HEADER_ONLY -I'{}' -I'{}'{} {} "
                      "-static-libstdc++ -static-libgcc -o '{}'",
                      ROCKET_CXX, engine_dir, src, sources, link, output);
+}
+
+std::string h200_engine_compile_command(const std::string& engine_dir, const std::string& output) {
+#ifdef ROCKET_H200_ENGINE_LINK
+  const std::string src = ROCKET_SOURCE_DIR "/src";
+  const std::string obj = engine_dir + "/obj";
+  // Host sources with g++ (fmt does not compile under nvcc), CUDA sources with nvcc, all at once;
+  // then one static link: the GPU machine has only libc and the CUDA driver.
+  std::string compile = fmt::format("mkdir -p '{}'", obj), objects;
+  for (const auto& e : fs::directory_iterator(src + "/engine/h200")) {
+    const std::string path = e.path().string(), o = obj + "/" + e.path().stem().string() + ".o";
+    if (e.path().extension() == ".cc")
+      compile += fmt::format(" && {{ '{}' -std=c++20 -O2 -DFMT_HEADER_ONLY -I'{}' -I'{}' -c '{}' -o '{}' & }}", ROCKET_CXX, src,
+                             ROCKET_CUDA_INCLUDE, path, o);
+    else if (e.path().extension() == ".cu")
+      compile += fmt::format(" && {{ '{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -I'{}' -I'{}' "
+                             "-c '{}' -o '{}' & }}", ROCKET_NVCC, engine_dir, src, path, o);
+    else
+      continue;
+    objects += " '" + o + "'";
+  }
+  return fmt::format("set -e; {} && wait && for o in{}; do test -s \"$o\"; done && '{}' -gencode=arch=compute_90a,code=sm_90a "
+                     "-cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc{} {} -o '{}' -lpthread -ldl -lrt",
+                     compile, objects, ROCKET_NVCC, objects, ROCKET_H200_ENGINE_LINK, output);
+#else
+  fail("build: this rocket was built without nvcc, so it cannot compile the h200 engine for {}", engine_dir);
+#endif
+}
+
+std::string memory_map_difference(const Plan& a, const Plan& b) {
+  if (a.fingerprint != b.fingerprint) return fmt::format("chemistry {} vs {}", a.fingerprint, b.fingerprint);
+  if (a.booster != b.booster) return fmt::format("booster {} vs {}", a.booster, b.booster);
+  if (a.blob_bytes != b.blob_bytes || a.arena_bytes != b.arena_bytes)
+    return fmt::format("blob / arena bytes {} / {} vs {} / {}", a.blob_bytes, a.arena_bytes, b.blob_bytes, b.arena_bytes);
+  if (a.tensors.size() != b.tensors.size() || a.buffers.size() != b.buffers.size())
+    return fmt::format("{} tensor parts and {} buffers vs {} and {}", a.tensors.size(), a.buffers.size(), b.tensors.size(),
+                       b.buffers.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const PlanTensor &x = a.tensors[i], &y = b.tensors[i];
+    if (x.name != y.name || x.offset != y.offset || x.bytes != y.bytes || x.dtype != y.dtype || x.shape != y.shape)
+      return fmt::format("tensor {} at {} ({} bytes) vs {} at {} ({} bytes)", x.name, x.offset, x.bytes, y.name, y.offset, y.bytes);
+  }
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    const PlanBuffer &x = a.buffers[i], &y = b.buffers[i];
+    if (x.name != y.name || x.offset != y.offset || x.bytes != y.bytes)
+      return fmt::format("buffer {} at {} ({} bytes) vs {} at {} ({} bytes)", x.name, x.offset, x.bytes, y.name, y.offset, y.bytes);
+  }
+  return "";
 }
 
 namespace {
@@ -90,10 +139,48 @@ StaticFire static_fire_from_golden(const std::string& path, const Chemistry& che
   return best;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream f(p);
   f << s;
   if (!f) fail("{}: write failed", p.string());
+}
+
+// The chemistry of a fuel directory from its config.json and quantisation files alone.
+Chemistry chemistry_of_config(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "config.json";
+  std::ifstream f(path);
+  if (!f) fail("{}: missing (a fuel directory needs an HF config.json)", path.string());
+  const auto config = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded()) fail("{}: not valid JSON", path.string());
+  return chemistry_from_config(config, detect_weight_format(dir, config), path.string());
+}
+
+// build --weights-only: the weights of a carried engine directory, conditioned from the full fuel.
+void build_weights(const BuildOptions& opt) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const fs::path out(opt.out);
+  const Plan carried = Plan::load((out / "plan.json").string());
+  if (carried.booster != opt.booster)
+    fail("build --weights-only: {} is an engine for booster '{}', not '{}'", opt.out, carried.booster, opt.booster);
+  Fuel fuel = Fuel::open(opt.fuel_dir);
+  PlanOptions po{.booster = carried.booster, .buckets = carried.buckets, .max_context = carried.max_context,
+                 .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots};
+  const Plan plan = plan_memory(fuel.chemistry(), po);
+  if (const std::string d = memory_map_difference(plan, carried); !d.empty())
+    fail("build --weights-only: the plan of {} differs from {}/plan.json ({}): build the engine from this fuel", opt.fuel_dir,
+         opt.out, d);
+  const fs::path tmp = out / "weights.blob.tmp";
+  condition_weights(fuel, carried, tmp.string());
+  fs::rename(tmp, out / "weights.blob");
+  std::fprintf(stderr, "weights of %s written to %s in %.1f s\n", opt.fuel_dir.c_str(), (out / "weights.blob").c_str(),
+               std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
 }  // namespace
@@ -103,7 +190,13 @@ void build(const BuildOptions& opt) {
   const auto t0 = Clock::now();
   if (opt.fuel_dir.empty() || opt.out.empty()) fail("build: FUEL_DIR and --out ENGINE_DIR are required");
   if (opt.booster != "host" && opt.booster != "h200") fail("build: unknown booster '{}' (expected host or h200)", opt.booster);
-  Fuel fuel = Fuel::open(opt.fuel_dir);
+  if (opt.no_weights && opt.weights_only) fail("build: --no-weights and --weights-only exclude each other");
+  if (opt.weights_only) return build_weights(opt);
+  std::optional<Fuel> fuel;
+  if (!opt.no_weights) fuel.emplace(Fuel::open(opt.fuel_dir));
+  const Chemistry chem = fuel ? fuel->chemistry() : chemistry_of_config(opt.fuel_dir);
+  if (opt.booster == "h200" && chem.format == WeightFormat::kFP8)
+    fail("build: the h200 engine runs bf16 and NVFP4 fuels; {} has block-FP8 weights", opt.fuel_dir);
   check_chat_template(opt.fuel_dir);
   const HardwareProfile hw = profile_for(opt);
 
@@ -111,10 +204,10 @@ void build(const BuildOptions& opt) {
   po.booster = opt.booster;
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
-  Plan plan = plan_memory(fuel.chemistry(), po);
+  Plan plan = plan_memory(chem, po);
   plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
-  plan.kernels = select_kernels(fuel.chemistry(), opt.booster);
-  if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, fuel.chemistry());
+  plan.kernels = select_kernels(chem, opt.booster);
+  if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, chem);
   plan.validate("plan");
   const uint64_t usable = hw.usable_bytes();
   std::fprintf(stderr, "plan: residency %s (weights %s + runtime %s); %s usable on %s (%s)\n",
@@ -128,25 +221,22 @@ void build(const BuildOptions& opt) {
 
   StagedDir dir(opt.out, opt.force);
   write_text(dir.path() / "plan.json", plan.to_json().dump(1) + "\n");
-  condition_weights(fuel, plan, (dir.path() / "weights.blob").string());
+  if (fuel) condition_weights(*fuel, plan, (dir.path() / "weights.blob").string());
   write_text(dir.path() / "engine.h", generate_engine_header(plan));
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"})
     if (fs::exists(fs::path(opt.fuel_dir) / f)) fs::copy_file(fs::path(opt.fuel_dir) / f, dir.path() / f);
 
-  if (opt.booster == "host") {
-    fs::create_directories(dir.path() / "bin");
-    // The binary is compiled in place under the staged directory, then the whole directory is
-    // renamed; the engine locates its plan relative to its own path, not an absolute one.
-    const std::string cmd = host_engine_compile_command(dir.path().string(), (dir.path() / "bin/rocket-engine").string());
-    std::fprintf(stderr, "compiling the host engine for chemistry %s ...\n", plan.fingerprint.c_str());
-    const auto c0 = Clock::now();
-    if (std::system(cmd.c_str()) != 0) fail("build: compiling the engine failed; command was:\n{}", cmd);
-    std::fprintf(stderr, "engine compiled in %.1f s\n", std::chrono::duration<double>(Clock::now() - c0).count());
-  } else {
-    // The H200 engine (CUDA kernels, one arena, graph per bucket) is built from this engine.h by the
-    // H200 engine issue; until then `rocket build --booster h200` emits the plan, blob and header.
-    std::fprintf(stderr, "note: no h200 engine binary yet; plan, weights.blob and engine.h written\n");
-  }
+  fs::create_directories(dir.path() / "bin");
+  // The binary is compiled in place under the staged directory, then the whole directory is
+  // renamed; the engine locates its plan relative to its own path, not an absolute one.
+  const std::string exe = (dir.path() / "bin/rocket-engine").string();
+  const std::string cmd = opt.booster == "host" ? host_engine_compile_command(dir.path().string(), exe)
+                                                : h200_engine_compile_command(dir.path().string(), exe);
+  std::fprintf(stderr, "compiling the %s engine for chemistry %s ...\n", opt.booster.c_str(), plan.fingerprint.c_str());
+  const auto c0 = Clock::now();
+  if (std::system(("bash -c " + shell_quote(cmd)).c_str()) != 0) fail("build: compiling the engine failed; command was:\n{}", cmd);
+  std::fprintf(stderr, "engine compiled in %.1f s\n", std::chrono::duration<double>(Clock::now() - c0).count());
+  fs::remove_all(dir.path() / "obj");
   dir.commit();
   std::fprintf(stderr, "built %s in %.1f s\n", opt.out.c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
 }

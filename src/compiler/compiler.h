@@ -2,11 +2,13 @@
 //   plan.json      the plan (chemistry, fingerprint, precision map, buckets, kernels, memory map)
 //   weights.blob   conditioned weights at their plan offsets
 //   engine.h       generated constexpr shapes, tiles and offsets
-//   bin/rocket-engine   the engine built from engine.h (host booster)
+//   bin/rocket-engine   the engine built from engine.h (host: g++; h200: nvcc, linked statically)
 //   tokenizer.json, tokenizer_config.json, generation_config.json, config.json   copied from the fuel
 #pragma once
 
 #include <string>
+
+#include "plan/plan.h"
 
 namespace rocket {
 
@@ -19,11 +21,25 @@ struct BuildOptions {
   int state_snapshots = 0; // 0 = two per stream slot
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   bool force = false;
+  // The split build for a GPU machine that cannot compile engines (no fmt or nlohmann headers there):
+  // no_weights plans from the fuel's config.json alone (shapes from the chemistry's manifest) and
+  // writes everything but weights.blob; weights_only re-derives the plan of the engine at `out` from
+  // the full fuel, refuses unless it equals out/plan.json (fingerprint and memory map), and writes
+  // out/weights.blob.
+  bool no_weights = false;
+  bool weights_only = false;
 };
 
 void build(const BuildOptions& opt);
 
 // The command that compiles an engine binary for the host booster from `engine_dir`/engine.h.
 std::string host_engine_compile_command(const std::string& engine_dir, const std::string& output);
+// The same for the h200 booster (nvcc; object files under `engine_dir`/obj). Error when this rocket
+// was built without nvcc.
+std::string h200_engine_compile_command(const std::string& engine_dir, const std::string& output);
+
+// Empty when two plans lay out the same chemistry with the same memory map (fingerprint, blob and
+// arena sizes, every tensor part and buffer at the same offset and size); otherwise the first difference.
+std::string memory_map_difference(const Plan& a, const Plan& b);
 
 }  // namespace rocket

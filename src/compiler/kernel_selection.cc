@@ -25,18 +25,27 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"moe", precision_name(c.precision(Role::kExperts)), "host_grouped_by_expert", {{"top_k", c.top_k}}});
     k.push_back({"sampling", "fp32", "host_sort_top_p", {{"rng", "splitmix64(seed, counter)"}}});
   } else if (booster == "h200") {
-    // Decode is bandwidth-bound: every weight byte read once per step, NVFP4 experts weight-only
-    // (dequantised in registers). The linear rows name the kernel in src/kernels/cuda/gemv.cuh and
-    // its GemvTraits; rows marked "planned" name kernels the H200 engine issue has still to land.
-    const nlohmann::json gemv_small = {{"warps", 8}, {"rows_per_warp", 2}, {"k_tile", 2048}, {"buckets", "1-8"}};
-    const nlohmann::json gemv_large = {{"warps", 8}, {"rows_per_warp", 2}, {"k_tile", 1024}, {"buckets", "16-32"}};
-    k.push_back({"linear", "bf16", "h200_gemv", gemv_small});
-    k.push_back({"linear", "bf16", "h200_gemv", gemv_large});
-    k.push_back({"experts", precision_name(c.precision(Role::kExperts)), "h200_gemv_weight_only", gemv_small});
-    k.push_back({"gdn_decode", "fp32", "planned: h200_state_in_registers", {{"v_tile", 32}}});
-    k.push_back({"gdn_prefill", "fp32", "planned: h200_chunked", {{"chunk", 64}}});
-    k.push_back({"attention", "bf16", "planned: h200_paged_gqa_decode", {{"split_kv", 4}}});
-    k.push_back({"sampling", "fp32", "planned: h200_topk_top_p", {{"rng", "philox4x32"}}});
+    // The kernels src/engine/h200/h200_engine.cu is built from (src/kernels/cuda/*.cuh), each with the
+    // tiles its traits pin. Decode is bandwidth-bound: every weight byte is read once per step and
+    // reused for the bucket's rows from registers; NVFP4 experts are weight-only, dequantised in
+    // registers for bf16 tensor-core math. Activations and KV are bf16, recurrent state fp32.
+    const std::string experts = precision_name(c.precision(Role::kExperts));
+    k.push_back({"linear", "bf16", "h200_dense_mma", {{"source", "dense.cuh"}, {"rows", "bucket"}, {"out", "bf16|fp32"}}});
+    k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
+    k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
+    k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
+    k.push_back({"gdn_decode", "fp32", "h200_state_in_registers",
+                 {{"threads", 128}, {"columns", std::min(c.lin_v_dim, 32)}, {"cluster", c.lin_v_dim / std::min(c.lin_v_dim, 32)}}});
+    k.push_back({"gdn_prefill", "fp32", "h200_state_in_registers", {{"tokens_per_launch", "chunk"}, {"columns", 32}}});
+    k.push_back({"attention", "bf16", "h200_paged_split_kv",
+                 {{"warps", 4}, {"tokens_per_lane", 4}, {"target_blocks", 256}, {"combine_threads", 256}}});
+    k.push_back({"attention_prefill", "bf16", "h200_append_then_split", {{"rows", "chunk"}}});
+    k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}}});
+    k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
+    k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
+                 {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}}});
+    k.push_back({"moe_down", experts, "h200_grouped_mma_combine", {{"warps", 16}, {"columns_per_block", 16}}});
+    k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);
   }

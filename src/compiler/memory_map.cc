@@ -23,6 +23,63 @@ struct Region {
   uint64_t end() { plan.regions.push_back(r); return r.offset + r.bytes; }
 };
 
+// Ceil division for the tile arithmetic below.
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// What the H200 kernels need beyond the activations both boosters share. Sizes mirror the kernels'
+// constexpr traits (named at each line); the engine static_asserts every buffer against the traits
+// it was compiled with, so a drift between the two fails the engine build, never a run. Row counts
+// are every bucket: the engine runs decode at each bucket and prefill in pieces of those sizes.
+void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
+  const uint64_t M = p.max_rows, slots = uint64_t(p.max_streams) + 1;
+  const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
+  // Per-step inputs, one host-to-device copy before each launch: token ids, stream slots and
+  // positions (int32 each), then one 32-byte cuda::SampleRow per row.
+  act.add("step_inputs", M * (3 * 4 + 32));
+  act.add("tokens_out", M * 4);
+  // KV page tables on the device: every slot's (bind_pages), and the decode rows' copy of their
+  // slot's table gathered at the start of each step (attention_decode reads [rows][table_width]).
+  act.add("page_tables", slots * pages_per_stream * 4);
+  act.add("row_tables", M * pages_per_stream * 4);
+  uint64_t attn_partial = 0, route = 0, moe_partial = 0, arrivals = 0;
+  for (int b : p.buckets) {
+    // attention_decode.cuh AttentionTiles<S, b>: kSplits = max(1, kTargetBlocks 256 / (b · kv_heads)),
+    // kPartialFloats = b · heads · kSplits · (hd + 2).
+    const uint64_t splits = std::max<uint64_t>(1, 256 / (uint64_t(b) * c.kv_heads));
+    attn_partial = std::max(attn_partial, uint64_t(b) * c.heads * splits * (c.head_dim + 2) * 4);
+    // moe_dispatch.cuh MoeRoute<D, b>: active, expert[kMaxActive], start[kMaxActive + 1], slot_row and
+    // slot_of [b · top_k], all int.
+    const uint64_t route_slots = uint64_t(b) * c.top_k;
+    const uint64_t max_active = std::min<uint64_t>(c.experts, route_slots);
+    route = std::max(route, 4 * (1 + max_active + max_active + 1 + 2 * route_slots));
+    // moe_experts.cuh MoeGateUpTraits<D, b, P>: the shared expert's K slices and their partial sums.
+    const auto rounds_total = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps) {  // ExpertTilePlan
+      const uint64_t stage_k = 4 * (nvfp4 ? 32 : 8), stages = ceil_div(k, stage_k);
+      const uint64_t g = std::min<uint64_t>(8 / (2 * m), stages), parts = stages / g;
+      return parts / std::min(warps, parts);
+    };
+    const auto tile_groups = [](uint64_t k, uint64_t rows, uint64_t warps) {
+      const uint64_t stages = ceil_div(k, 32), g = std::min<uint64_t>(2, stages), parts = stages / g;
+      return ceil_div(rows / 16, warps / std::min(warps, parts));
+    };
+    constexpr uint64_t kGateUpWarps = 8;
+    const uint64_t routed_rounds = rounds_total(c.precision(Role::kExperts) == Precision::kNVFP4, c.hidden, 2, kGateUpWarps);
+    const uint64_t shared_rounds = rounds_total(false, c.hidden, 2, kGateUpWarps);
+    const uint64_t shared_slices =
+        shared_rounds > routed_rounds && shared_rounds % routed_rounds == 0 ? shared_rounds / routed_rounds : 1;
+    const uint64_t n_tiles = ceil_div(b, 8);
+    if (shared_slices > 1)
+      moe_partial = std::max(moe_partial, (c.shared_inter / 16) * shared_slices * n_tiles * 2 * 32 * 4 * 4);
+    arrivals = std::max(arrivals, 4 * tile_groups(c.hidden, c.shared_inter, kGateUpWarps));
+  }
+  act.add("attn_partial", attn_partial);
+  act.add("moe_route", route);
+  act.add("moe_act", M * c.top_k * c.moe_inter * p.activation_bytes);
+  act.add("shared_act", M * c.shared_inter * p.activation_bytes);
+  act.add("moe_partial", std::max<uint64_t>(moe_partial, 4));
+  act.add("moe_arrivals", arrivals);
+}
+
 }  // namespace
 
 Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
@@ -58,6 +115,12 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   const uint64_t M = p.max_rows, A = p.activation_bytes, H = c.hidden;
   const uint64_t heads_hd = uint64_t(c.heads) * c.head_dim, kv_hd = uint64_t(c.kv_heads) * c.head_dim;
   const uint64_t routed = M * c.top_k;
+  // KV page geometry first: the h200 page tables below are sized from it. A page is 64 KiB of one
+  // layer's K (or V) for kv_page_tokens tokens.
+  const uint64_t token_bytes = kv_hd * p.kv_bytes;
+  p.kv_page_tokens = int(std::max<uint64_t>(1, kAlign / token_bytes));
+  p.kv_page_bytes = align_up(p.kv_page_tokens * token_bytes);
+
   Region act(p, "activations", p.blob_bytes);
   act.add("x", M * H * A);
   act.add("hn", M * H * A);
@@ -83,6 +146,7 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   act.add("shared_scale", M * 4);
   act.add("moe_out", M * H * A);
   act.add("scores", uint64_t(c.heads) * p.max_context * 4);
+  if (opt.booster == "h200") add_h200_buffers(act, c, p);
   uint64_t end = act.end();
 
   Region logits(p, "logits", end);
@@ -94,9 +158,6 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   const uint64_t slots = uint64_t(p.max_streams) + 1;
   // KV pages: each stream slot owns ceil(max_context / page_tokens) pages per full-attention layer,
   // for K and for V. (The radix page pool that shares them between streams arrives with the cache.)
-  const uint64_t token_bytes = kv_hd * p.kv_bytes;
-  p.kv_page_tokens = int(std::max<uint64_t>(1, kAlign / token_bytes));
-  p.kv_page_bytes = align_up(p.kv_page_tokens * token_bytes);
   const uint64_t pages_per_stream_layer = (p.max_context + p.kv_page_tokens - 1) / p.kv_page_tokens;
   p.kv_pages = int(slots * c.full_layers() * pages_per_stream_layer * 2);
   Region kv(p, "kv_pages", end);

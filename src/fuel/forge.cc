@@ -270,10 +270,10 @@ void forge(const ForgeOptions& opt) {
                                      {"ignore", exclude}};
   }
 
-  Progress progress(fmt::format("forge {} {}", opt.fuel, format_name(opt.format)), total);
+  Progress progress(fmt::format("forge {} {}", opt.fuel, format_name(opt.format)), opt.config_only ? 0 : total);
   json weight_map = json::object();
   Parts pending;  // scale parts generated with their weight, written when the manifest reaches them
-  for (size_t s = 0; s < shards.size(); ++s) {
+  for (size_t s = 0; s < shards.size() && !opt.config_only; ++s) {
     const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards.size());
     std::vector<SafetensorsWriter::Entry> entries;
     for (const auto* t : shards[s]) {
@@ -295,8 +295,9 @@ void forge(const ForgeOptions& opt) {
   }
   progress.finish();
 
-  write_json(dir.path() / "model.safetensors.index.json",
-             {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
+  if (!opt.config_only)
+    write_json(dir.path() / "model.safetensors.index.json",
+               {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
   write_json(dir.path() / "config.json", config);
   write_json(dir.path() / "generation_config.json",
              {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643},
@@ -304,9 +305,13 @@ void forge(const ForgeOptions& opt) {
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     fs::copy_file(tok_dir / f, dir.path() / f, fs::copy_options::overwrite_existing);
   dir.commit();
-  std::fprintf(stderr, "forged %s (%s, seed %llu): %zu tensors in %zu shards, %s, chemistry %s\n", opt.out.c_str(),
-               format_name(opt.format), static_cast<unsigned long long>(opt.seed), manifest.size(), shards.size(),
-               Progress::human(total).c_str(), chem.fingerprint().c_str());
+  if (opt.config_only)
+    std::fprintf(stderr, "forged the config of %s (%s): no tensors, chemistry %s\n", opt.out.c_str(), format_name(opt.format),
+                 chem.fingerprint().c_str());
+  else
+    std::fprintf(stderr, "forged %s (%s, seed %llu): %zu tensors in %zu shards, %s, chemistry %s\n", opt.out.c_str(),
+                 format_name(opt.format), static_cast<unsigned long long>(opt.seed), manifest.size(), shards.size(),
+                 Progress::human(total).c_str(), chem.fingerprint().c_str());
 }
 
 }  // namespace rocket

@@ -22,6 +22,9 @@ struct ForgeOptions {
   std::string tokenizer_dir;          // holds tokenizer.json + tokenizer_config.json
   uint64_t shard_bytes = 0;           // 0 = the fuel's default
   bool force = false;
+  // Only config.json, hf_quant_config.json, generation_config.json and the tokenizer files: what
+  // `rocket build --no-weights` plans and compiles an engine from, without forging the tensors.
+  bool config_only = false;
 };
 
 // The config.json a fuel of this name is forged with (text-only layout).

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# H200 decode benchmark of the full a3b NVFP4 fuel: every bucket at contexts 512 and 8192, distinct
+# tokens per stream, step split by kernel kind, bytes per step, achieved GB/s and the fraction of the
+# roofline (src/engine/h200/h200_bench.cu says how each is measured). Runs on the GPU machine as part of
+# tools/device/h200_engine.sh, which forges the fuel and writes the engine's weights first:
+#   ENGINE=/tmp/h200-engines/a3b-nvfp4 RESULTS=$OUT bash bench/h200_a3b.sh
+# ENGINE: an h200 engine of the a3b NVFP4 fuel with weights.blob (its plan's context >= 8192 + steps:
+# tools/device/prepare_h200.sh builds it with --max-context 9216). Appends to RESULTS/h200-a3b.md
+# (default bench/results/) with the command, commit and device.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ENGINE=${ENGINE:?set ENGINE to an h200 engine directory of the a3b NVFP4 fuel}
+RESULTS=${RESULTS:-bench/results}
+STEPS=${STEPS:-32}
+mkdir -p "$RESULTS"
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+dirty')"
+{
+  echo "## $(date -u +%Y-%m-%dT%H:%MZ) commit $commit"
+  echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo '?')"
+  echo "command: ENGINE=$ENGINE bash bench/h200_a3b.sh  (rocket-engine bench --context C --steps $STEPS, a3b nvfp4 seed 1)"
+} >>"$RESULTS/h200-a3b.md"
+for context in 512 8192; do
+  result=$("$ENGINE/bin/rocket-engine" bench --context "$context" --steps "$STEPS")
+  echo "$result"
+  { echo "$result"; echo; } >>"$RESULTS/h200-a3b.md"
+done

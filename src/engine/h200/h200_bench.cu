@@ -1,0 +1,175 @@
+// How the benchmark measures (rocket-engine bench):
+//   context   every slot's KV pages and conv + recurrent state are filled with random values by a
+//             kernel, and each stream decodes from position `context`: the kernels read exactly the
+//             bytes they would after a real prefill of that many tokens (prefilling 32 streams × 8192
+//             tokens would take longer than the benchmark itself).
+//   ms/step   wall time of the serving loop: stage inputs, one graph launch, read back the sampled
+//             tokens (which become the next step's inputs, distinct per stream), `steps` steps.
+//   split     each kind of kernel (StepKind) captured alone in a graph of the bucket and timed with
+//             events over `steps` launches; "gaps" = the full graph's time − the kinds' sum (launch
+//             gaps and tails between kernels), "host" = wall step − full graph (staging and readback).
+//   bytes     every non-expert weight once (the embedding as B rows), the expected routed-expert union
+//             E·(1 − (1 − k/E)^B) per layer for uniform routing, and per stream its recurrent state
+//             (read + write), conv state (read + write) and KV (read, at the mean position).
+//   roofline  bytes/step over the device copy bandwidth (read + write) of a 1 GiB cudaMemcpy inside
+//             the arena, measured in the same run before the fill.
+#include "engine/h200/h200_bench.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace rocket {
+
+using namespace engine;
+
+namespace {
+
+__device__ __forceinline__ float hash_uniform(uint64_t i, uint32_t seed) {  // [-1, 1)
+  uint64_t z = i * 0x9e3779b97f4a7c15ull + seed;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return float(int64_t(z ^ (z >> 31)) >> 40) * (1.0f / float(1 << 23));
+}
+
+__global__ void fill_bf16_kernel(__nv_bfloat16* p, uint64_t n, float scale, uint32_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16_rn(scale * hash_uniform(i, seed));
+}
+
+__global__ void fill_f32_kernel(float* p, uint64_t n, float scale, uint32_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    p[i] = scale * hash_uniform(i, seed);
+}
+
+// Milliseconds per launch of `g`, over n launches after one warm-up.
+double time_graph(cudaGraphExec_t g, cudaStream_t s, int n) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaGraphLaunch(g, s));
+  CUDA_CHECK(cudaEventRecord(a, s));
+  for (int i = 0; i < n; ++i) CUDA_CHECK(cudaGraphLaunch(g, s));
+  CUDA_CHECK(cudaEventRecord(b, s));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  return double(ms) / n;
+}
+
+// Device copy bandwidth (read + write) in GB/s: cudaMemcpy between two halves of the KV region.
+double copy_gbps(const H200Engine& e) {
+  const uint64_t bytes = std::min<uint64_t>(1ull << 30, kBufBytes_kv_cache / 2) & ~uint64_t(0xffff);
+  uint8_t* src = e.arena().at<uint8_t>(kBuf_kv_cache);
+  cudaStream_t s = e.stream();
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  constexpr int kReps = 10;
+  CUDA_CHECK(cudaMemcpyAsync(src + bytes, src, bytes, cudaMemcpyDeviceToDevice, s));
+  CUDA_CHECK(cudaEventRecord(a, s));
+  for (int i = 0; i < kReps; ++i) CUDA_CHECK(cudaMemcpyAsync(src + bytes, src, bytes, cudaMemcpyDeviceToDevice, s));
+  CUDA_CHECK(cudaEventRecord(b, s));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  return 2.0 * double(bytes) * kReps / (ms * 1e-3) / 1e9;
+}
+
+void fill_context(const H200Engine& e) {
+  cudaStream_t s = e.stream();
+  const Arena& a = e.arena();
+  fill_bf16_kernel<<<4096, 256, 0, s>>>(a.at<__nv_bfloat16>(kBuf_kv_cache), kBufBytes_kv_cache / 2, 1.0f, 1);
+  CUDA_CHECK_LAUNCH();
+  // Small recurrent state, as a trained model's decayed state is; conv history like activations.
+  fill_f32_kernel<<<4096, 256, 0, s>>>(a.at<float>(kBuf_gdn_state), kBufBytes_gdn_state / 4, 0.02f, 2);
+  CUDA_CHECK_LAUNCH();
+  fill_f32_kernel<<<4096, 256, 0, s>>>(a.at<float>(kBuf_conv_state), kBufBytes_conv_state / 4, 1.0f, 3);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+double step_bytes(const Plan& plan, int b, double context) {
+  double dense = 0, expert = 0;
+  for (const auto& t : plan.tensors) {
+    if (t.name.starts_with("embed_tokens")) continue;
+    if (t.name.find(".mlp.experts.") != std::string::npos) {
+      if (t.name.starts_with("layers.0.mlp.experts.0.")) expert += double(t.bytes);
+      continue;
+    }
+    dense += double(t.bytes);
+  }
+  const double E = double(kExperts), k = double(kTopK);
+  const double union_per_layer = E * (1.0 - std::pow(1.0 - k / E, b));
+  const double state = double(kLinearLayers) * 2.0 * 4 * (kLinVHeads * kLinKDim * kLinVDim + kConvDim * (kConvKernel - 1));
+  const double kv = double(kFullLayers) * context * 2.0 * kKvHeads * kHeadDim * plan.kv_bytes;
+  return dense + double(b) * kHidden * 2 + union_per_layer * kLayers * expert + b * (state + kv);
+}
+
+struct Kind {
+  const char* name;
+  uint32_t mask;
+};
+constexpr Kind kKinds[] = {{"GDN", kKindGdn},   {"attention", kKindAttention}, {"MoE", kKindMoe},        {"dense", kKindDense},
+                           {"LM head", kKindLmHead}, {"sampling", kKindSampling}, {"norm+embed", kKindNorm}};
+
+}  // namespace
+
+int run_bench(H200Engine& e, int context, int steps) {
+  if (context < 1 || steps < 1 || context + steps + 2 > kMaxContext)
+    throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(steps) + " steps exceed the plan's context " +
+                std::to_string(kMaxContext) + " (build with a larger --max-context)");
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const double bw = copy_gbps(e);
+  fill_context(e);
+  std::printf("\n%s, device copy bandwidth (read + write, 1 GiB cudaMemcpy): %.0f GB/s; weights loaded at %.2f GB/s\n", prop.name,
+              bw, e.load_report().gbps());
+  std::printf("context %d tokens, %d decode steps per bucket, distinct tokens per stream; split: ms per step of each kind\n\n",
+              context, steps);
+  std::printf("| bucket | ms/step | graph | GDN | attention | MoE | dense | LM head | sampling | norm+embed | gaps | host | MB/step "
+              "| GB/s | roofline | tok/s aggregate | tok/s per stream |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (int b : kBuckets) {
+    std::vector<int> slots(b);
+    std::vector<int64_t> pos(b, context);
+    std::vector<int32_t> ids(b);
+    for (int s = 0; s < b; ++s) slots[s] = s, ids[s] = int32_t((1000 + 7919 * s) % kVocab);
+    auto step = [&] {
+      e.decode(b, ids.data(), slots.data(), pos.data(), nullptr);
+      const int32_t* t = e.tokens();
+      for (int s = 0; s < b; ++s) ids[s] = t[s], ++pos[s];
+    };
+    step();
+    step();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) step();
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+    // Graph-only timings replay the last staged inputs (same positions): the kernels read the same
+    // number of bytes as the timed steps.
+    const double graph_ms = time_graph(e.graph(b, kKindAll), e.stream(), steps);
+    double kind_ms[std::size(kKinds)], sum = 0;
+    for (size_t k = 0; k < std::size(kKinds); ++k) sum += kind_ms[k] = time_graph(e.graph(b, kKinds[k].mask), e.stream(), steps);
+    const double bytes = step_bytes(e.plan(), b, context + 1 + steps / 2.0);
+    const double gbps = bytes / (wall * 1e-3) / 1e9;
+    std::printf("| %d | %.3f | %.3f |", b, wall, graph_ms);
+    for (double m : kind_ms) std::printf(" %.3f |", m);
+    std::printf(" %.3f | %.3f | %.0f | %.0f | %.1f%% | %.0f | %.1f |\n", graph_ms - sum, wall - graph_ms, bytes / 1e6, gbps,
+                100.0 * gbps / bw, b / (wall * 1e-3), 1.0 / (wall * 1e-3));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace rocket

@@ -1,0 +1,558 @@
+#include "engine/h200/h200_engine.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <utility>
+
+#include "engine/h200/memory_budget.h"
+#include "kernels/cuda/attention_decode.cuh"
+#include "kernels/cuda/attention_prefill.cuh"
+#include "kernels/cuda/conv1d.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dense.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/gdn.cuh"
+#include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/moe_experts.cuh"
+#include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/router.cuh"
+#include "kernels/cuda/sample.cuh"
+
+namespace fs = std::filesystem;
+
+namespace rocket {
+
+using namespace engine;
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
+constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
+constexpr int kQ = int(kHeads * kHeadDim), kKV = int(kKvHeads * kHeadDim);
+constexpr int64_t kPageElems = int64_t(kKvPageBytes / sizeof(bf16));
+
+using GdnS = cuda::GdnShape<int(kLinKHeads), int(kLinVHeads), int(kLinKDim), int(kLinVDim)>;
+using AttnS = cuda::AttentionShape<int(kHeads), int(kKvHeads), int(kHeadDim), int(kRotaryDim), int(kKvPageTokens)>;
+using MoeS = cuda::MoeShape<int(kHidden), int(kMoeInter), int(kSharedInter), int(kExperts), int(kTopK)>;
+
+// The h200 engine has bf16 dense kernels: every fuel it runs (bf16, ModelOpt NVFP4) keeps the dense
+// roles in bf16, and the compiler refuses other formats for this booster.
+static_assert(kPrecisionEmbed == Precision::kBF16 && kPrecisionLmHead == Precision::kBF16 &&
+                  kPrecisionAttnProj == Precision::kBF16 && kPrecisionGdnProj == Precision::kBF16 &&
+                  kPrecisionGdnGate == Precision::kBF16 && kPrecisionRouter == Precision::kBF16 &&
+                  kPrecisionSharedExpert == Precision::kBF16 && kPrecisionSharedExpertGate == Precision::kBF16,
+              "h200 engine: dense roles must be bf16");
+static_assert(kPrecisionExperts == Precision::kBF16 || kPrecisionExperts == Precision::kNVFP4,
+              "h200 engine: routed experts are bf16 or nvfp4");
+static_assert(kBuckets[0] == 1, "prefill pieces need a bucket of 1 to cover any chunk length");
+static_assert(kKvPageBytes >= uint64_t(kKvPageTokens) * kKV * sizeof(bf16) && kPageElems % 8 == 0);
+static_assert(kBufBytes_page_tables >= uint64_t(H200Engine::kSlots) * H200Engine::kPagesPerStream * 4);
+static_assert(kBufBytes_row_tables >= uint64_t(kMaxRows) * H200Engine::kPagesPerStream * 4);
+static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4 && kBufBytes_tokens_out >= uint64_t(kMaxRows) * 4);
+static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
+static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDim : 2 * kQ) * 2);
+static_assert(kBufBytes_core >= uint64_t(kMaxRows) * (kValueDim > kQ ? kValueDim : kQ) * 2);
+
+// A bucket's workspaces fit the plan's buffers (sized by the compiler from the same traits).
+template <int B>
+constexpr bool workspaces_fit() {
+  using GU = cuda::MoeGateUpTraits<MoeS, B, kPrecisionExperts>;
+  return cuda::AttentionTiles<AttnS, B>::kPartialFloats * 4 <= int64_t(kBufBytes_attn_partial) &&
+         sizeof(cuda::MoeRoute<MoeS, B>) <= kBufBytes_moe_route &&
+         uint64_t(GU::kPartialFloats) * 4 <= kBufBytes_moe_partial && uint64_t(GU::kArrivals) * 4 <= kBufBytes_moe_arrivals &&
+         uint64_t(B) * kTopK * kMoeInter * 2 <= kBufBytes_moe_act && uint64_t(B) * kSharedInter * 2 <= kBufBytes_shared_act &&
+         uint64_t(B) * 4 <= kBufBytes_shared_scale;
+}
+static_assert([]<size_t... I>(std::index_sequence<I...>) { return (workspaces_fit<kBuckets[I]>() && ...); }(
+                  std::make_index_sequence<std::size(kBuckets)>{}),
+              "a kernel workspace exceeds its plan buffer: the compiler's memory map and the kernels disagree");
+
+// Calls f.template operator()<B>() for the compiled bucket b.
+template <class F>
+void with_bucket(int b, F&& f) {
+  const bool found = [&]<size_t... I>(std::index_sequence<I...>) {
+    return ((kBuckets[I] == b ? (f.template operator()<kBuckets[I]>(), true) : false) || ...);
+  }(std::make_index_sequence<std::size(kBuckets)>{});
+  CHECK(found, "not a compiled bucket");
+}
+
+const cuda::RopeTable<int(kRotaryDim)>& rope_table() {
+  static const cuda::RopeTable<int(kRotaryDim)> t = cuda::RopeTable<int(kRotaryDim)>::make(kRopeTheta);
+  return t;
+}
+
+// Decode row r reads its KV through row_tables[r] = page_tables[slots[r]] (attention_decode takes one
+// table per row); gathered on the device at the start of every step, so a graph replays any slot mix.
+__global__ void gather_row_tables_kernel(const int32_t* page_tables, const int32_t* slots, int32_t* row_tables, int width) {
+  const int32_t* src = page_tables + int64_t(slots[blockIdx.x]) * width;
+  for (int j = threadIdx.x; j < width; j += blockDim.x) row_tables[int64_t(blockIdx.x) * width + j] = src[j];
+}
+
+std::string gib(uint64_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", double(bytes) / double(1ull << 30));
+  return s;
+}
+
+}  // namespace
+
+// The fixed device buffer of per-row step inputs (the plan's step_inputs) and its pinned host twin.
+struct H200Engine::StepInputs {
+  int32_t ids[kMaxRows];
+  int32_t slots[kMaxRows];  // decode: each row's slot; prefill: slots[0]
+  int32_t pos[kMaxRows];    // decode: each row's position; prefill: pos[0], the piece's first
+  cuda::SampleRow sample[kMaxRows];
+};
+static_assert(sizeof(cuda::SampleRow) == 32, "the compiler sizes step_inputs with 32-byte sample rows");
+
+H200Engine::H200Engine(const std::string& engine_dir, const LoadOptions& load) {
+  const fs::path dir(engine_dir);
+  plan_ = Plan::load((dir / "plan.json").string());
+  if (plan_.fingerprint != kFingerprint)
+    throw Error("upright: plan chemistry " + plan_.fingerprint + " does not match this engine's chemistry " +
+                kFingerprint + " (rebuild the engine)");
+  if (plan_.booster != kBooster) throw Error("upright: plan is for booster '" + plan_.booster + "', this engine is h200");
+  if (plan_.blob_bytes != kBlobBytes || plan_.arena_bytes != kArenaBytes)
+    throw Error("upright: plan memory map (blob " + std::to_string(plan_.blob_bytes) + " / arena " +
+                std::to_string(plan_.arena_bytes) + ") differs from the one this engine was built from (blob " +
+                std::to_string(kBlobBytes) + " / arena " + std::to_string(kArenaBytes) + ")");
+  if (uint64_t(plan_.kv_pages) != uint64_t(kCachePages) * 2 * kFullLayers)
+    throw Error("upright: the plan's " + std::to_string(plan_.kv_pages) + " KV pages are not " + std::to_string(kSlots) +
+                " slots x " + std::to_string(kPagesPerStream) + " pages x " + std::to_string(2 * kFullLayers) + " layer pages");
+
+  // Upright in the order memory_budget.h prescribes: context, free memory, what lives outside the
+  // arena, budget, arena.
+  CUDA_CHECK(cudaSetDevice(0));
+  CUDA_CHECK(cudaFree(nullptr));
+  const uint64_t free0 = device_free_bytes();
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaMallocHost(&host_step_, sizeof(StepInputs)));
+  CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kMaxRows * kVocab));
+  CUDA_CHECK(cudaMallocHost(&host_tokens_, sizeof(int32_t) * kMaxRows));
+  const MemoryBudget budget = measure_budget(free0);
+  std::fprintf(stderr, "[engine] memory: %s; plan residency %s\n", budget.describe().c_str(), gib(kArenaBytes).c_str());
+  budget.admit(kArenaBytes);
+  arena_ = std::make_unique<Arena>(kArenaBytes);
+
+  load_report_ = load_weights((dir / "weights.blob").string(), kBlobBytes, *arena_, load);
+  std::fprintf(stderr, "[engine] fuel: %s in %.2f s = %.2f GB/s (%d readers, %s)\n", gib(load_report_.bytes).c_str(),
+               load_report_.seconds, load_report_.gbps(), load_report_.readers, load_report_.direct ? "O_DIRECT" : "buffered");
+
+  CUDA_CHECK(cudaMemset(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals));  // the kernel's contract
+  page_tables_.resize(size_t(kSlots) * kPagesPerStream);
+  for (size_t i = 0; i < page_tables_.size(); ++i) page_tables_[i] = int(i);
+  CUDA_CHECK(cudaMemcpy(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4, cudaMemcpyHostToDevice));
+  for (int s = 0; s < kSlots; ++s) reset_slot(s);
+  static_fire();
+}
+
+H200Engine::~H200Engine() {
+  for (auto& [key, g] : graphs_) cudaGraphExecDestroy(g);
+  cudaFreeHost(host_step_);
+  cudaFreeHost(host_logits_);
+  cudaFreeHost(host_tokens_);
+  if (staged_) cudaEventDestroy(staged_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+int H200Engine::bucket_for(int n) const {
+  for (int b : kBuckets)
+    if (b >= n) return b;
+  throw Error("decode: " + std::to_string(n) + " streams exceed the largest compiled bucket " + std::to_string(kMaxStreams));
+}
+
+H200Engine::StepInputs& H200Engine::staging() {
+  // The previous step's copy reads the pinned twin asynchronously: wait for it before rewriting.
+  CUDA_CHECK(cudaEventSynchronize(staged_));
+  return *host_step_;
+}
+
+void H200Engine::upload_step() {
+  CUDA_CHECK(cudaMemcpyAsync(buf<StepInputs>(kBuf_step_inputs), host_step_, sizeof(StepInputs), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(staged_, stream_));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The forward pass: the host engine's sequence, one kernel (or two) per op.
+
+namespace {
+
+template <int N, int K, int B, typename Out>
+void project(const Arena& a, const LinearAt& w, const bf16* x, Out* y, int rows, cudaStream_t s) {
+  cuda::dense<N, K, B, Out>({.w = a.at<const bf16>(w.weight), .x = x, .y = y, .rows = rows}, s);
+}
+
+}  // namespace
+
+template <int B, bool kPrefill>
+void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
+  const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
+  bf16* x = buf<bf16>(kBuf_x);
+  bf16* hn = buf<bf16>(kBuf_hn);
+  const bool norm = kinds & kKindNorm;
+  auto add_norm = [&](const bf16* delta, uint64_t w) {
+    if (norm)
+      cuda::add_rms_norm<int(kHidden)>(
+          {.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, B, stream_);
+  };
+  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x}, B, stream_);
+  for (int l = 0; l < kLayers; ++l) {
+    if (l == 0) {
+      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, B, stream_);
+    } else {
+      add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
+    }
+    if (kIsFull[l]) attention_layer<B, kPrefill>(l, kinds, slot);
+    else gdn_layer<B, kPrefill>(l, kinds);
+    add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
+    moe_block<B>(l, kinds);
+  }
+  add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
+}
+
+template <int B, bool kPrefill>
+void H200Engine::gdn_layer(int l, uint32_t kinds) {
+  const GdnAt& G = kLayer[l].gdn;
+  const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  bf16* mix = buf<bf16>(kBuf_mix);
+  bf16* mixc = buf<bf16>(kBuf_mixc);
+  bf16* z = buf<bf16>(kBuf_z);
+  bf16* ga = buf<bf16>(kBuf_gdn_a);
+  bf16* gb = buf<bf16>(kBuf_gdn_b);
+  bf16* core = buf<bf16>(kBuf_core);
+  if (kinds & kKindDense) {
+    project<int(kConvDim), int(kHidden), B>(*arena_, G.qkv, hn, mix, B, stream_);
+    project<int(kValueDim), int(kHidden), B>(*arena_, G.z, hn, z, B, stream_);
+    project<int(kLinVHeads), int(kHidden), B>(*arena_, G.b, hn, gb, B, stream_);
+    project<int(kLinVHeads), int(kHidden), B>(*arena_, G.a, hn, ga, B, stream_);
+  }
+  if (kinds & kKindGdn) {
+    const int64_t layer = kKindSlot[l];
+    const cuda::Conv1dParams cp{.x = mix,
+                                .w = weight<bf16>(G.conv),
+                                .state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats,
+                                .slot_stride = kLinearLayers * kConvStateFloats,
+                                .slots = in->slots,
+                                .out = mixc,
+                                .tokens = kPrefill ? B : 1};
+    const cuda::GdnParams gp{.qkv = mixc,
+                             .a = ga,
+                             .b = gb,
+                             .z = z,
+                             .a_log = weight<bf16>(G.a_log),
+                             .dt_bias = weight<bf16>(G.dt_bias),
+                             .norm_w = weight<bf16>(G.norm),
+                             .state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats,
+                             .slot_stride = kLinearLayers * kGdnStateFloats,
+                             .slots = in->slots,
+                             .out = core,
+                             .tokens = kPrefill ? B : 1,
+                             .eps = kNormEps};
+    if constexpr (kPrefill) {
+      cuda::conv1d_prefill<int(kPrefillChunk), int(kConvDim), int(kConvKernel)>(cp, stream_);
+      cuda::gdn_prefill<GdnS, int(kPrefillChunk)>(gp, stream_);
+    } else {
+      cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
+      cuda::gdn_decode<GdnS, B>(gp, stream_);
+    }
+  }
+  if (kinds & kKindDense) project<int(kHidden), int(kValueDim), B>(*arena_, G.out, core, buf<bf16>(kBuf_attn_out), B, stream_);
+}
+
+template <int B, bool kPrefill>
+void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
+  const AttnAt& A = kLayer[l].attn;
+  const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  bf16* qg = buf<bf16>(kBuf_mix);  // per head: query [hd] then gate [hd]
+  bf16* k = buf<bf16>(kBuf_k);
+  bf16* v = buf<bf16>(kBuf_v);
+  bf16* core = buf<bf16>(kBuf_core);
+  if (kinds & kKindDense) {
+    project<2 * kQ, int(kHidden), B>(*arena_, A.q, hn, qg, B, stream_);
+    project<kKV, int(kHidden), B>(*arena_, A.k, hn, k, B, stream_);
+    project<kKV, int(kHidden), B>(*arena_, A.v, hn, v, B, stream_);
+  }
+  if (kinds & kKindAttention) {
+    // Plan page of (cache page c, full layer f, K|V) at ((c · kFullLayers + f) · 2 + kv) · page bytes.
+    bf16* kv = buf<bf16>(kBuf_kv_cache);
+    const int64_t layer = kKindSlot[l];
+    const cuda::AttentionParams<AttnS> p{
+        .qg = qg,
+        .k = k,
+        .v = v,
+        .q_norm = weight<bf16>(A.q_norm),
+        .k_norm = weight<bf16>(A.k_norm),
+        .k_cache = kv + (layer * 2 + 0) * kPageElems,
+        .v_cache = kv + (layer * 2 + 1) * kPageElems,
+        .page_stride = kFullLayers * 2 * kPageElems,
+        .page_table = kPrefill ? buf<int32_t>(kBuf_page_tables) + int64_t(slot) * kPagesPerStream : buf<int32_t>(kBuf_row_tables),
+        .table_width = kPagesPerStream,
+        .pos = in->pos,
+        .partial = buf<float>(kBuf_attn_partial),
+        .out = core,
+        .eps = kNormEps,
+        .rope = rope_table()};
+    if constexpr (kPrefill) cuda::attention_prefill<AttnS, B>(p, stream_);
+    else cuda::attention_decode<AttnS, B>(p, stream_);
+  }
+  if (kinds & kKindDense) project<int(kHidden), kQ, B>(*arena_, A.o, core, buf<bf16>(kBuf_attn_out), B, stream_);
+}
+
+template <int B>
+void H200Engine::moe_block(int l, uint32_t kinds) {
+  if (!(kinds & kKindMoe)) return;
+  const LayerAt& L = kLayer[l];
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  float* router = buf<float>(kBuf_router);
+  int32_t* idx = buf<int32_t>(kBuf_route_idx);
+  float* w = buf<float>(kBuf_route_w);
+  auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
+  const uint8_t* experts = weight<uint8_t>(L.experts);
+  project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_);
+  cuda::router<int(kExperts), int(kTopK)>({.logits = router, .idx = idx, .weight = w}, B, stream_);
+  cuda::moe_dispatch<MoeS, B>({.idx = idx, .route = route}, stream_);
+  cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn,
+                                                 .route = route,
+                                                 .experts = experts,
+                                                 .expert_stride = kExpertStride,
+                                                 .expert = kExpert,
+                                                 .shared_gate = weight<bf16>(L.shared_gate.weight),
+                                                 .shared_up = weight<bf16>(L.shared_up.weight),
+                                                 .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
+                                                 .act = buf<bf16>(kBuf_moe_act),
+                                                 .shared_act = buf<bf16>(kBuf_shared_act),
+                                                 .shared_scale = buf<float>(kBuf_shared_scale),
+                                                 .partial = buf<float>(kBuf_moe_partial),
+                                                 .arrivals = buf<int>(kBuf_moe_arrivals)},
+                                                stream_);
+  cuda::moe_down<MoeS, B, kPrecisionExperts>({.route = route,
+                                              .route_weight = w,
+                                              .experts = experts,
+                                              .expert_stride = kExpertStride,
+                                              .expert = kExpert,
+                                              .shared_down = weight<bf16>(L.shared_down.weight),
+                                              .act = buf<bf16>(kBuf_moe_act),
+                                              .shared_act = buf<bf16>(kBuf_shared_act),
+                                              .shared_scale = buf<float>(kBuf_shared_scale),
+                                              .out = buf<bf16>(kBuf_moe_out)},
+                                             stream_);
+}
+
+template <int B>
+void H200Engine::enqueue_decode(uint32_t kinds) {
+  const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
+  if (kinds & kKindAttention) {
+    gather_row_tables_kernel<<<B, 128, 0, stream_>>>(buf<int32_t>(kBuf_page_tables), in->slots, buf<int32_t>(kBuf_row_tables),
+                                                     kPagesPerStream);
+    CUDA_CHECK_LAUNCH();
+  }
+  enqueue_layers<B, false>(kinds, -1);
+  float* logits = buf<float>(kBuf_logits);
+  if (kinds & kKindLmHead) project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_);
+  if (kinds & kKindSampling)
+    cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = buf<int32_t>(kBuf_tokens_out)}, stream_);
+}
+
+template <int B>
+void H200Engine::enqueue_prefill(int slot, bool logits) {
+  enqueue_layers<B, true>(kKindAll, slot);
+  if (logits)
+    project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), buf<float>(kBuf_logits), B, stream_);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Steps
+
+void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row) {
+  CHECK(n >= 1 && n <= kPrefillChunk && slot >= 0 && slot < kMaxStreams);
+  if (pos0 + n > kMaxContext)
+    throw Error("prefill: positions up to " + std::to_string(pos0 + n) + " exceed the plan's context " + std::to_string(kMaxContext));
+  for (int i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= kVocab)
+      throw Error("token id " + std::to_string(ids[i]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
+  for (int at = 0; at < n;) {
+    int piece = 1;
+    for (int b : kBuckets)
+      if (b <= n - at && b <= kPrefillChunk) piece = b;
+    StepInputs& s = staging();
+    std::copy(ids + at, ids + at + piece, s.ids);
+    s.slots[0] = slot;
+    s.pos[0] = int32_t(pos0 + at);
+    upload_step();
+    const bool want = at + piece > first_logit_row;
+    with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want); });
+    if (want) {
+      const int r0 = std::max(first_logit_row - at, 0);
+      CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(at + r0) * kVocab, buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
+                                 sizeof(float) * (piece - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+    }
+    at += piece;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void H200Engine::stage_decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs) {
+  CHECK(n >= 1);
+  const int b = bucket_for(n);
+  for (int i = 0; i < n; ++i) {
+    CHECK(slots[i] >= 0 && slots[i] < kMaxStreams);
+    if (pos[i] < 0 || pos[i] >= kMaxContext)
+      throw Error("decode: position " + std::to_string(pos[i]) + " outside the plan's context " + std::to_string(kMaxContext));
+    if (ids[i] < 0 || ids[i] >= kVocab)
+      throw Error("token id " + std::to_string(ids[i]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
+  }
+  StepInputs& s = staging();
+  for (int i = 0; i < b; ++i) {
+    const bool real = i < n;
+    s.ids[i] = real ? ids[i] : ids[0];
+    s.slots[i] = real ? slots[i] : kPadSlot;
+    s.pos[i] = real ? int32_t(pos[i]) : 0;
+    s.sample[i] = real && knobs ? knobs[i] : cuda::SampleRow{.temperature = 0.0f};
+    s.sample[i].reserved = 0;
+  }
+  upload_step();
+  step_rows_ = b;
+}
+
+void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs) {
+  stage_decode(n, ids, slots, pos, knobs);
+  CUDA_CHECK(cudaGraphLaunch(graph(step_rows_, kKindAll), stream_));
+}
+
+const int32_t* H200Engine::tokens() {
+  CUDA_CHECK(cudaMemcpyAsync(host_tokens_, buf<int32_t>(kBuf_tokens_out), sizeof(int32_t) * step_rows_, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return host_tokens_;
+}
+
+void H200Engine::download_logits(int n) {
+  CHECK(n >= 1 && n <= step_rows_);
+  CUDA_CHECK(cudaMemcpyAsync(host_logits_, buf<float>(kBuf_logits), sizeof(float) * n * kVocab, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+cudaGraphExec_t H200Engine::graph(int b, uint32_t kinds) {
+  const uint64_t key = uint64_t(b) << 32 | kinds;
+  for (auto& [k, g] : graphs_)
+    if (k == key) return g;
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  with_bucket(b, [&]<int B>() { enqueue_decode<B>(kinds); });
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  graphs_.emplace_back(key, exec);
+  return exec;
+}
+
+// Static fire: every bucket runs once directly (the first launch of each kernel instantiation sets its
+// shared-memory limit, which a capture must not do), then its graph is captured; all rows sit on the
+// padding slot, which is reset afterwards. Then the plan's golden token, when the build had goldens.
+void H200Engine::static_fire() {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int b : kBuckets) {
+    StepInputs& s = staging();
+    for (int i = 0; i < b; ++i) {
+      s.ids[i] = int32_t((7919 * (i + 1)) % kVocab);
+      s.slots[i] = kPadSlot;
+      s.pos[i] = 0;
+      s.sample[i] = cuda::SampleRow{.temperature = 0.0f};
+    }
+    upload_step();
+    with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindAll); });
+    graph(b, kKindAll);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  reset_slot(kPadSlot);
+  std::fprintf(stderr, "[engine] static fire: %zu decode graphs captured in %.2f s\n", std::size(kBuckets),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const StaticFire& f = plan_.static_fire;
+  if (f.prompt.empty()) return;
+  const int n = int(f.prompt.size());
+  if (n >= kMaxContext) throw Error("static fire: the plan's prompt is longer than its context");
+  for (int at = 0; at < n; at += int(kPrefillChunk)) {
+    const int c = std::min(int(kPrefillChunk), n - at);
+    prefill(0, f.prompt.data() + at, c, at, at + c == n ? c - 1 : c);
+  }
+  const float* l = logits((n - 1) % int(kPrefillChunk));
+  const int32_t got = int32_t(std::max_element(l, l + kVocab) - l);
+  reset_slot(0);
+  if (got != f.token)
+    throw Error("static fire: greedy token " + std::to_string(got) + " after the plan's prompt, the reference says " +
+                std::to_string(f.token) + " (margin " + std::to_string(f.margin) + "): refusing to launch");
+  std::fprintf(stderr, "[engine] static fire: token %d matches the reference\n", got);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Slots, pages, state
+
+void H200Engine::reset_slot(int slot) {
+  CHECK(slot >= 0 && slot < kSlots);
+  CUDA_CHECK(cudaMemsetAsync(buf<float>(kBuf_gdn_state) + slot * kLinearLayers * kGdnStateFloats, 0,
+                             sizeof(float) * kLinearLayers * kGdnStateFloats, stream_));
+  CUDA_CHECK(cudaMemsetAsync(buf<float>(kBuf_conv_state) + slot * kLinearLayers * kConvStateFloats, 0,
+                             sizeof(float) * kLinearLayers * kConvStateFloats, stream_));
+}
+
+void H200Engine::bind_pages(int slot, const int* pages, int n) {
+  CHECK(slot >= 0 && slot < kSlots && n >= 0 && n <= kPagesPerStream);
+  for (int i = 0; i < n; ++i) {
+    CHECK(pages[i] >= 0 && pages[i] < kCachePages, "cache page out of range");
+    page_tables_[size_t(slot) * kPagesPerStream + i] = pages[i];
+  }
+  // From pageable memory: the copy has taken the data when the call returns.
+  CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables) + int64_t(slot) * kPagesPerStream,
+                             page_tables_.data() + size_t(slot) * kPagesPerStream, sizeof(int32_t) * n, cudaMemcpyHostToDevice,
+                             stream_));
+}
+
+void H200Engine::copy_page(int src, int dst, int tokens) {
+  CHECK(src >= 0 && src < kCachePages && dst >= 0 && dst < kCachePages && tokens >= 0 && tokens <= kKvPageTokens);
+  bf16* kv = buf<bf16>(kBuf_kv_cache);
+  for (int64_t l = 0; l < kFullLayers; ++l)
+    for (int64_t h = 0; h < 2; ++h)
+      CUDA_CHECK(cudaMemcpyAsync(kv + ((dst * kFullLayers + l) * 2 + h) * kPageElems, kv + ((src * kFullLayers + l) * 2 + h) * kPageElems,
+                                 sizeof(bf16) * tokens * kKV, cudaMemcpyDeviceToDevice, stream_));
+}
+
+namespace {
+constexpr uint64_t kGdnSlotBytes = sizeof(float) * kLinearLayers * kGdnStateFloats;
+constexpr uint64_t kConvSlotBytes = sizeof(float) * kLinearLayers * kConvStateFloats;
+static_assert(kSnapshotSlotBytes >= kGdnSlotBytes + kConvSlotBytes);
+}  // namespace
+
+void H200Engine::capture_state(int slot, int snapshot) {
+  CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
+  uint8_t* dst = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshotSlotBytes;
+  CUDA_CHECK(cudaMemcpyAsync(dst, buf<uint8_t>(kBuf_gdn_state) + slot * kGdnSlotBytes, kGdnSlotBytes, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dst + kGdnSlotBytes, buf<uint8_t>(kBuf_conv_state) + slot * kConvSlotBytes, kConvSlotBytes,
+                             cudaMemcpyDeviceToDevice, stream_));
+}
+
+void H200Engine::restore_state(int snapshot, int slot) {
+  CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
+  const uint8_t* src = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshotSlotBytes;
+  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_gdn_state) + slot * kGdnSlotBytes, src, kGdnSlotBytes, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_conv_state) + slot * kConvSlotBytes, src + kGdnSlotBytes, kConvSlotBytes,
+                             cudaMemcpyDeviceToDevice, stream_));
+}
+
+void H200Engine::copy_state(int from_slot, int to_slot) {
+  CHECK(from_slot >= 0 && from_slot < kSlots && to_slot >= 0 && to_slot < kSlots);
+  uint8_t* g = buf<uint8_t>(kBuf_gdn_state);
+  uint8_t* c = buf<uint8_t>(kBuf_conv_state);
+  CUDA_CHECK(cudaMemcpyAsync(g + to_slot * kGdnSlotBytes, g + from_slot * kGdnSlotBytes, kGdnSlotBytes, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(c + to_slot * kConvSlotBytes, c + from_slot * kConvSlotBytes, kConvSlotBytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+}  // namespace rocket

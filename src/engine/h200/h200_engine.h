@@ -1,0 +1,133 @@
+// The H200 engine: the qwen3_5_moe forward pass on one H200, specialised at compile time to the
+// chemistry and plan in the generated engine.h. Same plan, same arena offsets and same sequencing as
+// the host engine (src/engine/host/host_engine.h), with the CUDA kernels of src/kernels/cuda/.
+//
+// Upright: one device allocation (the plan's arena, refused per memory_budget.h), weights.blob loaded
+// into its [0, blob_bytes), then static fire: one decode graph per bucket captured, and the plan's
+// golden token checked when the plan has one. Nothing is allocated on the device after that.
+//
+// Decode is one CUDA graph launch per step: the step's per-row inputs (token ids, slots, positions,
+// sampling knobs) live in a fixed device buffer (the plan's step_inputs) that one cudaMemcpyAsync
+// fills before the launch. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
+// sizes (n = 13 runs 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row
+// of a piece is padding (the MoE kernels route every row they are given).
+//
+// Thread safety: one owner thread drives every call; all work is ordered on one stream.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine.h"  // generated: found through -I ENGINE_DIR
+#include "engine/h200/arena.h"
+#include "engine/h200/weight_loader.h"
+#include "kernels/cuda/sample.cuh"
+#include "plan/plan.h"
+
+namespace rocket {
+
+// The kernel kinds a step is made of, as the benchmark splits it. Router top-k, dispatch and the
+// expert kernels (with the router projection) are kMoe; every other projection but the LM head is kDense.
+enum StepKind : uint32_t {
+  kKindNorm = 1,       // embedding gather and the (fused residual) RMSNorms
+  kKindGdn = 2,        // conv1d + recurrent step
+  kKindAttention = 4,  // page-table gather, split-K attention + combine (prefill: KV append)
+  kKindDense = 8,
+  kKindMoe = 16,
+  kKindLmHead = 32,
+  kKindSampling = 64,
+  kKindAll = 127,
+};
+
+class H200Engine {
+ public:
+  static constexpr int kPadSlot = int(engine::kMaxStreams);  // sink for a bucket's inactive rows
+  static constexpr int kSlots = int(engine::kMaxStreams) + 1;
+  static constexpr int kPagesPerStream = int((engine::kMaxContext + engine::kKvPageTokens - 1) / engine::kKvPageTokens);
+  static constexpr int kCachePages = kSlots * kPagesPerStream;
+
+  // Upright + fuel + static fire. `load` picks how weights.blob is read.
+  H200Engine(const std::string& engine_dir, const LoadOptions& load);
+  H200Engine(const H200Engine&) = delete;
+  H200Engine& operator=(const H200Engine&) = delete;
+  ~H200Engine();
+
+  const Plan& plan() const { return plan_; }
+  const LoadReport& load_report() const { return load_report_; }
+  int bucket_for(int n) const;
+
+  // n <= kPrefillChunk consecutive tokens of the stream in `slot` at positions pos0.. pos0+n-1. The
+  // logits of rows >= first_logit_row are copied to the host (logits(row)); n means none.
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row);
+
+  // One token for each of n streams, as the smallest bucket >= n (rows beyond n run on the padding
+  // slot). `knobs` (n rows, or nullptr for greedy) pick each row's next token into tokens(). Logits
+  // stay on the device until download_logits.
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs);
+  // The tokens the last decode picked, row order (waits for the step).
+  const int32_t* tokens();
+  // Copies decode rows [0, n) of the logits to the host (waits for the step).
+  void download_logits(int n);
+  const float* logits(int row) const { return host_logits_ + int64_t(row) * engine::kVocab; }
+
+  // A fresh sequence in `slot`: zero conv and recurrent state (KV is overwritten as it is written).
+  void reset_slot(int slot);
+  // Paged KV as the host engine: slot s owns cache pages [s·P, (s+1)·P) until bound otherwise.
+  // REQUIRES: n <= kPagesPerStream, every page < kCachePages.
+  void bind_pages(int slot, const int* pages, int n);
+  void copy_page(int src, int dst, int tokens);
+  void capture_state(int slot, int snapshot);
+  void restore_state(int snapshot, int slot);
+  void copy_state(int from_slot, int to_slot);
+
+  // For the benchmark and the replay check. A graph of bucket b holding only the kernels of `kinds`
+  // (captured on first use); the decode graph is kinds == kKindAll.
+  cudaGraphExec_t graph(int b, uint32_t kinds);
+  // Stages decode inputs for bucket b without launching (what decode does before its launch).
+  void stage_decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs);
+  cudaStream_t stream() const { return stream_; }
+  const Arena& arena() const { return *arena_; }
+
+ private:
+  struct StepInputs;
+  template <int B>
+  void enqueue_decode(uint32_t kinds);
+  template <int B>
+  void enqueue_prefill(int slot, bool logits);
+  template <int B, bool kPrefill>
+  void enqueue_layers(uint32_t kinds, int slot);
+  template <int B, bool kPrefill>
+  void gdn_layer(int l, uint32_t kinds);
+  template <int B, bool kPrefill>
+  void attention_layer(int l, uint32_t kinds, int slot);
+  template <int B>
+  void moe_block(int l, uint32_t kinds);
+  // The pinned twin of step_inputs, once the previous step's copy out of it has finished; then
+  // upload_step() copies it to the device on the stream.
+  StepInputs& staging();
+  void upload_step();
+  void static_fire();
+
+  template <typename T>
+  T* buf(uint64_t offset) const { return arena_->at<T>(offset); }
+  template <typename T>
+  const T* weight(uint64_t offset) const { return arena_->at<const T>(offset); }
+
+  Plan plan_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t staged_ = nullptr;     // recorded after each copy out of host_step_
+  std::unique_ptr<Arena> arena_;
+  LoadReport load_report_;
+  StepInputs* host_step_ = nullptr;  // pinned
+  float* host_logits_ = nullptr;     // pinned [kMaxRows][kVocab]
+  int32_t* host_tokens_ = nullptr;   // pinned [kMaxRows]
+  int step_rows_ = 0;                // rows of the last decode staged
+  std::vector<int> page_tables_;     // host mirror of the device page tables [slot][kPagesPerStream]
+  std::vector<std::pair<uint64_t, cudaGraphExec_t>> graphs_;  // (bucket << 32 | kinds) -> graph
+};
+
+}  // namespace rocket

