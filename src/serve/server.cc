@@ -317,6 +317,16 @@ struct HttpServer::Impl {
     }
   }
 
+  // The loop's counters (requests, tokens, cache pages), unauthenticated like /health: they carry no
+  // request content.
+  void metrics(httplib::Response& res) {
+    try {
+      res.set_content(launched().stats().dump(), "application/json");
+    } catch (const ProtocolError& e) {
+      send_error(res, e);
+    }
+  }
+
   void health(httplib::Response& res) {
     const bool up = loop.load() != nullptr;
     res.status = up ? 200 : 503;
@@ -328,11 +338,13 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl& im = *impl_;
+  im.server.new_task_queue = [n = im.options.http_threads] { return new httplib::ThreadPool(n); };
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
+  im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });
 }
 
 HttpServer::~HttpServer() {

@@ -4,12 +4,9 @@
 // only the thread-safe Tokenizer and ChatTemplate), the loop thread runs it, and the tokens come back
 // by request id through the request's RequestSink (llama.cpp server style).
 //
-// FifoEngineLoop is the simple loop the issue allows until the scheduler lands: a bounded FIFO queue,
-// one request at a time in slot 0, behind the same EngineLoop interface. The forward pass it drives is
-// a TokenEngine, which each engine binary implements (src/engine/host/main.cc `serve`), so this file
-// has no engine dependency and lives in librocket. The per-request output side (sampling, logprobs,
-// detokenising, stop strings, usage, the RequestSink) is a Generation (serve/generation.h), shared
-// with the scheduler.
+// The loop is the continuous-batching Scheduler (serve/scheduler.h); the per-request output side
+// (sampling, logprobs, detokenising, stop strings, usage, the RequestSink) is a Generation
+// (serve/generation.h). This file has no engine dependency and lives in librocket.
 //
 // The server listens from the start of the countdown: /health reports the phase (503 until launch)
 // and /v1/* answer 503 until launch() hands it the loop.
@@ -56,6 +53,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <key>"
+  // HTTP threads. A connection holds one for its life (a stream, a request waiting for its whole
+  // response, an idle keep-alive), so this bounds concurrent clients; further connections wait to be
+  // served. httplib's default (the core count, at least 8) would cap a scheduler of 32 streams.
+  size_t http_threads = 256;
 };
 
 class HttpServer {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The OpenAI-compatible server on the tiny bf16 host engine, driven with curl over loopback:
-# chat (whole and streamed), completions, seeds, the 400/401/404/503 paths and a client that hangs
-# up mid-stream.
+# /health through the countdown, chat (whole and streamed), completions, seeds, the 400/401/404/503
+# paths and a client that hangs up mid-stream. (openai_client.sh drives it with the OpenAI client.)
 #   serve.sh ROCKET WORK
 set -uo pipefail
 rocket=$1 work=$2/serve
@@ -15,15 +15,25 @@ base=http://127.0.0.1:$port
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; failures=$((failures+1)); }
+
+# /health during the countdown: 503 with the phase (the server listens before the engine loads), then
+# 200 {"status": "ok", "phase": "launch"}. Whether a poll lands before launch is timing.
+early=""
 for _ in $(seq 1 600); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
+  h=$(curl -s -o "$work/health.out" -w '%{http_code}' "$base/health" 2>/dev/null)
+  [ "$h" = 200 ] && break
+  [ "$h" = 503 ] && [ -z "$early" ] && early=$(cat "$work/health.out")
   kill -0 $server 2>/dev/null || { echo "FAIL server exited:"; cat "$work/server.log"; exit 1; }
   sleep 0.1
 done
-curl -sf "$base/health" >/dev/null || { echo "FAIL /health never answered"; cat "$work/server.log"; exit 1; }
-
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; failures=$((failures+1)); }
+[ "$h" = 200 ] || { echo "FAIL /health never answered 200"; cat "$work/server.log"; exit 1; }
+python3 -c 'import json, sys; assert json.loads(sys.argv[1]) == {"status": "ok", "phase": "launch"}, sys.argv[1]' "$(cat "$work/health.out")" \
+  && ok "health: launch" || bad "health: $(cat "$work/health.out")"
+if [ -z "$early" ]; then echo "note health: no poll landed before launch (timing)"
+elif python3 -c 'import json, sys; j = json.loads(sys.argv[1]); assert j["status"] == "starting" and j["phase"] in ("upright", "fuel", "static_fire"), j' "$early"
+then ok "health: 503 with the phase before launch ($early)"; else bad "health before launch: $early"; fi
 
 # req NAME METHOD PATH [BODY] [CURL ARGS...]: writes the body to $work/NAME.out, prints the status.
 req() {
@@ -99,35 +109,20 @@ check nokey 401 "$s" 'assert "error" in j'
 s=$(curl -s -o "$work/wrongkey.out" -w '%{http_code}' -H 'Authorization: Bearer wrong' "$base/v1/models")
 check wrongkey 401 "$s" 'assert "error" in j'
 
-# A client that hangs up mid-stream: its request is cancelled in the loop, which then serves the next.
+# A client that hangs up mid-stream: its request is cancelled in the loop (the scheduler's /metrics
+# count it) and its slot freed. (openai_client.mjs covers the 503 of a full queue: it needs more
+# concurrent streams than curl here is worth.)
+cancelled() { curl -s "$base/metrics" | python3 -c 'import json, sys; m = json.load(sys.stdin); print(m["cancelled"], m["active"])'; }
+read -r c0 _ <<<"$(cancelled)"
 long="$chat"',"max_tokens":1500,"temperature":1.0,"seed":7,"stream":true}'
 curl -s -N --max-time 2 -H "Authorization: Bearer $key" -H 'Content-Type: application/json' --data-binary "$long" \
   "$base/v1/chat/completions" >"$work/hangup.out" 2>/dev/null
 grep -q '^data: {' "$work/hangup.out" || bad "hangup: no chunk before the hang-up"
-t0=$(date +%s.%N)
+for _ in $(seq 1 50); do read -r c1 active <<<"$(cancelled)"; [ "$c1" -gt "$c0" ] && [ "$active" = 0 ] && break; sleep 0.1; done
+if [ "$c1" = $((c0 + 1)) ] && [ "$active" = 0 ]; then ok "hangup: request cancelled in the loop, slot freed"
+else bad "hangup: cancelled $c0 -> $c1, active $active"; fi
 s=$(req after_hangup POST /v1/chat/completions "$chat"',"max_tokens":4}' --max-time 20)
 check after_hangup 200 "$s" 'assert j["choices"][0]["finish_reason"] in ("stop","length")'
-for _ in $(seq 1 50); do grep -q 'cancelled (client gone)' "$work/server.log" && break; sleep 0.1; done
-if grep -q 'cancelled (client gone)' "$work/server.log"; then ok "hangup: request cancelled in the loop"
-elif grep -q '1500 completion tokens' "$work/server.log"; then bad "hangup: the request ran to the end"
-else echo "note hangup: the request ended before the hang-up was seen"; fi
-
-# Queue full (--queue 1): one request running, one queued, the third gets 503 with Retry-After.
-curl -s -N --max-time 3 -H "Authorization: Bearer $key" -H 'Content-Type: application/json' --data-binary "$long" \
-  "$base/v1/chat/completions" >/dev/null 2>&1 &
-a=$!
-sleep 0.7
-curl -s -N --max-time 3 -H "Authorization: Bearer $key" -H 'Content-Type: application/json' --data-binary "$long" \
-  "$base/v1/chat/completions" >/dev/null 2>&1 &
-b=$!
-sleep 0.7
-s=$(req busy POST /v1/chat/completions "$chat"',"max_tokens":4}' -D "$work/busy.headers")
-if [ "$s" = 503 ] && grep -qi '^retry-after:' "$work/busy.headers"; then ok "busy: 503 with Retry-After"
-elif [ "$s" = 200 ]; then echo "note busy: the queue drained before the third request (timing)"
-else bad "busy: status $s: $(head -c 300 "$work/busy.out")"; fi
-wait $a $b
-s=$(req after_busy POST /v1/chat/completions "$chat"',"max_tokens":4}' --max-time 30)
-check after_busy 200 "$s" ''
 
 kill -0 $server 2>/dev/null || bad "the server died"
 echo "--- server log"; cat "$work/server.log"

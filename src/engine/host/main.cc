@@ -3,9 +3,8 @@
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine bench [--tokens N] [--context C]
 //   rocket-engine buckets [--steps N]
-//   rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N] [--force-tokens FILE (TEST-ONLY)]
+//   rocket-engine launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] [--force-tokens FILE (TEST-ONLY)]
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine).
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +23,8 @@
 #include "engine/golden.h"
 #include "engine/host/cache_check.h"
 #include "engine/host/host_engine.h"
+#include "engine/host/launch.h"
 #include "kernels/host/sample.h"
-#include "serve/server.h"
 #include "serve/stream_decoder.h"
 #include "serve/tokenizer.h"
 
@@ -317,58 +315,27 @@ int cmd_bench(const fs::path& dir, const Args& a) {
   return 0;
 }
 
-// The OpenAI-compatible server (serve/server.h) on this engine: one request at a time in slot 0.
-class HostTokenEngine : public TokenEngine {
- public:
-  explicit HostTokenEngine(HostEngine& e) : e_(e) {}
-  int vocab() const override { return int(engine::kVocab); }
-  int64_t max_context() const override { return engine::kMaxContext; }
-  const float* prefill(const std::vector<int32_t>& ids) override {
-    e_.reset_slot(0);
-    prefill_prompt(e_, 0, ids);
-    return e_.logits(int((ids.size() - 1) % engine::kPrefillChunk));
-  }
-  const float* decode(int32_t id, int64_t pos) override {
-    const int slot = 0;
-    e_.decode(1, &id, &slot, &pos);
-    return e_.logits(0);
-  }
+// "512", "64K", "2M", "100000G": bytes, with a binary suffix.
+uint64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  const unsigned long long n = std::stoull(text, &used);
+  const std::string suffix = text.substr(used);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (shift < 0) fail("--reserve {}: expected a byte count with an optional K, M or G suffix", text);
+  return uint64_t(n) << shift;
+}
 
- private:
-  HostEngine& e_;
-};
-
-int cmd_serve(const fs::path& dir, const Args& a) {
-  ServerOptions opt;
-  opt.host = a.get("--host", "127.0.0.1");
-  opt.port = std::stoi(a.get("--port", "8000"));
-  opt.api_key = a.get("--api-key", "");
-  const size_t queue = size_t(std::stoul(a.get("--queue", "16")));
-  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is seen as a failed write, not a signal
-  // TEST-ONLY: requests whose `user` names a sequence of FILE get those tokens instead of samples.
-  std::optional<ForcedTokens> forced;
-  if (a.has("--force-tokens")) {
-    forced = ForcedTokens::load(a.get("--force-tokens", ""));
-    std::fprintf(stderr, "[serve] TEST-ONLY --force-tokens: %zu forced sequence(s), chosen by the request's `user`; "
-                         "never use this to serve\n", forced->size());
-  }
-  // Listening before the engine loads lets /health report the countdown phase (503 until launch).
-  HttpServer server(opt);
-  server.start();
-  const auto t_up = Clock::now();
-  HostEngine e(dir.string());
-  HostTokenEngine te(e);
-  const Plan& plan = e.plan();
-  ModelInfo model;
-  model.id = dir.filename().string();
-  model.metadata = {{"fingerprint", plan.fingerprint},    {"booster", plan.booster},
-                    {"max_context", plan.max_context},    {"max_streams", plan.max_streams},
-                    {"prefill_chunk", plan.prefill_chunk}, {"buckets", plan.buckets}};
-  FifoEngineLoop loop(dir.string(), te, std::move(model), queue, forced ? &*forced : nullptr);
-  std::fprintf(stderr, "[engine] upright + fuel: %.2f s\n", seconds_since(t_up));
-  server.launch(loop);
-  server.wait();
-  return 0;
+// The countdown, then the OpenAI-compatible server on the continuous-batching scheduler (launch.h).
+int cmd_launch(const fs::path& dir, const Args& a) {
+  LaunchOptions o;
+  o.server.host = a.get("--host", "127.0.0.1");
+  o.server.port = std::stoi(a.get("--port", "8000"));
+  o.server.api_key = a.get("--api-key", "");
+  o.scheduler.queue_capacity = size_t(std::stoul(a.get("--queue", std::to_string(o.scheduler.queue_capacity))));
+  o.scheduler.prefill_budget = std::stoi(a.get("--prefill-budget", "0"));
+  o.reserve_bytes = parse_bytes(a.get("--reserve", "0"));
+  o.force_tokens = a.get("--force-tokens", "");  // TEST-ONLY: see serve/generation.h ForcedTokens
+  return launch(dir, o);
 }
 
 }  // namespace
@@ -384,7 +351,7 @@ int main(int argc, char** argv) {
                  "       rocket-engine bench [--tokens N] [--context C]\n"
                  "       rocket-engine buckets [--steps N]\n"
                  "       rocket-engine cachecheck\n"
-                 "       rocket-engine serve [--host H] [--port N] [--api-key K] [--queue N] [--force-tokens FILE (TEST-ONLY)]\n");
+                 "       rocket-engine launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] [--force-tokens FILE (TEST-ONLY)]\n");
     return argc < 2 ? 2 : 0;
   }
   const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
@@ -399,7 +366,7 @@ int main(int argc, char** argv) {
       HostEngine e(dir.string());
       return cmd_cache_check(e);
     }
-    if (cmd == "serve") return cmd_serve(dir, a);
+    if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, a);
     std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
     return 2;
   } catch (const Error& e) {

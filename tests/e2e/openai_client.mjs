@@ -1,0 +1,407 @@
+// End-to-end tests of `rocket serve` through the official `openai` npm client, the way applications
+// talk to it: chat and completions, whole and streamed, usage, stop strings, seeds, logprobs, the
+// 400/401/404/503 paths and clients that hang up.
+//
+// Tests marked FORCED use the server's TEST-ONLY --force-tokens option (openai_client.sh writes the
+// sequences): they select a forced output with `user` and check how the server parses it (tool calls,
+// reasoning separation, a stop string inside a known text). Every other test uses sampled output of
+// the tiny fuel's random weights, so it checks properties of the output, never its words.
+//
+//   node openai_client.mjs BASE_URL API_KEY MODEL SERVER_LOG
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import OpenAI from "openai";
+
+const [base, apiKey, model, serverLog] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 120_000 });
+const hello = [
+  { role: "system", content: "Be brief." },
+  { role: "user", content: "Hello, who are you?" },
+];
+const tools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "The weather in a city",
+      parameters: { type: "object", properties: { city: { type: "string" }, unit: { type: "string" } }, required: ["city"] },
+    },
+  },
+  {
+    type: "function",
+    function: { name: "get_time", parameters: { type: "object", properties: { zone: { type: "string" } } } },
+  },
+];
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const logText = () => readFileSync(serverLog, "utf8");
+const metrics = async () => (await fetch(`${base}/metrics`)).json();
+// Polls /metrics (up to 10 s) until `done(m)`; returns the last snapshot.
+async function metricsUntil(done) {
+  let m = await metrics();
+  for (let i = 0; i < 100 && !done(m); ++i) await sleep(100), (m = await metrics());
+  return m;
+}
+
+// Everything a streamed chat response carried, assembled.
+async function collectChat(stream) {
+  const out = { chunks: 0, role: null, content: "", reasoning: "", calls: [], finish: null, usage: null, logprobs: [] };
+  for await (const chunk of stream) {
+    ++out.chunks;
+    assert.equal(chunk.object, "chat.completion.chunk");
+    if (chunk.usage) out.usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      const d = choice.delta;
+      if (d.role) out.role = d.role;
+      if (d.content) out.content += d.content;
+      if (d.reasoning_content) out.reasoning += d.reasoning_content;
+      for (const c of d.tool_calls ?? []) {
+        if (c.id) {
+          assert.equal(c.index, out.calls.length, "a call starts with the next index");
+          assert.equal(c.type, "function");
+          out.calls.push({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? "" });
+        } else {
+          out.calls[c.index].arguments += c.function.arguments;
+        }
+      }
+      if (choice.logprobs?.content) out.logprobs.push(...choice.logprobs.content);
+      if (choice.finish_reason) out.finish = choice.finish_reason;
+    }
+  }
+  return out;
+}
+
+async function collectCompletion(stream) {
+  const out = { text: "", finish: null, usage: null, tokens: [], offsets: [] };
+  for await (const chunk of stream) {
+    if (chunk.usage) out.usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      out.text += choice.text;
+      if (choice.logprobs) out.tokens.push(...choice.logprobs.tokens), out.offsets.push(...choice.logprobs.text_offset);
+      if (choice.finish_reason) out.finish = choice.finish_reason;
+    }
+  }
+  return out;
+}
+
+function checkUsage(usage, maxTokens) {
+  assert.ok(usage.prompt_tokens > 0);
+  assert.ok(usage.completion_tokens >= 0 && usage.completion_tokens <= maxTokens, JSON.stringify(usage));
+  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+  const cached = usage.prompt_tokens_details.cached_tokens;  // from the scheduler's prefix cache
+  assert.ok(Number.isInteger(cached) && cached >= 0 && cached <= usage.prompt_tokens, JSON.stringify(usage));
+}
+
+// Usage of two runs of one request: the same but for cached_tokens (the second finds the first's
+// prefix in the cache).
+function sameUsage(a, b) {
+  assert.equal(a.prompt_tokens, b.prompt_tokens);
+  assert.equal(a.completion_tokens, b.completion_tokens);
+  assert.equal(a.total_tokens, b.total_tokens);
+}
+
+async function rejects(promise, status, check = () => {}) {
+  try {
+    await promise;
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.APIError, `not an APIError: ${e}`);
+    assert.equal(e.status, status, e.message);
+    check(e);
+    return;
+  }
+  assert.fail(`expected HTTP ${status}`);
+}
+
+const tests = [];
+const test = (name, fn) => tests.push([name, fn]);
+
+test("models lists the engine", async () => {
+  const page = await client.models.list();
+  assert.deepEqual(page.data.map((m) => m.id), [model]);
+});
+
+test("chat, whole: message, finish_reason, usage", async () => {
+  const r = await client.chat.completions.create({ model, messages: hello, max_tokens: 12, temperature: 0 });
+  assert.equal(r.object, "chat.completion");
+  assert.match(r.id, /^chatcmpl-/);
+  const c = r.choices[0];
+  assert.equal(c.message.role, "assistant");
+  assert.equal(typeof c.message.content, "string");
+  assert.equal(c.logprobs, null);
+  assert.ok(["stop", "length"].includes(c.finish_reason));
+  checkUsage(r.usage, 12);
+  if (c.finish_reason === "length") assert.equal(r.usage.completion_tokens, 12);
+});
+
+test("chat, streamed: same text as whole at temperature 0, usage chunk", async () => {
+  const params = { model, messages: hello, max_tokens: 16, temperature: 0 };
+  const whole = await client.chat.completions.create(params);
+  const s = await collectChat(
+    await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }));
+  assert.equal(s.role, "assistant");
+  assert.equal(s.content, whole.choices[0].message.content);
+  assert.equal(s.finish, whole.choices[0].finish_reason);
+  sameUsage(s.usage, whole.usage);
+  checkUsage(s.usage, 16);
+});
+
+test("completions, whole and streamed", async () => {
+  const params = { model, prompt: "The capital of France is", max_tokens: 10, temperature: 0 };
+  const whole = await client.completions.create(params);
+  assert.equal(whole.object, "text_completion");
+  checkUsage(whole.usage, 10);
+  const s = await collectCompletion(
+    await client.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }));
+  assert.equal(s.text, whole.choices[0].text);
+  assert.equal(s.finish, whole.choices[0].finish_reason);
+  sameUsage(s.usage, whole.usage);
+  const ids = await client.completions.create({ model, prompt: [9707, 11, 1879], max_tokens: 3 });
+  assert.equal(ids.usage.prompt_tokens, 3);
+});
+
+test("stop string split across tokens, chosen from the model's own output", async () => {
+  const params = { model, prompt: "Once upon a time", max_tokens: 24, temperature: 0 };
+  const free = await client.completions.create({ ...params, logprobs: 0 });
+  const { tokens } = free.choices[0].logprobs;
+  const text = free.choices[0].text;
+  // The last character of one token and the first of the next: a stop string no single token holds.
+  let stop = null;
+  for (let i = 0; i + 1 < tokens.length && !stop; ++i) {
+    const a = [...tokens[i]], b = [...tokens[i + 1]];
+    if (a.length && b.length && !tokens[i].includes("\uFFFD") && !tokens[i + 1].includes("\uFFFD")) {
+      stop = a[a.length - 1] + b[0];
+    }
+  }
+  assert.ok(stop, `no token boundary to cut at in ${JSON.stringify(tokens)}`);
+  const want = text.slice(0, text.indexOf(stop));
+  const cut = await client.completions.create({ ...params, stop: [stop] });
+  assert.equal(cut.choices[0].text, want);
+  assert.equal(cut.choices[0].finish_reason, "stop");
+  const streamed = await collectCompletion(await client.completions.create({ ...params, stop, stream: true }));
+  assert.equal(streamed.text, want);
+  assert.equal(streamed.finish, "stop");
+});
+
+test("FORCED: stop string across tokens in a known text, chat whole and streamed", async () => {
+  const params = { model, messages: hello, user: "stop_split", stop: ["ta gam", "never"] };
+  const r = await client.chat.completions.create(params);
+  assert.equal(r.choices[0].message.content, "Alpha be");
+  assert.equal(r.choices[0].finish_reason, "stop");
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.equal(s.content, "Alpha be");
+  // Without the stop string the whole forced text comes out, ending as at eos.
+  const free = await client.chat.completions.create({ model, messages: hello, user: "stop_split" });
+  assert.equal(free.choices[0].message.content, "Alpha beta gamma delta epsilon");
+  assert.equal(free.choices[0].finish_reason, "stop");
+});
+
+test("a seed reproduces the output; another seed does not", async () => {
+  const params = { model, messages: hello, max_tokens: 24, temperature: 1, top_p: 0.9 };
+  const a = await client.chat.completions.create({ ...params, seed: 1234 });
+  const b = await client.chat.completions.create({ ...params, seed: 1234 });
+  const c = await client.chat.completions.create({ ...params, seed: 4321 });
+  assert.deepEqual(a.choices[0].message, b.choices[0].message);
+  assert.notDeepEqual(a.choices[0].message, c.choices[0].message);
+});
+
+test("chat logprobs: greedy token is the top alternative, whole equals streamed", async () => {
+  const params = { model, messages: hello, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 };
+  const r = await client.chat.completions.create(params);
+  const content = r.choices[0].logprobs.content;
+  assert.equal(r.choices[0].logprobs.refusal, null);
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const t of content) {
+    assert.equal(typeof t.token, "string");
+    assert.ok(Array.isArray(t.bytes) && t.bytes.length > 0);
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 3);
+    for (let k = 1; k < 3; ++k) assert.ok(t.top_logprobs[k - 1].logprob >= t.top_logprobs[k].logprob);
+    // Greedy: the chosen token is the most likely one, with the same logprob.
+    assert.deepEqual(t.top_logprobs[0].bytes, t.bytes);
+    assert.equal(t.top_logprobs[0].logprob, t.logprob);
+    const mass = t.top_logprobs.reduce((m, a) => m + Math.exp(a.logprob), 0);
+    assert.ok(mass <= 1 + 1e-5, `top-3 mass ${mass}`);
+  }
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.deepEqual(s.logprobs, content);
+  // Sampled (temperature 1): the chosen token need not be the best, but its logprob is the model's.
+  const sampled = await client.chat.completions.create({ ...params, temperature: 1, seed: 5, top_logprobs: 0 });
+  for (const t of sampled.choices[0].logprobs.content) assert.ok(t.logprob <= 0 && t.top_logprobs.length === 0);
+});
+
+test("completion logprobs: tokens, token_logprobs, top_logprobs, text_offset", async () => {
+  const params = { model, prompt: "The capital of France is", max_tokens: 8, temperature: 0, logprobs: 2 };
+  const r = await client.completions.create(params);
+  const lp = r.choices[0].logprobs;
+  const n = r.usage.completion_tokens;
+  assert.equal(lp.tokens.length, n);
+  assert.equal(lp.token_logprobs.length, n);
+  assert.equal(lp.top_logprobs.length, n);
+  assert.equal(lp.text_offset[0], 0);
+  for (let i = 0; i < n; ++i) {
+    assert.ok(lp.token_logprobs[i] <= 0);
+    const top = lp.top_logprobs[i];
+    assert.ok(Object.keys(top).length >= 1 && Object.keys(top).length <= 3);
+    assert.equal(top[lp.tokens[i]], lp.token_logprobs[i]);  // the sampled token is listed
+    if (i > 0) assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + [...lp.tokens[i - 1]].length);
+  }
+  if (!lp.tokens.some((t) => t.includes("\uFFFD"))) assert.equal(lp.tokens.join(""), r.choices[0].text);
+  const s = await collectCompletion(await client.completions.create({ ...params, stream: true }));
+  assert.deepEqual(s.tokens, lp.tokens);
+  assert.deepEqual(s.offsets, lp.text_offset);
+});
+
+test("400 names the field; logprobs out of range", async () => {
+  await rejects(client.chat.completions.create({ model, messages: hello, temperature: "hot" }), 400,
+                (e) => assert.equal(e.param, "temperature"));
+  await rejects(client.chat.completions.create({ model, messages: hello, n: 2 }), 400, (e) => assert.equal(e.param, "n"));
+  await rejects(client.chat.completions.create({ model, messages: hello, logprobs: true, top_logprobs: 21 }), 400,
+                (e) => assert.equal(e.param, "top_logprobs"));
+  await rejects(client.completions.create({ model, prompt: "x", logprobs: 6 }), 400, (e) => assert.equal(e.param, "logprobs"));
+  await rejects(client.chat.completions.create({ model, messages: hello, max_tokens: 1 << 30 }), 400,
+                (e) => assert.equal(e.code, "context_length_exceeded"));
+});
+
+test("401 without the right key, 404 for another model", async () => {
+  const stranger = new OpenAI({ baseURL: `${base}/v1`, apiKey: "wrong", maxRetries: 0 });
+  await rejects(stranger.chat.completions.create({ model, messages: hello }), 401);
+  await rejects(stranger.models.list(), 401);
+  await rejects(client.chat.completions.create({ model: "gpt-4o", messages: hello }), 404,
+                (e) => assert.equal(e.code, "model_not_found"));
+});
+
+test("disconnect mid-stream cancels the request in the engine", async () => {
+  const before = (await metrics()).cancelled;
+  const stream = await client.chat.completions.create(
+    { model, messages: hello, max_tokens: 1500, temperature: 1, seed: 7, stream: true });
+  let chunks = 0;
+  for await (const _ of stream) if (++chunks === 3) break;  // leaving the loop aborts the request
+  const m = await metricsUntil((m) => m.cancelled > before && m.active === 0);
+  assert.equal(m.cancelled, before + 1, "the engine did not cancel the stream");
+  assert.equal(m.active, 0, "the cancelled stream still holds its slot");
+  const after = await client.chat.completions.create({ model, messages: hello, max_tokens: 4 });
+  assert.ok(after.choices[0].finish_reason);
+});
+
+test("disconnect while waiting for a whole response cancels it too", async () => {
+  const before = (await metrics()).cancelled;
+  const controller = new AbortController();
+  const pending = client.chat.completions.create(
+    { model, messages: hello, max_tokens: 1500, temperature: 1, seed: 8 }, { signal: controller.signal });
+  await sleep(600);
+  controller.abort();
+  await assert.rejects(pending, (e) => e instanceof OpenAI.APIUserAbortError);
+  const m = await metricsUntil((m) => m.cancelled > before && m.active === 0);
+  assert.equal(m.cancelled, before + 1, "the engine did not cancel the request");
+  assert.ok(logText().includes("the client hung up before the response"));
+});
+
+test("503 with Retry-After when every stream slot is busy and the queue is full", async () => {
+  // openai_client.sh runs the server with --queue 1: long streams take the scheduler's slots, one
+  // more waits, and the next is refused. The plan's max_streams bounds the slots.
+  const slots = (await client.models.list()).data[0].rocket.max_streams;
+  const long = { model, messages: hello, max_tokens: 1500, temperature: 1, stream: true };
+  const running = [];
+  let refused = null;
+  try {
+    for (let i = 0; i < slots + 2 && !refused; ++i) {
+      try {
+        running.push(await client.chat.completions.create({ ...long, seed: 100 + i }));
+        await metricsUntil((m) => m.active + m.waiting === running.length);
+      } catch (e) {
+        refused = e;
+      }
+    }
+    assert.ok(refused, `${running.length} concurrent streams and no 503`);
+    assert.ok(refused instanceof OpenAI.APIError && refused.status === 503, String(refused));
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.equal(refused.code, "server_busy");
+    const m = await metrics();
+    assert.equal(m.waiting, 1, "refused with the queue (--queue 1) not full");
+    assert.ok(m.active >= 1 && m.active <= slots, JSON.stringify(m));
+  } finally {
+    for (const s of running) s.controller.abort();
+  }
+  const m = await metricsUntil((m) => m.active === 0 && m.waiting === 0);
+  assert.equal(m.active + m.waiting, 0, "the hung-up requests still hold slots");
+});
+
+test("FORCED: one tool call, whole", async () => {
+  const r = await client.chat.completions.create({ model, messages: hello, tools, user: "tool_call" });
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, "tool_calls");
+  assert.equal(c.message.content, null);
+  assert.equal(c.message.tool_calls.length, 1);
+  const call = c.message.tool_calls[0];
+  assert.match(call.id, /^call_/);
+  assert.equal(call.type, "function");
+  assert.equal(call.function.name, "get_weather");
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: "Paris", unit: "celsius" });
+});
+
+test("FORCED: one tool call, streamed (id and name first, then the arguments)", async () => {
+  const s = await collectChat(
+    await client.chat.completions.create({ model, messages: hello, tools, user: "tool_call", stream: true }));
+  assert.equal(s.finish, "tool_calls");
+  assert.equal(s.content, "");
+  assert.equal(s.calls.length, 1);
+  assert.equal(s.calls[0].name, "get_weather");
+  assert.deepEqual(JSON.parse(s.calls[0].arguments), { city: "Paris", unit: "celsius" });
+});
+
+test("FORCED: two tool calls in one turn, whole and streamed", async () => {
+  const params = { model, messages: hello, tools, user: "two_calls" };
+  const r = await client.chat.completions.create(params);
+  const calls = r.choices[0].message.tool_calls;
+  assert.deepEqual(calls.map((c) => c.function.name), ["get_weather", "get_time"]);
+  assert.deepEqual(JSON.parse(calls[1].function.arguments), { zone: "Europe/Paris" });
+  assert.notEqual(calls[0].id, calls[1].id);
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.deepEqual(s.calls.map((c) => [c.name, JSON.parse(c.arguments)]),
+                   [["get_weather", { city: "Paris" }], ["get_time", { zone: "Europe/Paris" }]]);
+  assert.equal(s.finish, "tool_calls");
+});
+
+test("FORCED: malformed JSON in a tool call comes back as content", async () => {
+  const r = await client.chat.completions.create({ model, messages: hello, tools, user: "malformed" });
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, "stop");
+  assert.equal(c.message.tool_calls, undefined);
+  assert.equal(c.message.content, '<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>');
+});
+
+test("FORCED: reasoning before a tool call", async () => {
+  const params = { model, messages: hello, tools, user: "think_then_call" };
+  const r = await client.chat.completions.create(params);
+  const m = r.choices[0].message;
+  assert.equal(m.reasoning_content, "The user wants the weather in Paris.");
+  assert.equal(m.tool_calls.length, 1);
+  assert.equal(r.choices[0].finish_reason, "tool_calls");
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.equal(s.reasoning, "The user wants the weather in Paris.");
+  assert.deepEqual(JSON.parse(s.calls[0].arguments), { city: "Paris" });
+});
+
+test("FORCED: reasoning separated from content, whole and streamed", async () => {
+  const params = { model, messages: hello, user: "reasoning" };
+  const r = await client.chat.completions.create(params);
+  assert.equal(r.choices[0].message.reasoning_content, "Two plus two is four.");
+  assert.equal(r.choices[0].message.content, "The answer is 4.");
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.equal(s.reasoning, "Two plus two is four.");
+  assert.equal(s.content, "The answer is 4.");
+  assert.equal(s.finish, "stop");
+});
+
+let failures = 0;
+for (const [name, fn] of tests) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    ++failures;
+    console.log(`FAIL ${name}: ${e.stack ?? e}`);
+  }
+}
+console.log(`${failures} failure(s) of ${tests.length}`);
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The OpenAI-compatible server on the tiny bf16 host engine, driven by the official `openai` npm client
+# (tests/e2e/openai_client.mjs says what each test checks).
+#   openai_client.sh ROCKET WORK
+# The server runs with the TEST-ONLY --force-tokens option: the sequences below are produced only for
+# requests whose `user` names them (the tool-call and reasoning tests); every other test samples.
+set -uo pipefail
+rocket=$1 work=$2/openai_client
+engine=$2/engines/tiny-bf16 key=sekrit
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"; mkdir -p "$work"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base=http://127.0.0.1:$port
+
+# Strings are encoded with the engine's tokenizer, so <think>, <tool_call> and friends are the added
+# tokens the model itself would emit.
+cat >"$work/forced.json" <<'EOF'
+{
+  "tool_call": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>",
+  "two_calls": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"Europe/Paris\"}}\n</tool_call>",
+  "malformed": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",
+  "think_then_call": "<think>\nThe user wants the weather in Paris.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+  "reasoning": "<think>\nTwo plus two is four.\n</think>\n\nThe answer is 4.",
+  "stop_split": "Alpha beta gamma delta epsilon"
+}
+EOF
+
+"$rocket" serve "$engine" --host 127.0.0.1 --port "$port" --api-key "$key" --queue 1 --force-tokens "$work/forced.json" \
+  >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
+
+for _ in $(seq 1 600); do
+  curl -sf "$base/health" >/dev/null 2>&1 && break
+  kill -0 $server 2>/dev/null || { echo "FAIL server exited:"; cat "$work/server.log"; exit 1; }
+  sleep 0.1
+done
+
+node "$here/openai_client.mjs" "$base" "$key" tiny-bf16 "$work/server.log"
+rc=$?
+grep -q 'TEST-ONLY' "$work/server.log" || { echo "FAIL the log does not mark --force-tokens as test-only"; rc=1; }
+kill -0 $server 2>/dev/null || { echo "FAIL the server died"; rc=1; }
+echo "--- server log"; cat "$work/server.log"
+exit $rc
