@@ -13,8 +13,13 @@
 #   a3b bf16, 4 layers      parity vs tests/golden/a3b4_bf16.json (HF FP32 on the same fuel)
 #   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192)
 # The full a3b forge (~7.5 min) runs in the background from the start, beside the small steps.
-# Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), SKIP (step names),
-# CARRY (.carry/h200). Exit status: 0 when every required step passed.
+# Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), SKIP (step names
+# not to run), ONLY (the step names to run, all when empty), CARRY (.carry/h200). Exit status: 0 when
+# every required step passed (steps skipped by SKIP/ONLY count as passed).
+# Where one call may run at most 10 minutes, split the run in two calls on the same warm machine (the
+# fuels stay in FUELS between them):
+#   BUDGET_S=570 SKIP="weights_a3b_nvfp4 bench_a3b_nvfp4" bash tools/device/h200_engine.sh
+#   BUDGET_S=570 ONLY="wait_forge_a3b_nvfp4 weights_a3b_nvfp4 bench_a3b_nvfp4" bash tools/device/h200_engine.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -24,33 +29,43 @@ FUELS=${FUELS:-/tmp/fuels}
 CARRY=${CARRY:-$ROOT/.carry/h200}
 BUDGET_S=${BUDGET_S:-1140}
 SKIP=${SKIP:-}
+ONLY=${ONLY:-}
 ROCKET=$CARRY/rocket
 ENGINES=/tmp/h200-engines
 GOLDEN=$ROOT/tests/golden
 mkdir -p "$OUT" "$FUELS" "$ENGINES"
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libgomp for rocket's forge
-chmod +x "$ROCKET" "$CARRY"/engines/*/bin/rocket-engine 2>/dev/null || true
+chmod +x "$ROCKET" 2>/dev/null || true
 
 LOG=$OUT/h200_engine.log
 : >"$LOG"
 exec > >(tee -a "$LOG") 2>&1
 TEE_PID=$!
 
-# The tokenizer forge copies into every fuel: carried as tokenizer_config.json + tokenizer.json.xz.
+unxz_to() {  # unxz_to FILE.xz DEST: xz where installed, else python's lzma
+  if command -v xz >/dev/null; then
+    xz -dc "$1" >"$2"
+  else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+  fi
+}
+# The tokenizer forge copies into every fuel, and each engine's plan, are carried xz-compressed.
 TOKENIZER=/tmp/rocket-tokenizer
 mkdir -p "$TOKENIZER"
 cp "$CARRY/tokenizer/tokenizer_config.json" "$TOKENIZER/"
-if command -v xz >/dev/null; then
-  xz -dc "$CARRY/tokenizer/tokenizer.json.xz" >"$TOKENIZER/tokenizer.json"
-else
-  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-    "$CARRY/tokenizer/tokenizer.json.xz" "$TOKENIZER/tokenizer.json"
-fi
+unxz_to "$CARRY/tokenizer/tokenizer.json.xz" "$TOKENIZER/tokenizer.json"
+for e in "$CARRY"/engines/*; do
+  rm -rf "$ENGINES/${e##*/}" && cp -r "$e" "$ENGINES/" && unxz_to "$e/plan.json.xz" "$ENGINES/${e##*/}/plan.json"
+  rm "$ENGINES/${e##*/}/plan.json.xz"
+done
+chmod +x "$ENGINES"/*/bin/rocket-engine
 
 T_START=$(date +%s)
 DEADLINE=$((T_START + BUDGET_S))
 REQUIRED_FAILED=0
 SUMMARY=()
+
+wanted() { [[ " $SKIP " != *" $1 "* && ( -z $ONLY || " $ONLY " == *" $1 "* ) ]]; }
 
 # step NAME REQUIRED(0|1) NEED_S COMMAND: COMMAND under a timeout that ends before the budget does;
 # skipped when fewer than NEED_S seconds are left. Exit 90 means "prerequisite missing" (SKIP).
@@ -59,7 +74,7 @@ step() {
   local now left rc=0 t0 t1 status dt
   now=$(date +%s)
   left=$((DEADLINE - now))
-  if [[ " $SKIP " == *" $name "* ]]; then
+  if ! wanted "$name"; then
     SUMMARY+=("$name|SKIP(asked)|0|$required")
     return 0
   fi
@@ -92,11 +107,10 @@ forge() {  # forge NAME ARGS...: the command that forges $FUELS/NAME
   shift
   echo "rm -rf '$FUELS/$name' && '$ROCKET' forge $* --tokenizer '$TOKENIZER' --out '$FUELS/$name' && du -sh '$FUELS/$name'"
 }
-weights() {  # weights NAME: a writable copy of the carried engine, then its weights.blob from the fuel
+weights() {  # weights NAME: the engine's weights.blob from the fuel (into the copy made above)
   local name=$1
-  echo "test -f '$FUELS/$name/config.json' || { echo 'no fuel $name'; exit 90; }; rm -rf '$ENGINES/$name' \
-    && cp -r '$CARRY/engines/$name' '$ENGINES/$name' \
-    && '$ROCKET' build '$FUELS/$name' --booster h200 --out '$ENGINES/$name' --weights-only && ls -la '$ENGINES/$name'"
+  echo "test -f '$FUELS/$name/config.json' || { echo 'no fuel $name'; exit 90; }; \
+    '$ROCKET' build '$FUELS/$name' --booster h200 --out '$ENGINES/$name' --weights-only && ls -la '$ENGINES/$name'"
 }
 engine() {  # engine NAME COMMAND ARGS...
   local name=$1
@@ -108,11 +122,15 @@ echo "Rocket H200 engine run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), comm
 step env 1 0 "nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv; nproc; free -g; \
   df -h /tmp; ls -la '$CARRY' '$CARRY/engines'; ldd '$CARRY'/engines/*/bin/rocket-engine || true"
 
-# The full a3b NVFP4 forge, in the background beside everything up to the a3b weights step.
-A3B_FORGE_LOG=$OUT/forge_a3b_nvfp4.log
-if [[ " $SKIP " != *" forge_a3b_nvfp4 "* ]]; then
-  bash -c "$(forge a3b-nvfp4 --fuel a3b --format nvfp4 --seed 1); echo \$? >'$OUT/forge_a3b_nvfp4.rc'" >"$A3B_FORGE_LOG" 2>&1 &
-  A3B_FORGE_PID=$!
+# The full a3b NVFP4 forge, in the background beside everything up to the a3b weights step; its log
+# and exit status stay beside the fuels, so a second call (ONLY=...) finds them.
+A3B_FORGE_LOG=$FUELS/forge_a3b_nvfp4.log
+A3B_FORGE_RC=$FUELS/forge_a3b_nvfp4.rc
+if wanted forge_a3b_nvfp4; then
+  rm -f "$A3B_FORGE_RC"
+  echo "=== [forge_a3b_nvfp4] $(date -u +%H:%M:%S) started in the background (log: $A3B_FORGE_LOG)"
+  bash -c "$(forge a3b-nvfp4 --fuel a3b --format nvfp4 --seed 1); echo \$? >'$A3B_FORGE_RC'" >"$A3B_FORGE_LOG" 2>&1 &
+  echo $! >"$FUELS/forge_a3b_nvfp4.pid"
 fi
 
 for fmt in bf16 nvfp4; do
@@ -131,8 +149,9 @@ step replay_a3b4_bf16 0 90 "$(engine a3b4-bf16 replay)"
 # Disk: the 4-layer fuel and blob (16 GB) go before the full blob (21 GB) is written.
 step free_a3b4 0 0 "rm -rf '$FUELS/a3b4-bf16' '$ENGINES/a3b4-bf16'; df -h /tmp"
 
-step wait_forge_a3b_nvfp4 0 60 "while kill -0 ${A3B_FORGE_PID:-0} 2>/dev/null; do sleep 5; done; cat '$A3B_FORGE_LOG'; \
-  test \"\$(cat '$OUT/forge_a3b_nvfp4.rc' 2>/dev/null)\" = 0"
+step wait_forge_a3b_nvfp4 0 60 "test -f '$A3B_FORGE_LOG' || exit 90; \
+  while [[ ! -f '$A3B_FORGE_RC' ]] && kill -0 \$(cat '$FUELS/forge_a3b_nvfp4.pid') 2>/dev/null; do sleep 5; done; \
+  tail -3 '$A3B_FORGE_LOG'; cp '$A3B_FORGE_LOG' '$OUT/'; test \"\$(cat '$A3B_FORGE_RC' 2>/dev/null)\" = 0"
 step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
 step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"

@@ -4,8 +4,9 @@
 #   rocket                  the CLI (forge, build --weights-only there), libstdc++/libgcc static
 #   lib/libgomp.so.1        the one shared library rocket needs beyond libc (forge is OpenMP)
 #   tokenizer/              tokenizer_config.json + tokenizer.json.xz (forge copies them into fuels)
-#   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json,
-#                           engine.h, bin/rocket-engine (statically linked), config files; no weights
+#   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json
+#                           (as plan.json.xz), engine.h, bin/rocket-engine (statically linked), config
+#                           files; no weights
 # The configs come from `rocket forge --config-only` with the flags the device forges the fuels with.
 #
 #   bash tools/device/prepare_h200.sh        (BUILD=build-h200 by default, configured Release)
@@ -43,6 +44,7 @@ for row in "${engines[@]}"; do
   "$BUILD/rocket" build "$CONFIGS/$name" --booster h200 --out "$CARRY/engines/$name" --no-weights --force $build_flags
   strip "$CARRY/engines/$name/bin/rocket-engine"
   rm "$CARRY/engines/$name/tokenizer.json"  # 11 MB, and the h200 binary has no tokenizer use yet (no serve)
+  xz -9 "$CARRY/engines/$name/plan.json"    # a3b: one entry per tensor part, ~25 MB of JSON
   echo "prepared $CARRY/engines/$name in $(($(date +%s) - t0)) s"
 done
 ldd "$CARRY"/engines/*/bin/rocket-engine

@@ -112,6 +112,7 @@ struct H200Engine::StepInputs {
 static_assert(sizeof(cuda::SampleRow) == 32, "the compiler sizes step_inputs with 32-byte sample rows");
 
 H200Engine::H200Engine(const std::string& engine_dir, const LoadOptions& load) {
+  static_assert(sizeof(StepInputs) <= kBufBytes_step_inputs);
   const fs::path dir(engine_dir);
   plan_ = Plan::load((dir / "plan.json").string());
   if (plan_.fingerprint != kFingerprint)
@@ -140,15 +141,19 @@ H200Engine::H200Engine(const std::string& engine_dir, const LoadOptions& load) {
   std::fprintf(stderr, "[engine] memory: %s; plan residency %s\n", budget.describe().c_str(), gib(kArenaBytes).c_str());
   budget.admit(kArenaBytes);
   arena_ = std::make_unique<Arena>(kArenaBytes);
+  // The poisoning memset runs on the legacy stream, which the loader's and this engine's non-blocking
+  // streams do not wait for.
+  CUDA_CHECK(cudaDeviceSynchronize());
 
   load_report_ = load_weights((dir / "weights.blob").string(), kBlobBytes, *arena_, load);
   std::fprintf(stderr, "[engine] fuel: %s in %.2f s = %.2f GB/s (%d readers, %s)\n", gib(load_report_.bytes).c_str(),
                load_report_.seconds, load_report_.gbps(), load_report_.readers, load_report_.direct ? "O_DIRECT" : "buffered");
 
-  CUDA_CHECK(cudaMemset(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals));  // the kernel's contract
+  CUDA_CHECK(cudaMemsetAsync(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals, stream_));  // the kernel's contract
   page_tables_.resize(size_t(kSlots) * kPagesPerStream);
   for (size_t i = 0; i < page_tables_.size(); ++i) page_tables_[i] = int(i);
-  CUDA_CHECK(cudaMemcpy(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4,
+                             cudaMemcpyHostToDevice, stream_));
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
   static_fire();
 }
