@@ -25,7 +25,11 @@ void Countdown::run(Phase p, const std::function<std::string()>& step) {
   try {
     summary = step();
   } catch (const std::exception& e) {
-    fail("countdown: {}: {}", phase_name(p), e.what());
+    // Engines name the phase in their own messages ("upright: ..."); say it once.
+    std::string_view why = e.what();
+    const std::string prefix = std::string(phase_name(p)) + ": ";
+    if (why.starts_with(prefix)) why.remove_prefix(prefix.size());
+    fail("countdown: {}: {}", phase_name(p), why);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "[countdown] %-11s %7.3f s  %s\n", std::string(phase_name(p)).c_str(), s, summary.c_str());

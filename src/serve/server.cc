@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -382,6 +384,22 @@ void HttpServer::wait() {
   impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
 }
 
-void HttpServer::stop() { impl_->server.stop(); }
+void HttpServer::stop() {
+  Impl& im = *impl_;
+  if (!im.thread.joinable()) return;  // never started
+  // httplib ignores stop() until its listen loop has begun, and a countdown can fail before that: wait
+  // for the loop to be running (or already over).
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      if (im.stopped) return;
+    }
+    if (im.server.is_running()) {
+      im.server.stop();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 }  // namespace rocket
