@@ -30,7 +30,9 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     // reused for the bucket's rows from registers; NVFP4 experts are weight-only, dequantised in
     // registers for bf16 tensor-core math. Activations and KV are bf16, recurrent state fp32.
     const std::string experts = precision_name(c.precision(Role::kExperts));
-    k.push_back({"linear", "bf16", "h200_dense_mma", {{"source", "dense.cuh"}, {"rows", "bucket"}, {"out", "bf16|fp32"}}});
+    k.push_back({"linear", "bf16", "h200_dense_mma",
+                 {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32)"},
+                  {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
     k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
     k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});

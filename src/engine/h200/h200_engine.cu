@@ -492,10 +492,12 @@ void H200Engine::static_fire() {
   const float* l = logits((n - 1) % int(kPrefillChunk));
   const int32_t got = int32_t(std::max_element(l, l + kVocab) - l);
   reset_slot(0);
-  if (got != f.token)
-    throw Error("static fire: greedy token " + std::to_string(got) + " after the plan's prompt, the reference says " +
-                std::to_string(f.token) + " (margin " + std::to_string(f.margin) + "): refusing to launch");
-  std::fprintf(stderr, "[engine] static fire: token %d matches the reference\n", got);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  static_fire_passed_ = got == f.token;
+  if (static_fire_passed_) std::fprintf(stderr, "[engine] static fire: token %d matches the reference\n", got);
+  else
+    std::fprintf(stderr, "[engine] static fire FAILED: greedy token %d after the plan's prompt, the reference says %d (margin %.3f)\n",
+                 got, f.token, f.margin);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 //
 // Upright: one device allocation (the plan's arena, refused per memory_budget.h), weights.blob loaded
 // into its [0, blob_bytes), then static fire: one decode graph per bucket captured, and the plan's
-// golden token checked when the plan has one. Nothing is allocated on the device after that.
+// golden token checked when the plan has one (static_fire_passed()). Nothing is allocated on the
+// device after that.
 //
 // Decode is one CUDA graph launch per step: the step's per-row inputs (token ids, slots, positions,
 // sampling knobs) live in a fixed device buffer (the plan's step_inputs) that one cudaMemcpyAsync
@@ -58,6 +59,10 @@ class H200Engine {
 
   const Plan& plan() const { return plan_; }
   const LoadReport& load_report() const { return load_report_; }
+  // Whether greedy decoding of the plan's static-fire prompt gave the reference's token (true when the
+  // build had no goldens). A launch refuses to serve otherwise; the diagnostic commands report it and
+  // go on, so one run shows how far off the engine is.
+  bool static_fire_passed() const { return static_fire_passed_; }
   int bucket_for(int n) const;
 
   // n <= kPrefillChunk consecutive tokens of the stream in `slot` at positions pos0.. pos0+n-1. The
@@ -126,6 +131,7 @@ class H200Engine {
   float* host_logits_ = nullptr;     // pinned [kMaxRows][kVocab]
   int32_t* host_tokens_ = nullptr;   // pinned [kMaxRows]
   int step_rows_ = 0;                // rows of the last decode staged
+  bool static_fire_passed_ = true;
   std::vector<int> page_tables_;     // host mirror of the device page tables [slot][kPagesPerStream]
   std::vector<std::pair<uint64_t, cudaGraphExec_t>> graphs_;  // (bucket << 32 | kinds) -> graph
 };

@@ -144,9 +144,10 @@ int cmd_parity(const fs::path& dir, const Args& a) {
                  sampler_mismatch);
     ok = false;
   }
+  ok = ok && e.static_fire_passed();
   std::printf("parity %s: %d logit rows compared, worst relative difference %.3g (tolerance %.3g); "
-              "%d free-running greedy steps, %d skipped for a reference margin within tolerance\n",
-              ok ? "PASS" : "FAIL", compared, worst_rel, tol, free_steps, skipped);
+              "%d free-running greedy steps, %d skipped for a reference margin within tolerance; static fire %s\n",
+              ok ? "PASS" : "FAIL", compared, worst_rel, tol, free_steps, skipped, e.static_fire_passed() ? "passed" : "FAILED");
   return ok ? 0 : 1;
 }
 
