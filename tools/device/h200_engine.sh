@@ -163,7 +163,7 @@ for row in "${SUMMARY[@]}"; do
   IFS='|' read -r n s d r <<<"$row"
   printf '%-22s %-44s %9s  %s\n' "$n" "$s" "$d" "$([[ $r == 1 ]] && echo yes || echo no)"
 done
-grep -h "^parity\|^replay\|fuel: " "$LOG" | sed 's/^/  /' || true
+grep -h "^parity [PF]A\|^replay [PF]A\|\[engine\] fuel: \|static fire" "$LOG" | sed 's/^/  /' || true
 [[ -f $OUT/h200-a3b.md ]] && cat "$OUT/h200-a3b.md"
 if ((REQUIRED_FAILED)); then echo "RESULT: a required step failed"; else echo "RESULT: required steps passed"; fi
 
