@@ -125,6 +125,7 @@ std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t 
 
 std::optional<int32_t> Generation::finish(FinishReason reason) {
   finished_ = true;
+  answered_ = true;
   if (!stops_.stopped()) {
     // The decoder's held bytes (an incomplete character) and the stop matcher's held tail are text
     // after all, unless the tail completes a stop string.
@@ -167,6 +168,7 @@ void Generation::emit(std::string text, bool stopped) {
 void Generation::fail(std::string_view message) {
   CHECK(!finished_, "fail() on a finished generation");
   finished_ = true;
+  answered_ = true;
   std::fprintf(stderr, "[serve] request %llu: failed in the engine: %.*s\n", (unsigned long long)id_,
                int(message.size()), message.data());
   TokenEvent e;

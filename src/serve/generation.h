@@ -111,6 +111,9 @@ class Generation {
   // The client is gone: the driver may drop the stream without stepping it again.
   bool cancelled() const { return sink_->cancelled(); }
   bool finished() const { return finished_; }
+  // The final event (done, or an error) went to the client: the request completed rather than being
+  // abandoned by a client that left.
+  bool answered() const { return answered_; }
 
   // Prompt tokens the prefix cache served (usage.prompt_tokens_details.cached_tokens); 0 by default.
   void set_cached_tokens(int64_t n) { usage_.cached_tokens = n; }
@@ -148,6 +151,7 @@ class Generation {
   size_t emitted_ = 0;         // bytes pushed to the sink
   Usage usage_;
   bool finished_ = false;
+  bool answered_ = false;
   std::chrono::steady_clock::time_point started_;
 };
 

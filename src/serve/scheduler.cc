@@ -171,10 +171,14 @@ void Scheduler::retire(Stream& s, bool keep_cache) {
   const int slot = s.slot;
   if (keep_cache) s.pages.detach();
   else s.pages.release();
+  const bool answered = s.generation->answered();
+  if (!answered && !s.generation->finished())
+    std::fprintf(stderr, "[serve] request %llu: cancelled (client gone) after %d prompt tokens\n",
+                 (unsigned long long)s.id, s.computed);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (s.generation->cancelled()) ++stats_.cancelled;
-    else ++stats_.finished;
+    if (answered) ++stats_.finished;
+    else ++stats_.cancelled;
   }
   order_.erase(std::find(order_.begin(), order_.end(), slot));
   slots_[size_t(slot)].reset();

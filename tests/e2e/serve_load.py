@@ -39,10 +39,12 @@ def main():
         c.close()
         return r.status, json.loads(body)
 
+    model = get("/v1/models")[1]["data"][0]["id"]
+
     def one(rng, n):
         words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "page", "cache", "token"])
                          for _ in range(rng.randint(3, 400)))
-        body = {"model": "x", "messages": [{"role": "user", "content": f"client {n}: {words}"}],
+        body = {"model": model, "messages": [{"role": "user", "content": f"client {n}: {words}"}],
                 "max_tokens": rng.randint(4, 24), "temperature": 0.8, "seed": rng.randint(0, 1 << 30),
                 "stream": True}
         hang_up = rng.random() < args.disconnect
@@ -113,6 +115,11 @@ def main():
         if idle["pages_free"] + idle["pages_cached"] + 1 != idle["pages"]:
             failures.append(f"page leak: {idle['pages_free']} free + {idle['pages_cached']} cached + 1 pad "
                             f"!= {idle['pages']}")
+        if idle["finished"] + idle["cancelled"] != idle["requests"]:
+            failures.append(f"{idle['requests']} requests but {idle['finished']} finished + {idle['cancelled']} "
+                            "cancelled")
+        if idle["finished"] < counts["completed"]:
+            failures.append(f"clients saw {counts['completed']} completions, the scheduler {idle['finished']}")
         if idle["snapshots_free"] + idle["snapshots_cached"] != idle["snapshots"]:
             failures.append(f"snapshot leak: {idle['snapshots_free']} free + {idle['snapshots_cached']} cached "
                             f"!= {idle['snapshots']}")
