@@ -13,7 +13,9 @@ ENGINE=${ENGINE:?set ENGINE to an h200 engine directory of the a3b NVFP4 fuel}
 RESULTS=${RESULTS:-bench/results}
 STEPS=${STEPS:-32}
 mkdir -p "$RESULTS"
-commit="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+dirty')"
+# The commit the engine was built from: prepare_h200.sh records it beside the carried engines (the
+# device's copy of the tree has no reliable git history).
+commit=$(cat "$ENGINE/../COMMIT" 2>/dev/null || cat "${CARRY:-.carry/h200}/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo '?')
 {
   echo "## $(date -u +%Y-%m-%dT%H:%MZ) commit $commit"
   echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo '?')"

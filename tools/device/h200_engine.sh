@@ -28,6 +28,7 @@ OUT=${OUT:-$ROOT/out/h200_engine}
 FUELS=${FUELS:-/tmp/fuels}
 CARRY=${CARRY:-$ROOT/.carry/h200}
 BUDGET_S=${BUDGET_S:-1140}
+export CARRY
 SKIP=${SKIP:-}
 ONLY=${ONLY:-}
 ROCKET=$CARRY/rocket
@@ -118,7 +119,7 @@ engine() {  # engine NAME COMMAND ARGS...
   echo "test -f '$ENGINES/$name/weights.blob' || { echo 'no weights for $name'; exit 90; }; '$ENGINES/$name/bin/rocket-engine' $*"
 }
 
-echo "Rocket H200 engine run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "Rocket H200 engine run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(cat "$CARRY/COMMIT" 2>/dev/null || echo '?')"
 step env 1 0 "nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv; nproc; free -g; \
   df -h /tmp; ls -la '$CARRY' '$CARRY/engines'; ldd '$CARRY'/engines/*/bin/rocket-engine || true"
 

@@ -47,5 +47,7 @@ for row in "${engines[@]}"; do
   xz -9 "$CARRY/engines/$name/plan.json"    # a3b: one entry per tensor part, ~25 MB of JSON
   echo "prepared $CARRY/engines/$name in $(($(date +%s) - t0)) s"
 done
+git rev-parse --short HEAD >"$CARRY/COMMIT"
+git diff --quiet || echo "+dirty" >>"$CARRY/COMMIT"
 ldd "$CARRY"/engines/*/bin/rocket-engine
 du -sh "$CARRY" "$CARRY"/*
