@@ -8,6 +8,9 @@
 //   - a CUDA-graph replay must reproduce the direct launch bit for bit;
 //   - the launch is timed as a graph of many launches over enough weight copies that they come from HBM,
 //     not L2, against a device-to-device copy measured in the same run.
+// The grouped form (dense_group: a3b GDN in_proj qkv|z|b|a and attention q|k|v at every bucket, and two
+// groups with partial last tiles inside the launch) gets the same checks per segment, and its time is
+// printed next to the sum of the segments' separate launches.
 // Prints a table with each shape's DenseTraits; exit 1 on any mismatch.
 #include <cuda_runtime.h>
 
@@ -15,8 +18,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "check_support.h"
@@ -128,27 +133,18 @@ double time_launches(const Weights& w, const __nv_bfloat16* x, Out* y) {
   return 1e3 * best / launches;
 }
 
-// One bucket at `rows` token rows: correctness, graph replay, and (rows == B) timing.
-template <int N, int K, int B, typename Out>
-bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_t seed) {
-  using T = cuda::DenseTraits<N, K, B>;
+// y [B][N] as downloaded after a launch at `rows` token rows on a NaN-poisoned output, against
+// host::linear of the same bf16 inputs: every real output within its bound (worst err/bound into
+// `worst`), the rows past `rows` still poison byte for byte. Prints the first mismatch.
+template <typename Out>
+bool check_rows(const char* name, int B, int rows, const std::vector<uint16_t>& w, int N, int K, const std::vector<float>& xf,
+                const std::vector<Out>& y, double& worst) {
   constexpr bool kBf16Out = std::is_same_v<Out, __nv_bfloat16>;
-  const std::vector<uint16_t> x = random_bf16(size_t(rows) * K, seed);
-  const std::vector<float> xf = check::bf16_to_f32(x);
-  check::DeviceBuffer<uint16_t> dx(x);
-  check::DeviceBuffer<Out> dy(size_t(B) * N);  // poisoned: NaN everywhere
-  const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.ptr);
-  const cuda::DenseParams<N, K, B, Out> p{.w = w.copy(0), .x = xp, .y = dy.ptr, .rows = rows};
-  cuda::dense<N, K, B, Out>(p, nullptr);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<Out> y = dy.download();
-
   // Bound per output: fp32 summation (gamma * sum |x|), plus for bf16 outputs the rounding of the
   // GPU's fp32 value v: half an ulp, at most 2^-8 |v| (8 significant bits: a value just above a power
   // of two rounds by up to 2^-8 of itself), with |v| <= |ref| + the summation error.
-  const std::vector<float> ref = reference(w.host, N, K, xf, rows);
+  const std::vector<float> ref = reference(w, N, K, xf, rows);
   bool ok = true;
-  double worst = 0;
   for (int b = 0; b < rows && ok; ++b) {
     double xsum = 0;
     for (int k = 0; k < K; ++k) xsum += std::fabs(xf[size_t(b) * K + k]);
@@ -174,6 +170,27 @@ bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_
     std::printf("  %s B=%d rows=%d: wrote past row %d\n", name, B, rows, rows);
     ok = false;
   }
+  return ok;
+}
+
+// One bucket at `rows` token rows: correctness, graph replay, and (rows == B) timing.
+template <int N, int K, int B, typename Out>
+bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_t seed) {
+  using T = cuda::DenseTraits<N, K, B>;
+  constexpr bool kBf16Out = std::is_same_v<Out, __nv_bfloat16>;
+  const std::vector<uint16_t> x = random_bf16(size_t(rows) * K, seed);
+  const std::vector<float> xf = check::bf16_to_f32(x);
+  check::DeviceBuffer<uint16_t> dx(x);
+  check::DeviceBuffer<Out> dy(size_t(B) * N);  // poisoned: NaN everywhere
+  const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.ptr);
+  const cuda::DenseParams<N, K, B, Out> p{.w = w.copy(0), .x = xp, .y = dy.ptr, .rows = rows};
+  cuda::dense<N, K, B, Out>(p, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<Out> y = dy.download();
+
+  double worst = 0;
+  bool ok = check_rows(name, B, rows, w.host, N, K, xf, y, worst);
+  const size_t total = size_t(B) * N * sizeof(Out);
 
   // Graph replay: bit-exact with the direct launch, the untouched rows included.
   {
@@ -216,24 +233,192 @@ bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_
   return ok;
 }
 
-// Every listed bucket of one shape on one set of weights: rows = B, then a partial rows that ends
-// inside a group of 8.
-template <int N, int K, typename Out, int... Bs>
-bool shape(const char* name, double copy_gbps, uint64_t seed) {
-  constexpr uint64_t kRead = cuda::DenseTraits<N, K, 1>::kWeightReadBytes;
+// Random [N][K] weights in `copies` device copies (0: as many as span kRotateBytes), NaN past row N
+// up to the copy stride.
+Weights make_weights(int N, int K, uint64_t read_bytes, uint64_t seed, int copies = 0) {
   Weights w;
   w.host = random_bf16(size_t(N) * K, seed);
-  w.stride = (kRead + kCopyAlign - 1) / kCopyAlign * kCopyAlign;
-  w.copies = int(std::max<uint64_t>(1, (kRotateBytes + kRead - 1) / kRead));
+  w.stride = (read_bytes + kCopyAlign - 1) / kCopyAlign * kCopyAlign;
+  w.copies = copies > 0 ? copies : int(std::max<uint64_t>(1, (kRotateBytes + read_bytes - 1) / read_bytes));
   CUDA_CHECK(cudaMalloc(&w.dev, w.stride * w.copies));
   CUDA_CHECK(cudaMemset(w.dev, 0xff, w.stride));  // padding rows of a partial tile: NaN
   CUDA_CHECK(cudaMemcpy(w.dev, w.host.data(), w.host.size() * 2, cudaMemcpyHostToDevice));
   for (int c = 1; c < w.copies; ++c) CUDA_CHECK(cudaMemcpy(w.dev + c * w.stride, w.dev, w.stride, cudaMemcpyDeviceToDevice));
+  return w;
+}
+
+// Every listed bucket of one shape on one set of weights: rows = B, then a partial rows that ends
+// inside a group of 8.
+template <int N, int K, typename Out, int... Bs>
+bool shape(const char* name, double copy_gbps, uint64_t seed) {
+  const Weights w = make_weights(N, K, cuda::DenseTraits<N, K, 1>::kWeightReadBytes, seed);
   bool ok = true;
   uint64_t s = seed;
   ((ok &= run<N, K, Bs, Out>(name, w, Bs, copy_gbps, ++s)), ...);
   ((ok &= Bs < 2 || run<N, K, Bs, Out>(name, w, std::max(1, 3 * Bs / 4 - 1), copy_gbps, ++s)), ...);
   CUDA_CHECK(cudaFree(w.dev));
+  return ok;
+}
+
+// ---- grouped projections (dense_group): segments of one launch sharing x ----------------------------
+
+template <int... Ns>
+using Group = std::integer_sequence<int, Ns...>;
+
+// One group launch as a graph of many over weight copies from HBM (as time_launches).
+template <int K, int B, typename Out, int... Ns>
+double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* const* ys) {
+  int copies = 1;
+  for (const Weights& w : ws) copies = std::max(copies, w.copies);
+  const int launches = std::max(kMinTimedLaunches, copies);
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) {
+    cuda::DenseGroupParams<K, B, Out, Ns...> p{.x = x, .rows = B};
+    for (size_t j = 0; j < ws.size(); ++j) {
+      p.w[j] = ws[j].copy(i % ws[j].copies);
+      p.y[j] = ys[j];
+    }
+    cuda::dense_group<K, B, Out, Ns...>(p, s);
+  }
+  CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t ge;
+  CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaGraphLaunch(ge, s));
+  float best = 1e30f;
+  for (int r = 0; r < 3; ++r) {
+    CUDA_CHECK(cudaEventRecord(e0, s));
+    CUDA_CHECK(cudaGraphLaunch(ge, s));
+    CUDA_CHECK(cudaEventRecord(e1, s));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    best = std::min(best, ms);
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(ge));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  CUDA_CHECK(cudaEventDestroy(e0));
+  CUDA_CHECK(cudaEventDestroy(e1));
+  CUDA_CHECK(cudaStreamDestroy(s));
+  return 1e3 * best / launches;
+}
+
+// One bucket of a group at `rows` token rows: every segment against host::linear (outputs poisoned)
+// and, where the split of K is the same, bit for bit against its separate launch; graph replay
+// bit-exact with the direct launch; and (rows == B) the group timed against the sum of
+// the segments' separate dense launches.
+template <int K, int B, typename Out, int... Ns>
+bool run_group(const char* name, const std::vector<Weights>& ws, int rows, double copy_gbps, uint64_t seed) {
+  using T = cuda::DenseGroupTraits<K, B, Ns...>;
+  constexpr int kS = sizeof...(Ns);
+  constexpr int kN[kS] = {Ns...};
+  const std::vector<uint16_t> x = random_bf16(size_t(rows) * K, seed);
+  const std::vector<float> xf = check::bf16_to_f32(x);
+  check::DeviceBuffer<uint16_t> dx(x);
+  const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.ptr);
+  std::deque<check::DeviceBuffer<Out>> dy;  // poisoned: NaN everywhere (deque: buffers do not move)
+  for (int j = 0; j < kS; ++j) dy.emplace_back(size_t(B) * kN[j]);
+  cuda::DenseGroupParams<K, B, Out, Ns...> p{.x = xp, .rows = rows};
+  for (int j = 0; j < kS; ++j) {
+    p.w[j] = ws[j].copy(0);
+    p.y[j] = dy[j].ptr;
+  }
+  cuda::dense_group<K, B, Out, Ns...>(p, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::vector<Out>> y;
+  for (int j = 0; j < kS; ++j) y.push_back(dy[j].download());
+
+  bool ok = true;
+  double worst = 0;
+  for (int j = 0; j < kS; ++j) {
+    char seg[96];
+    std::snprintf(seg, sizeof seg, "%s segment %d (%dx%d)", name, j, kN[j], K);
+    ok &= check_rows(seg, B, rows, ws[j].host, kN[j], K, xf, y[j], worst);
+  }
+  // A segment whose separate launch splits K the same way (same warps per tile, hence the same
+  // rounds) sums in the same order: the group must match that launch bit for bit.
+  [&]<int... J>(std::integer_sequence<int, J...>) {
+    (([&] {
+       using S = cuda::DenseTraits<kN[J], K, B>;
+       if constexpr (S::kWarpsPerTile == T::kWarpsPerTile && S::kG == T::kG) {
+         check::DeviceBuffer<Out> alone(size_t(B) * kN[J]);
+         cuda::dense<kN[J], K, B, Out>({.w = ws[J].copy(0), .x = xp, .y = alone.ptr, .rows = rows}, nullptr);
+         CUDA_CHECK(cudaDeviceSynchronize());
+         if (std::memcmp(alone.download().data(), y[J].data(), size_t(B) * kN[J] * sizeof(Out)) != 0) {
+           std::printf("  %s B=%d rows=%d: segment %d differs from its separate launch\n", name, B, rows, J);
+           ok = false;
+         }
+       }
+     }()),
+     ...);
+  }(std::make_integer_sequence<int, kS>{});
+
+  {
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    cuda::dense_group<K, B, Out, Ns...>(p, s);
+    CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    cudaGraphExec_t ge;
+    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 2; ++rep) {
+      for (int j = 0; j < kS; ++j) CUDA_CHECK(cudaMemsetAsync(dy[j].ptr, 0xff, size_t(B) * kN[j] * sizeof(Out), s));
+      CUDA_CHECK(cudaGraphLaunch(ge, s));
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      for (int j = 0; j < kS; ++j)
+        if (std::memcmp(dy[j].download().data(), y[j].data(), size_t(B) * kN[j] * sizeof(Out)) != 0) {
+          std::printf("  %s B=%d rows=%d: graph replay %d differs from the direct launch in segment %d\n", name, B, rows, rep, j);
+          ok = false;
+        }
+    }
+    CUDA_CHECK(cudaGraphExecDestroy(ge));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    CUDA_CHECK(cudaStreamDestroy(s));
+  }
+
+  if (rows == B) {
+    Out* ys[kS];
+    for (int j = 0; j < kS; ++j) ys[j] = dy[j].ptr;
+    const double us = time_group<K, B, Out, Ns...>(ws, xp, ys);
+    double separate = 0, moved = 2.0 * rows * K;
+    [&]<int... J>(std::integer_sequence<int, J...>) {
+      ((separate += time_launches<kN[J], K, B, Out>(ws[J], xp, ys[J])), ...);
+    }(std::make_integer_sequence<int, kS>{});
+    for (int j = 0; j < kS; ++j) moved += 2.0 * kN[j] * K + double(sizeof(Out)) * rows * kN[j];
+    const double gbps = moved / (us * 1e-6) / 1e9;
+    std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  %5d blk x %2d warps; separate launches %.2f us "
+                "(saves %.2f us) err/bound %.2f %s\n",
+                name, B, rows, us, moved / 1e6, gbps, 100.0 * gbps / copy_gbps, T::kBlocks, T::kWarps, separate, separate - us,
+                worst, ok ? "ok" : "MISMATCH");
+  } else {
+    std::printf("%-40s B=%-2d rows=%-2d (partial rows) err/bound %.2f %s\n", name, B, rows, worst, ok ? "ok" : "MISMATCH");
+  }
+  return ok;
+}
+
+// Every listed bucket of one group (segments Ns over K), rows = B then a partial rows, as shape().
+template <int K, typename Out, int... Ns, int... Bs>
+bool group(const char* name, Group<Ns...>, std::integer_sequence<int, Bs...>, double copy_gbps, uint64_t seed) {
+  // Every segment gets as many copies as make the whole group span kRotateBytes, so a timed launch
+  // reads all its segments from HBM (a separate launch of a small segment may then hit L2: the
+  // separate sum is if anything too low).
+  constexpr int kN[] = {Ns...};
+  constexpr uint64_t kGroupBytes = (uint64_t(0) + ... + (uint64_t((Ns + 15) / 16) * 16 * K * 2));
+  const int copies = int(std::max<uint64_t>(1, (kRotateBytes + kGroupBytes - 1) / kGroupBytes));
+  std::vector<Weights> ws;
+  for (int j = 0; j < int(sizeof...(Ns)); ++j)
+    ws.push_back(make_weights(kN[j], K, uint64_t((kN[j] + 15) / 16) * 16 * K * 2, seed * 16 + j, copies));
+  bool ok = true;
+  uint64_t s = seed;
+  ((ok &= run_group<K, Bs, Out, Ns...>(name, ws, Bs, copy_gbps, ++s)), ...);
+  ((ok &= Bs < 2 || run_group<K, Bs, Out, Ns...>(name, ws, std::max(1, 3 * Bs / 4 - 1), copy_gbps, ++s)), ...);
+  for (Weights& w : ws) CUDA_CHECK(cudaFree(w.dev));
   return ok;
 }
 
@@ -260,6 +445,12 @@ int main() {
     ok &= shape<64, 128, bf16, 1, 8, 32>("tiny 64x128", copy, 11);
     ok &= shape<128, 256, bf16, 1, 8, 32>("tiny 128x256", copy, 12);
     ok &= shape<151936, 128, float, 1, 8, 32>("tiny lm_head", copy, 13);
+    using Buckets = std::integer_sequence<int, 1, 2, 4, 8, 16, 32>;
+    ok &= group<2048, bf16>("a3b gdn in_proj qkv|z|b|a", Group<8192, 4096, 32, 32>{}, Buckets{}, copy, 14);
+    ok &= group<2048, bf16>("a3b attention q|k|v", Group<8192, 512, 512>{}, Buckets{}, copy, 15);
+    // Partial last tiles inside the group (NaN padding rows mid-launch), several tiles per block.
+    ok &= group<128, bf16>("tiny partial tiles 24|256|1", Group<24, 256, 1>{}, std::integer_sequence<int, 1, 8, 32>{}, copy, 16);
+    ok &= group<2048, float>("f32 partial tiles 8|512|40", Group<8, 512, 40>{}, std::integer_sequence<int, 1, 8, 32>{}, copy, 17);
     std::printf("dense check %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
   } catch (const Error& e) {

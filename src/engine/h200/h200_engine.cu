@@ -234,10 +234,13 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
   bf16* gb = buf<bf16>(kBuf_gdn_b);
   bf16* core = buf<bf16>(kBuf_core);
   if (kinds & kKindDense) {
-    project<int(kConvDim), int(kHidden), B>(*arena_, G.qkv, hn, mix, B, stream_);
-    project<int(kValueDim), int(kHidden), B>(*arena_, G.z, hn, z, B, stream_);
-    project<int(kLinVHeads), int(kHidden), B>(*arena_, G.b, hn, gb, B, stream_);
-    project<int(kLinVHeads), int(kHidden), B>(*arena_, G.a, hn, ga, B, stream_);
+    // One launch for the four projections of hn: b and a (2 tiles each) ride in qkv|z's waves.
+    cuda::dense_group<int(kHidden), B, bf16, int(kConvDim), int(kValueDim), int(kLinVHeads), int(kLinVHeads)>(
+        {.w = {weight<bf16>(G.qkv.weight), weight<bf16>(G.z.weight), weight<bf16>(G.b.weight), weight<bf16>(G.a.weight)},
+         .x = hn,
+         .y = {mix, z, gb, ga},
+         .rows = B},
+        stream_);
   }
   if (kinds & kKindGdn) {
     const int64_t layer = kKindSlot[l];
@@ -282,9 +285,13 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
   bf16* v = buf<bf16>(kBuf_v);
   bf16* core = buf<bf16>(kBuf_core);
   if (kinds & kKindDense) {
-    project<2 * kQ, int(kHidden), B>(*arena_, A.q, hn, qg, B, stream_);
-    project<kKV, int(kHidden), B>(*arena_, A.k, hn, k, B, stream_);
-    project<kKV, int(kHidden), B>(*arena_, A.v, hn, v, B, stream_);
+    // One launch for q|gate, k and v (k and v are 32 tiles each: latency bound on their own).
+    cuda::dense_group<int(kHidden), B, bf16, 2 * kQ, kKV, kKV>(
+        {.w = {weight<bf16>(A.q.weight), weight<bf16>(A.k.weight), weight<bf16>(A.v.weight)},
+         .x = hn,
+         .y = {qg, k, v},
+         .rows = B},
+        stream_);
   }
   if (kinds & kKindAttention) {
     // Plan page of (cache page c, full layer f, K|V) at ((c · kFullLayers + f) · 2 + kv) · page bytes.

@@ -10,6 +10,11 @@
 // block holds kTilesPerBlock tiles. There is no split across blocks, so no workspace: every shape the
 // engine has either fills the H200 with tiles or is small enough to be latency bound (see DenseTraits).
 //
+// dense_group runs several projections of the same x in one launch (their tiles numbered one segment
+// after another, each with its own weights and output), so a projection of a few tiles (GDN in_proj
+// b, a; attention k, v) rides in the waves of the big ones instead of paying a launch latency of its
+// own. A single projection is the group of one: both kernels share one body.
+//
 // Deterministic (every sum has a fixed order: mma steps in K order within a warp, rounds in order,
 // then warps in order), graph-capturable (grid depends only on the template, no allocation, no
 // synchronisation with the host).
@@ -20,6 +25,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cuda/cuda_check.h"
@@ -80,6 +86,46 @@ struct DenseTraits {
   static_assert(kSmemBytes <= 227 * 1024, "dense: shared memory exceeds the H200 per-block limit");
 };
 
+// Grouped form: several projections of the same activations x in one launch, segment s with its own
+// weight w[s] [Ns_s][K] and output y[s] [rows][Ns_s] (GDN in_proj qkv|z|b|a, attention q|k|v). Tiles
+// are numbered segment after segment and the launch geometry is that of one matrix with all of them,
+// so a small segment rides in the same wave as the big ones instead of paying a launch of its own.
+template <int K, int B, typename Out, int... Ns>
+struct DenseGroupParams {
+  static constexpr int kSegments = sizeof...(Ns);
+  const __nv_bfloat16* w[kSegments] = {};  // segment s readable for DenseGroupTraits::kSegmentReadBytes<s>
+  const __nv_bfloat16* x = nullptr;        // [rows][K]
+  Out* y[kSegments] = {};                  // segment s: [rows][Ns_s]
+  int rows = 0;                            // 1 <= rows <= B
+};
+
+template <int K, int B, int... Ns>
+struct DenseGroupTraits : DenseTraits<16 * (0 + ... + ((Ns + 15) / 16)), K, B> {
+  static constexpr int kSegments = sizeof...(Ns);
+  static constexpr bool kWholeTiles = ((Ns % 16 == 0) && ...);  // no segment has a partial last tile
+
+ private:
+  static constexpr int n_of(int s) {
+    constexpr int n[] = {Ns...};
+    return n[s];
+  }
+  static constexpr int tile_begin(int s) {
+    int t = 0;
+    for (int i = 0; i < s; ++i) t += (n_of(i) + 15) / 16;
+    return t;
+  }
+
+ public:
+  template <int S>
+  static constexpr int kN = n_of(S);
+  template <int S>
+  static constexpr int kTileBegin = tile_begin(S);  // first tile of segment S in the launch's numbering
+  template <int S>
+  static constexpr uint64_t kSegmentReadBytes = uint64_t((n_of(S) + 15) / 16) * 16 * K * 2;
+
+  static_assert(kSegments >= 1 && ((Ns >= 1) && ...), "dense group: empty segment");
+};
+
 // ---------------------------------------------------------------------------------------------------
 // CUDA kernels
 
@@ -95,33 +141,45 @@ __device__ __forceinline__ Out to_out(float v) {
   }
 }
 
-// C fragment of lane (g, c) for tile `tile`, token group rg: (weight row g, token 2c), (g, 2c+1),
-// (g+8, 2c), (g+8, 2c+1). Writes the entries that are real outputs.
-template <int N, typename Out>
-__device__ __forceinline__ void store_fragment(Out* y, int rows, int tile, int rg, int lane, float4 v) {
+// C fragment of lane (g, c) for tile `tile` of an output [rows][n_cols], token group rg: (weight row g,
+// token 2c), (g, 2c+1), (g+8, 2c), (g+8, 2c+1). Writes the entries that are real outputs.
+template <bool kWholeTiles, typename Out>
+__device__ __forceinline__ void store_fragment(Out* y, int n_cols, int rows, int tile, int rg, int lane, float4 v) {
   const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const int n = tile * 16 + (lane >> 2) + 8 * (q >> 1);
     const int b = rg * 8 + 2 * (lane & 3) + (q & 1);
-    if (b < rows && (N % 16 == 0 || n < N)) y[size_t(b) * N + n] = to_out<Out>(f[q]);
+    if (b < rows && (kWholeTiles || n < n_cols)) y[size_t(b) * n_cols + n] = to_out<Out>(f[q]);
   }
 }
 
-}  // namespace dense_detail
-
-template <int N, int K, int B, typename Out>
-__global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N, K, B>::kMinBlocks)
-    dense_kernel(const __grid_constant__ DenseParams<N, K, B, Out> p) {
-  using T = DenseTraits<N, K, B>;
+// The whole kernel for a group of segments (a single projection is a group of one: every segment
+// lookup below then folds to constants). w_seg and y_seg are the kernel parameter's arrays, indexed
+// only with constants.
+template <int K, int B, typename Out, int... Ns>
+__device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[sizeof...(Ns)],
+                                            Out* const (&y_seg)[sizeof...(Ns)], const __nv_bfloat16* x, int rows) {
+  using T = DenseGroupTraits<K, B, Ns...>;
   using W = typename T::W;
   extern __shared__ float4 red[];  // [kWarps][kRowGroups][32]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int local_tile = warp / T::kWarpsPerTile, part0 = warp % T::kWarpsPerTile;
   const int tile = blockIdx.x * T::kTilesPerBlock + local_tile;
   const bool has_tile = tile < T::kTiles;  // only the last block can hold fewer tiles
-  const int row_groups = (p.rows + 7) / 8;
-  const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w) + size_t(tile) * 16 * W::template kRowBytes<K>;
+  const int row_groups = (rows + 7) / 8;
+
+  // This tile's segment: the last one that begins at or before it.
+  const __nv_bfloat16* w_base = w_seg[0];
+  Out* y = y_seg[0];
+  int n_cols = T::template kN<0>, seg_tile = tile;
+  [&]<int... S>(std::integer_sequence<int, S...>) {
+    ((tile >= T::template kTileBegin<S> ? (w_base = w_seg[S], y = y_seg[S], n_cols = T::template kN<S>,
+                                           seg_tile = tile - T::template kTileBegin<S>, 0)
+                                        : 0),
+     ...);
+  }(std::make_integer_sequence<int, int(sizeof...(Ns))>{});
+  const uint8_t* w = reinterpret_cast<const uint8_t*>(w_base) + size_t(seg_tile) * 16 * W::template kRowBytes<K>;
 
   float acc[T::kRowGroups][1][4] = {};
   if (has_tile) {
@@ -135,8 +193,8 @@ __global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N,
 #pragma unroll
       for (int rg = 0; rg < T::kRowGroups; ++rg) {
         if (rg < row_groups) {
-          const int b = min(rg * 8 + (lane >> 2), p.rows - 1);
-          mma_tile_stages<Precision::kBF16, K, T::kG, 1>(st, p.x + size_t(b) * K, k_begin, lane, acc[rg]);
+          const int b = min(rg * 8 + (lane >> 2), rows - 1);
+          mma_tile_stages<Precision::kBF16, K, T::kG, 1>(st, x + size_t(b) * K, k_begin, lane, acc[rg]);
         }
       }
     }
@@ -147,8 +205,8 @@ __global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N,
 #pragma unroll
       for (int rg = 0; rg < T::kRowGroups; ++rg)
         if (rg < row_groups)
-          dense_detail::store_fragment<N>(p.y, p.rows, tile, rg, lane,
-                                   make_float4(acc[rg][0][0], acc[rg][0][1], acc[rg][0][2], acc[rg][0][3]));
+          store_fragment<T::kWholeTiles>(y, n_cols, rows, seg_tile, rg, lane,
+                                         make_float4(acc[rg][0][0], acc[rg][0][1], acc[rg][0][2], acc[rg][0][3]));
     }
   } else {
     if (has_tile) {
@@ -169,10 +227,26 @@ __global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N,
           const float4 v = red[((first + i) * T::kRowGroups + rg) * 32 + lane];
           s = make_float4(s.x + v.x, s.y + v.y, s.z + v.z, s.w + v.w);
         }
-        dense_detail::store_fragment<N>(p.y, p.rows, tile, rg, lane, s);
+        store_fragment<T::kWholeTiles>(y, n_cols, rows, seg_tile, rg, lane, s);
       }
     }
   }
+}
+
+}  // namespace dense_detail
+
+template <int N, int K, int B, typename Out>
+__global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N, K, B>::kMinBlocks)
+    dense_kernel(const __grid_constant__ DenseParams<N, K, B, Out> p) {
+  const __nv_bfloat16* const w[1] = {p.w};
+  Out* const y[1] = {p.y};
+  dense_detail::dense_tiles<K, B, Out, N>(w, y, p.x, p.rows);
+}
+
+template <int K, int B, typename Out, int... Ns>
+__global__ void __launch_bounds__(DenseGroupTraits<K, B, Ns...>::kThreads, DenseGroupTraits<K, B, Ns...>::kMinBlocks)
+    dense_group_kernel(const __grid_constant__ DenseGroupParams<K, B, Out, Ns...> p) {
+  dense_detail::dense_tiles<K, B, Out, Ns...>(p.w, p.y, p.x, p.rows);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -193,6 +267,22 @@ void dense(const DenseParams<N, K, B, Out>& p, cudaStream_t stream) {
     configured = true;
   }
   dense_kernel<N, K, B, Out><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+// REQUIRES: as dense, per segment: w[s] readable for DenseGroupTraits::kSegmentReadBytes<s>; no y[s]
+// aliases another, w or x.
+template <int K, int B, typename Out, int... Ns>
+void dense_group(const DenseGroupParams<K, B, Out, Ns...>& p, cudaStream_t stream) {
+  using T = DenseGroupTraits<K, B, Ns...>;
+  CHECK(p.rows >= 1 && p.rows <= B, "dense group: rows outside [1, B]");
+  static bool configured = false;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(dense_group_kernel<K, B, Out, Ns...>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    T::kSmemBytes));
+    configured = true;
+  }
+  dense_group_kernel<K, B, Out, Ns...><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }
 
