@@ -91,7 +91,9 @@ struct CompletionRequest {
   int top_logprobs = 0;  // chat: [0, 20]; completions: `logprobs` as an integer, [0, 5]
 
   std::vector<Tool> tools;
-  ToolChoice tool_choice;  // default auto (none when there are no tools, which is the same)
+  // Default auto (none when there are no tools, which is the same). Required or a named function:
+  // the prompt ends with the opening of the call (forced_opening, serve/prompt_builder.h).
+  ToolChoice tool_choice;
   bool parallel_tool_calls = true;
 
   std::string user;

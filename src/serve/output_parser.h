@@ -71,9 +71,10 @@ class OutputParser {
   // REQUIRES: finish() not called.
   std::vector<OutputEvent> push(std::string_view text);
 
-  // Feeds text that the prompt already holds at the start of the turn (for instance a prefilled
-  // "<tool_call>\n" when a tool call is forced) so that the parser is in the state it leaves; its
-  // text produces no events. A tool-call block it opens is announced when the output closes it.
+  // Feeds text that the prompt already holds at the start of the turn (the opening of a call that
+  // tool_choice forces: forced_opening() in serve/prompt_builder.h) so that the parser is in the
+  // state it leaves; its text produces no events. A tool-call block it opens is announced when the
+  // output closes it.
   void prime(std::string_view text);
 
   // Ends the output: releases held text and returns an unterminated tool-call block as content.

@@ -73,6 +73,27 @@ bool ends_inside_think(const std::string& prompt) {
 
 }  // namespace
 
+std::string forced_opening(const CompletionRequest& r, bool reasoning_open) {
+  if (r.kind != CompletionRequest::Kind::kChat) return "";
+  std::string call;
+  switch (r.tool_choice.mode) {
+    case ToolChoice::Mode::kAuto:
+    case ToolChoice::Mode::kNone:
+      return "";
+    case ToolChoice::Mode::kRequired:
+      call = "<tool_call>\n{\"name\": \"";
+      break;
+    case ToolChoice::Mode::kFunction:
+      // The name is one of the request's tools, whose names are [a-zA-Z0-9_-]: nothing to escape.
+      call = "<tool_call>\n{\"name\": \"" + r.tool_choice.function + "\", \"arguments\": ";
+      break;
+  }
+  // NOTE: a template that opens reasoning ends its generation prompt with '<think>\n', and writes an
+  // empty reasoning block (thinking disabled, or a past turn's) as '<think>\n\n</think>\n\n': the
+  // forced call follows the same empty block, as in a turn that did not think.
+  return reasoning_open ? "\n</think>\n\n" + call : call;
+}
+
 std::vector<int32_t> eos_token_ids(const std::string& engine_dir) {
   std::vector<int32_t> eos;
   const fs::path path = fs::path(engine_dir) / "generation_config.json";
@@ -117,14 +138,13 @@ std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
   }
 }
 
-
 Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_context) const {
   Prompt p;
   const char* field = r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt";
   if (r.kind == CompletionRequest::Kind::kChat) {
     const std::string text = render_chat(r);
     p.reasoning_open = ends_inside_think(text);
-    p.ids = tokenizer_.encode(text);
+    p.ids = tokenizer_.encode(text + forced_opening(r, p.reasoning_open));
   } else if (const auto* text = std::get_if<std::string>(&r.prompt)) {
     p.ids = tokenizer_.encode(*text);
   } else {

@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "serve/output_parser.h"
+#include "serve/prompt_builder.h"
 #include "serve/protocol_error.h"
 #include "serve/random_id.h"
 #include "serve/sse.h"
@@ -107,9 +108,16 @@ struct Response {
   std::vector<TokenLogprob> tokens;  // logprobs not yet sent (streamed), or all of them
   int64_t text_offset = 0;           // completions: where the next logprobs' text starts
 
-  Response(bool chat, ResponseMeta meta, bool reasoning_open, bool tools, bool logprobs)
-      : chat(chat), meta(std::move(meta)),
-        parser(OutputParser::Options{reasoning_open, tools}, std::mt19937_64(id_rng()())), logprobs(logprobs) {}
+  // `reasoning_open`: the request's rendered prompt ends inside <think> (Submitted).
+  Response(const CompletionRequest& r, ResponseMeta meta, bool reasoning_open)
+      : chat(r.kind == CompletionRequest::Kind::kChat), meta(std::move(meta)),
+        parser(OutputParser::Options{reasoning_open, !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone},
+               std::mt19937_64(id_rng()())),
+        logprobs(r.logprobs) {
+    // tool_choice required / named: the prompt ends with the opening of the call, which the output
+    // continues (serve/prompt_builder.h).
+    parser.prime(forced_opening(r, reasoning_open));
+  }
 
   FinishReason finish(FinishReason f) const {
     return chat && parser.tool_calls() > 0 ? FinishReason::kToolCalls : f;
@@ -182,8 +190,7 @@ struct HttpServer::Impl {
       meta.created = int64_t(std::time(nullptr));
       meta.model = engine.model().id;
       meta.stream_usage = r.stream && r.include_usage;
-      const bool tools = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone;
-      auto state = std::make_shared<Response>(chat, meta, sub.reasoning_open, tools, r.logprobs);
+      auto state = std::make_shared<Response>(r, meta, sub.reasoning_open);
       if (!r.stream) {
         respond_whole(req, res, *state, *sink, sub.id);
       } else {

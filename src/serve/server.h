@@ -11,7 +11,10 @@
 // The server listens from the start of the countdown: /health reports the phase (503 until launch)
 // and /v1/* answer 503 until launch() hands it the loop.
 //
-// Not yet here (issue 4): tool_choice required/named and parallel_tool_calls=false enforcement.
+// tool_choice required / named is enforced by the prompt, which ends with the opening of the call
+// (serve/prompt_builder.h).
+//
+// Not yet here (issue 4): parallel_tool_calls=false enforcement.
 #pragma once
 
 #include <memory>
