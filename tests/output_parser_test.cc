@@ -42,6 +42,7 @@ std::vector<int32_t> ids_of(const std::vector<std::string>& fragments) {
 struct Parsed {
   AssistantTurn turn;
   int tool_calls = 0;
+  bool complete = false;
   std::vector<OutputEvent> events;
   size_t held_partial_chars = 0;  // pieces that ended inside a multi-byte character
 };
@@ -75,6 +76,7 @@ Parsed run_ids(const std::vector<int32_t>& ids, Options options = {}, uint64_t s
   take(p, parser.push(decoder.flush()));
   take(p, parser.finish());
   p.tool_calls = parser.tool_calls();
+  p.complete = parser.complete();
   return p;
 }
 
@@ -87,6 +89,7 @@ Parsed run_pieces(const std::vector<std::string>& pieces, Options options = {}) 
   for (const std::string& piece : pieces) take(p, parser.push(piece));
   take(p, parser.finish());
   p.tool_calls = parser.tool_calls();
+  p.complete = parser.complete();
   return p;
 }
 
@@ -103,6 +106,7 @@ void expect_same(const Parsed& a, const Parsed& b, const std::string& how) {
     EXPECT_EQ(a.turn.tool_calls[i].arguments, b.turn.tool_calls[i].arguments);
   }
   EXPECT_EQ(a.tool_calls, b.tool_calls);
+  EXPECT_EQ(a.complete, b.complete);
 }
 
 // The same result however the text is cut: at every character boundary into two pieces, and one
@@ -373,6 +377,49 @@ TEST(OutputParser, ArgumentFragmentsConcatenateToTheArguments) {
   }
   EXPECT_EQ(joined, p.turn.tool_calls[0].arguments);
   EXPECT_EQ(Json::parse(joined), Json::parse(args));
+}
+
+TEST(OutputParser, OneCallAllowedEndsTheTurnAtIt) {
+  // parallel_tool_calls=false: the second call, and the text after it, are not part of the turn.
+  const std::string out =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"Europe/Paris\"}}\n</tool_call>\nDone.";
+  const Options one{.max_tool_calls = 1};
+  const Parsed p = run_text(out, one);
+  ASSERT_EQ(p.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(p.turn.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(p.turn.tool_calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(p.turn.content, "");
+  EXPECT_EQ(p.events.size(), 2u);  // the call's start and its arguments, nothing after
+  EXPECT_TRUE(p.complete);
+  expect_split_invariant(out, one, p);  // also when one piece holds both calls
+
+  const Parsed unlimited = run_text(out);
+  EXPECT_EQ(unlimited.turn.tool_calls.size(), 2u);
+  EXPECT_FALSE(unlimited.complete);
+}
+
+TEST(OutputParser, OnlyAValidCallOutsideReasoningCountsTowardsTheLimit) {
+  const std::string out =
+      "<think>\nMaybe <tool_call>\n{\"name\": \"get_time\"}\n</tool_call> first.\n</think>\n\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": }\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  const Options one{.max_tool_calls = 1};
+  const Parsed p = run_text(out, one);
+  EXPECT_EQ(p.turn.reasoning_content, "Maybe <tool_call>\n{\"name\": \"get_time\"}\n</tool_call> first.");
+  EXPECT_EQ(p.turn.content, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": }\n</tool_call>");
+  ASSERT_EQ(p.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(p.turn.tool_calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_TRUE(p.complete);
+  expect_split_invariant(out, one, p);
+}
+
+TEST(OutputParser, TurnWithoutTheAllowedCallsIsNotComplete) {
+  const Parsed p = run_text("<tool_call>\n{\"name\": \"f\"}\n</tool_call>\nThen text.", Options{.max_tool_calls = 2});
+  EXPECT_EQ(p.tool_calls, 1);
+  EXPECT_EQ(p.turn.content, "Then text.");
+  EXPECT_FALSE(p.complete);
 }
 
 }  // namespace

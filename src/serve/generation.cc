@@ -98,6 +98,7 @@ std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t 
                  (unsigned long long)id_, (long long)usage_.prompt_tokens, (long long)usage_.completion_tokens);
     return std::nullopt;
   }
+  if (sink_->stop_requested()) return finish(FinishReason::kStop);
   // A forced sequence that runs out ends the turn as eos would.
   if (forced_ && forced_next_ == forced_->size()) return finish(FinishReason::kStop);
   const int32_t next = choose(logits, vocab, pos);

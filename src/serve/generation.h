@@ -58,12 +58,19 @@ class RequestSink {
   // The client went away: the loop stops the request at its next token (or skips it if queued).
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
+  // The response is complete before the output ended (parallel_tool_calls=false has its call): the
+  // loop ends the request at its next token as at a stop string, with the final event and usage.
+  // NOTE: the HTTP thread parses behind the loop, which may have produced more by then; that text
+  // still arrives (and counts in usage, being computed) and is the response's to drop.
+  void request_stop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> stop_requested_{false};
 };
 
 // TEST-ONLY (`rocket serve --force-tokens FILE`): token sequences that replace sampling, so that the
@@ -103,7 +110,8 @@ class Generation {
   // Given the logits for the next position (`vocab` floats), chooses the next token (sampled, the
   // draw keyed by `pos`, the position the token will take; or the forced sequence's next), and
   // pushes the text it completes. Returns the token to feed back to the engine at `pos`, or nullopt
-  // when the request is finished (eos, stop string, max_tokens, forced sequence ended, cancelled);
+  // when the request is finished (eos, stop string, max_tokens, forced sequence ended, stop
+  // requested, cancelled);
   // then the final event has been pushed, none if cancelled.
   // REQUIRES: not finished.
   std::optional<int32_t> step(const float* logits, int vocab, int64_t pos);

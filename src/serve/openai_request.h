@@ -92,8 +92,10 @@ struct CompletionRequest {
 
   std::vector<Tool> tools;
   // Default auto (none when there are no tools, which is the same). Required or a named function:
-  // the prompt ends with the opening of the call (forced_opening, serve/prompt_builder.h).
+  // the prompt ends with the opening of the call (forced_opening, serve/prompt_builder.h), and a
+  // named function allows one call.
   ToolChoice tool_choice;
+  // false: the turn ends at its first tool call, and the engine stops there (serve/server.cc).
   bool parallel_tool_calls = true;
 
   std::string user;

@@ -28,11 +28,13 @@ size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
 }  // namespace
 
 OutputParser::OutputParser(Options options, std::mt19937_64 id_rng) : options_(options), rng_(id_rng) {
+  CHECK(options_.max_tool_calls >= 1, "max_tool_calls must allow a call");
   if (options_.reasoning_open) prime(kThinkOpen);
 }
 
 std::vector<OutputEvent> OutputParser::push(std::string_view text) {
   CHECK(!finished_, "push after finish");
+  if (complete()) return {};
   pending_ += text;
   process(/*final=*/false);
   return std::exchange(events_, {});
@@ -42,8 +44,9 @@ void OutputParser::prime(std::string_view text) { push(text); }
 
 std::vector<OutputEvent> OutputParser::finish() {
   CHECK(!finished_, "finish called twice");
-  process(/*final=*/true);
   finished_ = true;
+  if (complete()) return {};
+  process(/*final=*/true);
   if (state_ == State::kToolCall) {
     emit(ContentDelta{std::string(block_newlines_, '\n') + std::string(kToolOpen) + block_});
     block_.clear();
@@ -73,6 +76,10 @@ std::vector<std::string_view> OutputParser::active_tags() const {
 // step re-reads the active tags, since emitting content disables <think>.
 void OutputParser::process(bool final) {
   while (!pending_.empty()) {
+    if (complete()) {
+      pending_.clear();  // what follows the last allowed call is not part of the turn
+      return;
+    }
     const std::vector<std::string_view> tags = active_tags();
     size_t at = std::string::npos;
     std::string_view found;

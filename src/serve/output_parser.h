@@ -26,12 +26,15 @@
 //    leading and trailing '\n' of reasoning, '\n' at the start of content after </think> or
 //    </tool_call>, and '\n' right before <tool_call>. A valid block's surroundings are thus dropped;
 //    content that ends the stream keeps its trailing newlines.
-//
-// parallel_tool_calls=false is the caller's to enforce: stop generating once tool_calls() is 1.
+//  - Options::max_tool_calls bounds the calls of a turn (parallel_tool_calls=false, a named
+//    tool_choice): the turn ends with the last one's arguments. Text after it produces no events and
+//    complete() turns true, telling the caller to stop generating; the parser is the one place that
+//    knows a block was a valid call, outside reasoning.
 //
 // Not thread-safe: one per response.
 #pragma once
 
+#include <limits>
 #include <random>
 #include <string>
 #include <string_view>
@@ -62,6 +65,7 @@ class OutputParser {
   struct Options {
     bool reasoning_open = false;  // the prompt ends inside <think>: the output starts as reasoning
     bool tool_calls = true;       // parse <tool_call> blocks; false (no tools, tool_choice none) = content
+    int max_tool_calls = std::numeric_limits<int>::max();  // >= 1
   };
 
   // `id_rng` draws the tool-call ids ("call_" + 24 alphanumerics).
@@ -82,6 +86,8 @@ class OutputParser {
 
   // Valid tool calls so far; finish_reason is "tool_calls" when this is non-zero.
   int tool_calls() const { return tool_calls_; }
+  // The turn has its max_tool_calls calls: further output is dropped, and need not be generated.
+  bool complete() const { return tool_calls_ == options_.max_tool_calls; }
 
  private:
   enum class State { kContent, kReasoning, kToolCall };

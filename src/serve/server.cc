@@ -96,6 +96,16 @@ bool peer_closed(int fd) {
   return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
+// The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
+// named tool_choice: it forces a call of that function, and a second call could name any other.
+OutputParser::Options parser_options(const CompletionRequest& r, bool reasoning_open) {
+  OutputParser::Options o;
+  o.reasoning_open = reasoning_open;
+  o.tool_calls = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone;
+  if (!r.parallel_tool_calls || r.tool_choice.mode == ToolChoice::Mode::kFunction) o.max_tool_calls = 1;
+  return o;
+}
+
 // Accumulates one response: runs the loop's text through the output parser (chat), collects the
 // logprobs, and builds the objects OpenAI sends.
 struct Response {
@@ -111,12 +121,21 @@ struct Response {
   // `reasoning_open`: the request's rendered prompt ends inside <think> (Submitted).
   Response(const CompletionRequest& r, ResponseMeta meta, bool reasoning_open)
       : chat(r.kind == CompletionRequest::Kind::kChat), meta(std::move(meta)),
-        parser(OutputParser::Options{reasoning_open, !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone},
-               std::mt19937_64(id_rng()())),
-        logprobs(r.logprobs) {
+        parser(parser_options(r, reasoning_open), std::mt19937_64(id_rng()())), logprobs(r.logprobs) {
     // tool_choice required / named: the prompt ends with the opening of the call, which the output
     // continues (serve/prompt_builder.h).
     parser.prime(forced_opening(r, reasoning_open));
+  }
+
+  // Chat: the parser's events for a text event of the loop, whose logprobs it collects. Once the turn
+  // is complete (it has its last allowed tool call) the loop is asked to stop the request, and what
+  // it sends until it has stopped is dropped.
+  std::vector<OutputEvent> parse(TokenEvent& ev, RequestSink& sink) {
+    if (parser.complete()) return {};
+    add_logprobs(ev.logprobs);
+    std::vector<OutputEvent> events = parser.push(ev.text);
+    if (parser.complete()) sink.request_stop();
+    return events;
   }
 
   FinishReason finish(FinishReason f) const {
@@ -220,11 +239,11 @@ struct HttpServer::Impl {
       }
       if (!ev) continue;
       if (!ev->error.empty()) throw ProtocolError(500, ev->error, "", "server_error");
-      s.add_logprobs(ev->logprobs);
       if (!ev->done) {
         if (s.chat) {
-          for (const OutputEvent& o : s.parser.push(ev->text)) s.turn.add(o);
+          for (const OutputEvent& o : s.parse(*ev, sink)) s.turn.add(o);
         } else {
+          s.add_logprobs(ev->logprobs);
           s.text += ev->text;
         }
         continue;
@@ -279,13 +298,14 @@ struct HttpServer::Impl {
             out.done();
             return true;
           }
-          s->add_logprobs(ev->logprobs);
           if (!ev->done) {
             if (s->chat) {
-              for (const OutputEvent& o : s->parser.push(ev->text))
+              for (const OutputEvent& o : s->parse(*ev, *sink))
                 if (!send_event(o)) return sink->cancel(), false;
-            } else if (!ev->text.empty() || !s->tokens.empty()) {
-              if (!send(completion_chunk_json(s->meta, ev->text, std::nullopt, s->take_logprobs())))
+            } else {
+              s->add_logprobs(ev->logprobs);
+              if ((!ev->text.empty() || !s->tokens.empty()) &&
+                  !send(completion_chunk_json(s->meta, ev->text, std::nullopt, s->take_logprobs())))
                 return sink->cancel(), false;
             }
             return true;

@@ -12,9 +12,8 @@
 // and /v1/* answer 503 until launch() hands it the loop.
 //
 // tool_choice required / named is enforced by the prompt, which ends with the opening of the call
-// (serve/prompt_builder.h).
-//
-// Not yet here (issue 4): parallel_tool_calls=false enforcement.
+// (serve/prompt_builder.h); parallel_tool_calls=false by the output parser, whose turn completes at
+// the first call, and the loop then stops the request (RequestSink::request_stop).
 #pragma once
 
 #include <memory>
