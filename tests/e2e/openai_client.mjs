@@ -393,6 +393,62 @@ test("FORCED: reasoning separated from content, whole and streamed", async () =>
   assert.equal(s.finish, "stop");
 });
 
+test("FORCED: tool_choice naming a function: the output continues the call the prompt opened", async () => {
+  // The forced tokens continue '<tool_call>\n{"name": "get_weather", "arguments": ' and then make a
+  // second call: a named tool_choice allows one.
+  const tool_choice = { type: "function", function: { name: "get_weather" } };
+  const params = { model, messages: hello, tools, tool_choice, user: "named_continues" };
+  const r = await client.chat.completions.create(params);
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, "tool_calls");
+  assert.equal(c.message.content, null);
+  assert.equal(c.message.tool_calls.length, 1);
+  assert.match(c.message.tool_calls[0].id, /^call_/);
+  assert.equal(c.message.tool_calls[0].function.name, "get_weather");
+  assert.deepEqual(JSON.parse(c.message.tool_calls[0].function.arguments), { city: "Paris" });
+  // The opening is prompt, not completion.
+  const free = await client.chat.completions.create({ model, messages: hello, tools, user: "tool_call" });
+  assert.ok(r.usage.prompt_tokens > free.usage.prompt_tokens, `${r.usage.prompt_tokens} <= ${free.usage.prompt_tokens}`);
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.equal(s.finish, "tool_calls");
+  assert.equal(s.content, "");
+  assert.deepEqual(s.calls.map((c) => [c.name, JSON.parse(c.arguments)]), [["get_weather", { city: "Paris" }]]);
+});
+
+test("FORCED: tool_choice required: the output names the function", async () => {
+  // The forced tokens continue '<tool_call>\n{"name": "'.
+  const params = { model, messages: hello, tools, tool_choice: "required", user: "required_continues" };
+  const r = await client.chat.completions.create(params);
+  assert.equal(r.choices[0].finish_reason, "tool_calls");
+  assert.deepEqual(r.choices[0].message.tool_calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
+                   [["get_time", { zone: "UTC" }]]);
+  const s = await collectChat(await client.chat.completions.create({ ...params, stream: true }));
+  assert.equal(s.finish, "tool_calls");
+  assert.deepEqual(s.calls.map((c) => [c.name, JSON.parse(c.arguments)]), [["get_time", { zone: "UTC" }]]);
+});
+
+test("FORCED: parallel_tool_calls=false: one call, and the engine stops after it", async () => {
+  const params = { model, messages: hello, tools, user: "calls_then_text" };
+  const all = await client.chat.completions.create(params);
+  assert.equal(all.choices[0].message.tool_calls.length, 2);
+  const r = await client.chat.completions.create({ ...params, parallel_tool_calls: false });
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, "tool_calls");
+  assert.equal(c.message.content, null);
+  assert.deepEqual(c.message.tool_calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
+                   [["get_weather", { city: "Paris" }]]);
+  // The request ended at the first call, not at the end of the forced sequence (the long text after
+  // the second call leaves the loop far more steps than it takes the server to ask it to stop).
+  assert.ok(r.usage.completion_tokens < all.usage.completion_tokens / 2,
+            `${r.usage.completion_tokens} of ${all.usage.completion_tokens} tokens computed`);
+  const s = await collectChat(await client.chat.completions.create({
+    ...params, parallel_tool_calls: false, stream: true, stream_options: { include_usage: true } }));
+  assert.equal(s.finish, "tool_calls");
+  assert.equal(s.content, "");
+  assert.deepEqual(s.calls.map((c) => [c.name, JSON.parse(c.arguments)]), [["get_weather", { city: "Paris" }]]);
+  assert.ok(s.usage.completion_tokens < all.usage.completion_tokens / 2);
+});
+
 let failures = 0;
 for (const [name, fn] of tests) {
   try {

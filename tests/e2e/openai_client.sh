@@ -13,7 +13,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base=http://127.0.0.1:$port
 
 # Strings are encoded with the engine's tokenizer, so <think>, <tool_call> and friends are the added
-# tokens the model itself would emit.
+# tokens the model itself would emit. The *_continues sequences continue the opening of a call that
+# tool_choice puts at the end of the prompt.
 cat >"$work/forced.json" <<'EOF'
 {
   "tool_call": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>",
@@ -21,7 +22,10 @@ cat >"$work/forced.json" <<'EOF'
   "malformed": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",
   "think_then_call": "<think>\nThe user wants the weather in Paris.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
   "reasoning": "<think>\nTwo plus two is four.\n</think>\n\nThe answer is 4.",
-  "stop_split": "Alpha beta gamma delta epsilon"
+  "stop_split": "Alpha beta gamma delta epsilon",
+  "named_continues": "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
+  "required_continues": "get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>",
+  "calls_then_text": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"Europe/Paris\"}}\n</tool_call>\nBoth calls are out; what follows is a long tail that a stopped request never computes. It goes on for a while, sentence after sentence, so that the engine would need many more steps to reach its end: one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve, thirteen, fourteen, fifteen, sixteen, seventeen, eighteen, nineteen, twenty, and then it says the numbers again, one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve, thirteen, fourteen, fifteen, sixteen, seventeen, eighteen, nineteen, twenty, and ends here."
 }
 EOF
 
