@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the embedded default fuel: forge the tiny fuel, build its host engine, generate.
+# The main job on the embedded default fuel: forge the tiny fuel, build its host engine (with the HF
+# golden token for static fire), generate, then launch the OpenAI-compatible server and ask it for a
+# chat completion, streamed.
 #   bash scripts/run.sh ["prompt text"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,6 +9,21 @@ bash scripts/setup.sh
 prompt=${1:-"The quick brown fox"}
 mkdir -p out
 [ -d out/fuels/tiny-bf16 ] || build/rocket forge --fuel tiny --format bf16 --seed 1 --out out/fuels/tiny-bf16
-[ -x out/engines/tiny/bin/rocket-engine ] || build/rocket build out/fuels/tiny-bf16 --booster host --out out/engines/tiny
-build/rocket inspect out/engines/tiny | head -12
+[ -x out/engines/tiny/bin/rocket-engine ] ||
+  build/rocket build out/fuels/tiny-bf16 --booster host --out out/engines/tiny --golden tests/golden/tiny_bf16.json
+build/rocket inspect out/engines/tiny | head -14
 build/rocket generate out/engines/tiny --prompt "$prompt" --max-tokens 32
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+build/rocket launch out/engines/tiny --port "$port" 2>out/launch.log &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
+until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
+  kill -0 $server 2>/dev/null || { cat out/launch.log; exit 1; }
+  sleep 0.2
+done
+grep '\[countdown\]' out/launch.log
+echo "POST /v1/chat/completions (streamed):"
+curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' \
+  -d "{\"model\": \"tiny\", \"messages\": [{\"role\": \"user\", \"content\": \"$prompt\"}], \"max_tokens\": 24,
+       \"stream\": true, \"stream_options\": {\"include_usage\": true}}"
