@@ -24,6 +24,6 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
 done
 grep '\[countdown\]' out/launch.log
 echo "POST /v1/chat/completions (streamed):"
-curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' \
-  -d "{\"model\": \"tiny\", \"messages\": [{\"role\": \"user\", \"content\": \"$prompt\"}], \"max_tokens\": 24,
-       \"stream\": true, \"stream_options\": {\"include_usage\": true}}"
+body=$(python3 -c 'import json, sys; print(json.dumps({"model": "tiny", "messages": [{"role": "user", "content": sys.argv[1]}],
+  "max_tokens": 24, "stream": True, "stream_options": {"include_usage": True}}))' "$prompt")
+curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' -d "$body"
