@@ -5,7 +5,8 @@
 //   - the route (counts, expert list, slots) must equal the host's grouping exactly;
 //   - every MoE output and shared-expert gate is compared with the host kernels (router_top_k, linear on
 //     the stored weights, swiglu, sigmoid) on the same bf16 inputs, within a bound derived per element;
-//   - a CUDA-graph replay of the step must reproduce the direct launch bit for bit;
+//   - a CUDA-graph replay of the step must reproduce the direct launch bit for bit, and so must the
+//     last step of the timed graph (moe_down is a programmatic dependent launch of moe_gate_up);
 //   - the step is timed as a graph of many steps, each on other experts and another copy of the shared
 //     expert so weights come from HBM, not L2, against a device-to-device copy measured in the same run.
 // Prints a table; exit 1 on any mismatch.
@@ -484,6 +485,20 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   for (int i = 1; i < kTimedSteps; ++i) Case<D, B, P>::step(L, d, i, 0, nullptr, 1);  // routes for the per-kernel graphs
   CUDA_CHECK(cudaDeviceSynchronize());  // the timed graphs run on a non-blocking stream
   const double us = time_steps<D, B, P>(L, d, 7);
+  // The timed graph ran kTimedSteps steps back to back, each moe_down a programmatic dependent of its
+  // gate_up: its last step's output must equal a direct launch of that step, bit for bit.
+  {
+    std::vector<uint16_t> timed(size_t(B) * H), direct(size_t(B) * H);
+    CUDA_CHECK(cudaMemcpy(timed.data(), d.out, timed.size() * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemset(d.out, 0xff, size_t(B) * H * 2));
+    C::step(L, d, kTimedSteps - 1, (kTimedSteps - 1) % kSharedCopies, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(direct.data(), d.out, direct.size() * 2, cudaMemcpyDeviceToHost));
+    if (std::memcmp(timed.data(), direct.data(), timed.size() * 2) != 0) {
+      std::printf("  timed graph: last step differs from its direct launch\n");
+      ok = false;
+    }
+  }
   const double us_gu = time_steps<D, B, P>(L, d, 2);
   const double us_down = time_steps<D, B, P>(L, d, 4);
   const double gbps = (weight_bytes + act_bytes) / (us * 1e-6) / 1e9;

@@ -13,6 +13,11 @@
 //                then each output is shared_scale * shared + sum over its top-k choices (in choice
 //                order) of weight * expert output, rounded once to bf16.
 //
+// moe_down is a programmatic dependent launch of moe_gate_up: every gate_up block lets it launch at
+// its start, so down's blocks are scheduled as gate_up's drain and pull their shared-expert weights
+// into L2 before griddepcontrol.wait (which returns once gate_up has completed and its writes are
+// visible); nothing a kernel before down writes is read before that wait.
+//
 // Deterministic: no float atomics, every sum has a fixed order, so a graph replay is bit-exact.
 // Graph-capturable: grids depend only on the bucket (sized for B * top_k active experts; blocks of
 // entries past route->active exit at once), no host synchronisation, no allocation.
@@ -147,6 +152,10 @@ struct GateUpEntry {
   int rows;                      // activation columns: the expert's routed rows, or B
   __nv_bfloat16* act;            // activation column n goes to act row n
 };
+
+// PTX griddepcontrol (sm_90): no-ops in a grid launched without programmatic stream serialization.
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_prerequisites() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 
@@ -294,6 +303,8 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
     moe_gate_up_kernel(const __grid_constant__ MoeGateUpParams<D, B> p) {
   using T = MoeGateUpTraits<D, B, P>;
   extern __shared__ float4 red[];
+  // moe_down may launch once every block has started: it reads nothing of ours before its wait.
+  moe::launch_dependents();
   if (blockIdx.x == 0) {
     moe::shared_expert_scale<D, B, T::kWarps>(p);
     return;
@@ -333,6 +344,13 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
   float* ys_shared = ys + R::kParts * T::kSlots * T::kYStride;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int j0 = blockIdx.x * 16;
+  // Before gate_up completes: this block's 16 rows of the shared down projection (weights only, one
+  // contiguous range) into L2, where its units below read them; whole 128-byte lines inside the range.
+  constexpr int kSharedLines = 16 * D::kSharedInter * 2 / 128;
+  for (int i = threadIdx.x; i < kSharedLines; i += T::kThreads)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter) +
+                                                   size_t(i) * 128));
+  moe::wait_prerequisites();
   const int units = S::kParts + p.route->active * R::kParts;
   for (int u = warp; u < units; u += T::kWarps) {
     if (u < S::kParts) {
@@ -389,7 +407,8 @@ void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-// REQUIRES: moe_gate_up for this step already on `stream`.
+// REQUIRES: moe_gate_up for this step already on `stream`, the kernel just before this launch (down
+// waits for it to complete, and so for everything before it, before reading any input but its weights).
 template <class D, int B, Precision P>
 void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
   using T = MoeDownTraits<D, B, P>;
@@ -398,7 +417,18 @@ void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
     CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
-  moe_down_kernel<D, B, P><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
+  // A programmatic dependent of the kernel before it (moe_gate_up): see the note at the top.
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(T::kBlocks);
+  cfg.blockDim = dim3(T::kThreads);
+  cfg.dynamicSmemBytes = T::kSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_kernel<D, B, P>, p));
   CUDA_CHECK_LAUNCH();
 }
 
