@@ -14,9 +14,10 @@
 //                order) of weight * expert output, rounded once to bf16.
 //
 // moe_down is a programmatic dependent launch of moe_gate_up: every gate_up block lets it launch at
-// its start, so down's blocks are scheduled as gate_up's drain and pull their shared-expert weights
-// into L2 before griddepcontrol.wait (which returns once gate_up has completed and its writes are
-// visible); nothing a kernel before down writes is read before that wait.
+// its start, so down's blocks are scheduled as gate_up's drain and pull their weights (shared expert
+// and the first active experts, from the route moe_dispatch completed before gate_up began) into L2
+// before griddepcontrol.wait, which returns once gate_up has completed and its writes are visible;
+// nothing gate_up writes is read before that wait.
 //
 // Deterministic: no float atomics, every sum has a fixed order, so a graph replay is bit-exact.
 // Graph-capturable: grids depend only on the bucket (sized for B * top_k active experts; blocks of
@@ -344,12 +345,46 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
   float* ys_shared = ys + R::kParts * T::kSlots * T::kYStride;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int j0 = blockIdx.x * 16;
-  // Before gate_up completes: this block's 16 rows of the shared down projection (weights only, one
-  // contiguous range) into L2, where its units below read them; whole 128-byte lines inside the range.
-  constexpr int kSharedLines = 16 * D::kSharedInter * 2 / 128;
-  for (int i = threadIdx.x; i < kSharedLines; i += T::kThreads)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter) +
-                                                   size_t(i) * 128));
+  // Before gate_up completes, into L2 where the units below read them: this block's 16 rows of the
+  // shared down projection and of the first active experts' down projection (weights, nvfp4 block
+  // scales and scale2; each a contiguous range). Weights only, and the route: moe_dispatch completed
+  // before gate_up started (see the launcher's REQUIRES); __ldcg reads it from L2, the point of
+  // coherence.
+  {
+    using WT = WeightTileTraits<P>;
+    constexpr int kSharedBytes = 16 * D::kSharedInter * 2;
+    constexpr int kWeightBytes = 16 * WT::template kRowBytes<D::kInter>;
+    constexpr int kScaleBytes = WT::kNvfp4 ? 16 * WT::template kScaleRowBytes<D::kInter> : 0;
+    constexpr int kSharedLines = (kSharedBytes + 127) / 128;
+    constexpr int kWeightLines = (kWeightBytes + 127) / 128;
+    constexpr int kScaleLines = (kScaleBytes + 127) / 128;
+    constexpr int kUnitLines = kWeightLines + kScaleLines + (WT::kNvfp4 ? 1 : 0);
+    // NOTE: only the experts the warps take in their first pass over the units: at large buckets all
+    // active experts' rows would be far more than L2 holds until they are read.
+    constexpr int kFirstPass = (T::kWarps - S::kParts + R::kParts - 1) / R::kParts;
+    constexpr int kMaxActive = MoeRoute<D, B>::kMaxActive;
+    constexpr int kPrefetchExperts = kFirstPass < 0 ? 0 : kFirstPass < kMaxActive ? kFirstPass : kMaxActive;
+    const int experts = min(max(__ldcg(&p.route->active), 0), kPrefetchExperts);
+    for (int i = threadIdx.x; i < kSharedLines + experts * kUnitLines; i += T::kThreads) {
+      const uint8_t* at;
+      if (i < kSharedLines) {
+        at = reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter) + min(i * 128, kSharedBytes - 1);
+      } else {
+        const int a = (i - kSharedLines) / kUnitLines, line = (i - kSharedLines) % kUnitLines;
+        const int e = __ldcg(&p.route->expert[a]);
+        if (e < 0 || e >= D::kExperts) continue;
+        const uint8_t* unit = p.experts + uint64_t(e) * p.expert_stride;
+        if (line < kWeightLines)
+          at = unit + p.expert.down.weight + size_t(j0) * WT::template kRowBytes<D::kInter> + min(line * 128, kWeightBytes - 1);
+        else if (line < kWeightLines + kScaleLines)
+          at = unit + p.expert.down.scale + size_t(j0) * WT::template kScaleRowBytes<D::kInter> +
+               min((line - kWeightLines) * 128, kScaleBytes - 1);
+        else
+          at = unit + p.expert.down.scale2;
+      }
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+    }
+  }
   moe::wait_prerequisites();
   const int units = S::kParts + p.route->active * R::kParts;
   for (int u = warp; u < units; u += T::kWarps) {
@@ -407,8 +442,9 @@ void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-// REQUIRES: moe_gate_up for this step already on `stream`, the kernel just before this launch (down
-// waits for it to complete, and so for everything before it, before reading any input but its weights).
+// REQUIRES: moe_gate_up for this step already on `stream`, the kernel just before this launch and
+// launched after this step's moe_dispatch completed (an ordinary launch): down reads the route and
+// prefetches weights before griddepcontrol.wait, and every other input after it (gate_up complete).
 template <class D, int B, Precision P>
 void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
   using T = MoeDownTraits<D, B, P>;
