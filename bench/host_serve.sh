@@ -11,7 +11,7 @@ engine=$build/e2e/engines/tiny-bf16
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$build/rocket" launch "$engine" --port "$port" --queue 128 >/tmp/host_serve.log 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do sleep 0.2; done
 out=bench/results/host-serve-agents.md
 {

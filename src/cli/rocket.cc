@@ -213,7 +213,7 @@ int cmd_launch(const std::vector<std::string>& args) {
                 "  launch ...): POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health (the\n"
                 "  countdown phase; 503 until launch), GET /metrics. A failed phase exits 1 naming it.\n"
                 "  --queue N           requests waiting for a stream slot before 503 (default 64)\n"
-                "  --prefill-budget T  prompt tokens prefilled per step while streams decode (default: one chunk)\n"
+                "  --prefill-budget T  prompt tokens prefilled per step while streams decode (default: 4 chunks)\n"
                 "  --reserve BYTES     memory kept back for other work, on top of the booster's floor\n");
     return args.empty() ? 2 : 0;
   }

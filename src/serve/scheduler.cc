@@ -28,7 +28,7 @@ Scheduler::Scheduler(PromptBuilder prompts, BatchEngine& engine, ModelInfo model
       geometry_(CacheGeometry::from_plan(engine.plan(), engine.plan().state_snapshots)), cache_(geometry_),
       slots_(size_t(engine.plan().max_streams)) {
   const Plan& plan = engine.plan();
-  if (options_.prefill_budget <= 0) options_.prefill_budget = plan.prefill_chunk;
+  if (options_.prefill_budget <= 0) options_.prefill_budget = 4 * plan.prefill_chunk;
   // Padding rows of a bucket write one token's KV somewhere: a page of their own, held for good.
   const std::optional<int> pad = cache_.alloc_page();
   CHECK(pad.has_value(), "a fresh cache pool has pages");
@@ -232,7 +232,7 @@ void Scheduler::decode_step() {
 void Scheduler::prefill_step() {
   const int chunk = engine_.plan().prefill_chunk;
   const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
-  int budget = decoding ? options_.prefill_budget : 4 * chunk;
+  int budget = decoding ? options_.prefill_budget : 4 * options_.prefill_budget;
   int prefilled = 0;
   for (int slot : std::deque<int>(order_)) {
     if (budget <= 0) break;

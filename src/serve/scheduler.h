@@ -39,8 +39,9 @@ namespace rocket {
 
 struct SchedulerOptions {
   size_t queue_capacity = 64;  // requests waiting for a slot; beyond it submit() answers 503
-  // Prompt tokens prefilled per step while streams are decoding (0: one prefill chunk). With nothing
-  // decoding, prefill runs 4 chunks per step.
+  // Prompt tokens prefilled per step while streams are decoding (0: four prefill chunks). It trades
+  // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
+  // nothing decoding, prefill runs four times the budget per step.
   int prefill_budget = 0;
 };
 
