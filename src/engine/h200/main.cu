@@ -50,11 +50,15 @@ int32_t host_argmax(const float* l) { return int32_t(std::max_element(l, l + eng
 // Parity against the HF goldens (tests/golden/README.md), as the host engine's parity, with a
 // tolerance for bf16 activations: the residual stream and every projection's output are rounded to
 // bf16 (unit roundoff u = 2^-8) about 4 times per layer; independent roundings add in quadrature, so
-// the hidden state and the logits drift by about sqrt(4 · layers) · u relative to their scale. The
-// default allows twice that (4 layers: 3.1e-2). The reference is FP32 on the same weights.
+// the hidden state and the logits drift by about sqrt(4 · layers) · u relative to their scale. That
+// smooth estimate is not the whole story: a token whose top-k experts nearly tie routes differently
+// once its hidden state is rounded, and its logits jump. HF itself, computing in bf16 on the same
+// fuels, lands up to 6.5e-2 (tiny) and 4.4e-2 (a3b, 4 layers) from its FP32 goldens, 2.1x the estimate
+// (bench/results/h200-parity.md). The default allows 5x the estimate (4 layers: 7.8e-2), above the
+// reference's own bf16 spread; the free-running greedy tokens stay the sharp test.
 int cmd_parity(const fs::path& dir, const Args& a) {
   const Golden g = load_golden(a.get("--golden", ""), a.get("--full", ""));
-  const float default_tol = float(2.0 * std::sqrt(4.0 * engine::kLayers) * std::ldexp(1.0, -8));
+  const float default_tol = float(5.0 * std::sqrt(4.0 * engine::kLayers) * std::ldexp(1.0, -8));
   const float tol = std::stof(a.get("--tolerance", std::to_string(default_tol)));
   H200Engine e(dir.string(), default_load());
   H200BatchEngine be(e);
