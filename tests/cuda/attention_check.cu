@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "check_support.h"
 #include "core/dtype.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
@@ -52,32 +53,6 @@ struct Rng {
   float uniform(float lo, float hi) { return lo + (hi - lo) * float(next() >> 40) * (1.0f / 16777216.0f); }
   uint16_t bf16(float lo, float hi) { return f32_to_bf16(uniform(lo, hi)); }
 };
-
-double device_copy_gbps() {
-  const size_t bytes = size_t(2) << 30;
-  void *a, *b;
-  CUDA_CHECK(cudaMalloc(&a, bytes));
-  CUDA_CHECK(cudaMalloc(&b, bytes));
-  CUDA_CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  float best = 1e30f;
-  for (int i = 0; i < 6; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
-    CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i) best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaFree(a));
-  CUDA_CHECK(cudaFree(b));
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  return 2.0 * bytes / (best * 1e-3) / 1e9;
-}
 
 // Bits apart of two bf16 values of one sign (sign-magnitude order); large when signs differ or NaN.
 int bf16_ulps(uint16_t a, uint16_t b) {
@@ -348,7 +323,7 @@ bool run_shape(const char* name, const std::vector<int>& edges, double copy) {
 
 int main() {
   try {
-    const double copy = device_copy_gbps();
+    const double copy = check::device_copy_gbps();
     std::printf("device copy (read+write, 2 GiB): %.0f GB/s; %% of copy = KV bytes read per second / that\n", copy);
     std::printf("tolerance: |gpu - ref| <= 2^-8 |ref| + 2^-11 max|v| (err/tol <= 1 passes); K ulps: appended keys vs host\n");
     bool ok = run_shape<Tiny>("tiny", {1, 31, 32, 33, 511, 512, 513, 8192}, copy);

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "check_support.h"
 #include "core/dtype.h"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/host/linear.h"
@@ -23,30 +24,6 @@ struct Shape {
   int rows, cols;
   Precision precision;
 };
-
-double device_copy_gbps() {
-  const size_t bytes = size_t(2) << 30;
-  void *a, *b;
-  CUDA_CHECK(cudaMalloc(&a, bytes));
-  CUDA_CHECK(cudaMalloc(&b, bytes));
-  CUDA_CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  float best = 1e30f;
-  for (int i = 0; i < 6; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
-    CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i) best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaFree(a));
-  CUDA_CHECK(cudaFree(b));
-  return 2.0 * bytes / (best * 1e-3) / 1e9;
-}
 
 template <int B, Precision P>
 bool run(const Shape& s, double copy_gbps, std::mt19937& rng) {
@@ -148,7 +125,7 @@ bool run(const Shape& s, double copy_gbps, std::mt19937& rng) {
 
 int main() {
   try {
-    const double copy = device_copy_gbps();
+    const double copy = check::device_copy_gbps();
     std::printf("device copy (read+write, 2 GiB): %.0f GB/s; roofline column = achieved / copy\n", copy);
     std::mt19937 rng(7);
     bool ok = true;

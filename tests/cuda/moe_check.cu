@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "check_support.h"
 #include "core/dtype.h"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
@@ -223,30 +224,6 @@ struct Case {
 // exact products per mma step (truncating adds allowed: 2^-23 each) plus a few partial sums; the host
 // kernel rounds about K/8 + 8 times (2^-24 each).
 double gamma(int K) { return (K / 16.0 + 16) * 0x1p-23 + (K / 8.0 + 16) * 0x1p-24; }
-
-double device_copy_gbps() {
-  const size_t bytes = size_t(2) << 30;
-  void *a, *b;
-  CUDA_CHECK(cudaMalloc(&a, bytes));
-  CUDA_CHECK(cudaMalloc(&b, bytes));
-  CUDA_CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  float best = 1e30f;
-  for (int i = 0; i < 6; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
-    CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i) best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaFree(a));
-  CUDA_CHECK(cudaFree(b));
-  return 2.0 * bytes / (best * 1e-3) / 1e9;
-}
 
 // Microseconds per step of a graph of kTimedSteps steps (launch bits `what`), best of 5 replays.
 template <class D, int B, Precision P>
@@ -527,7 +504,7 @@ bool run_shape(const char* name, double copy_gbps, SplitMix& rng) {
 
 int main() {
   try {
-    const double copy = device_copy_gbps();
+    const double copy = check::device_copy_gbps();
     std::printf("device copy (read+write, 2 GiB): %.0f GB/s; %% column = achieved / copy; bytes = active experts' "
                 "weights + shared expert + activations, per step\n",
                 copy);
