@@ -32,7 +32,8 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     const std::string experts = precision_name(c.precision(Role::kExperts));
     k.push_back({"linear", "bf16", "h200_dense_mma",
                  {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32)"},
-                  {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"}}});
+                  {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
+                  {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
     k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
     k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
@@ -46,7 +47,8 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
     k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
                  {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}}});
-    k.push_back({"moe_down", experts, "h200_grouped_mma_combine", {{"warps", 16}, {"columns_per_block", 16}}});
+    k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
+                 {{"warps", 16}, {"columns_per_block", 16}, {"launch", "programmatic dependent on moe_gate_up"}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);
