@@ -98,6 +98,40 @@ double time_us(Launch launch, int reps = 200) {
   return 1e3 * ms / reps;
 }
 
+// Best time in milliseconds of one replay of the graph `capture(stream)` records, over `reps` replays
+// after a warm-up replay. Timing a graph of many launches measures the kernels, not launch overhead.
+template <typename Capture>
+double graph_time_ms(Capture capture, int reps) {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  capture(s);
+  CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t ge;
+  CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaGraphLaunch(ge, s));
+  float best = 1e30f;
+  for (int r = 0; r < reps; ++r) {
+    CUDA_CHECK(cudaEventRecord(e0, s));
+    CUDA_CHECK(cudaGraphLaunch(ge, s));
+    CUDA_CHECK(cudaEventRecord(e1, s));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    best = std::min(best, ms);
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(ge));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  CUDA_CHECK(cudaEventDestroy(e0));
+  CUDA_CHECK(cudaEventDestroy(e1));
+  CUDA_CHECK(cudaStreamDestroy(s));
+  return best;
+}
+
 // One table row: what ran, its time, the bytes it must move, and the fraction of the copy roofline.
 inline void report(const char* what, int rows, double us, double bytes, double copy_gbps, double worst, bool ok) {
   const double gbps = bytes / (us * 1e-6) / 1e9;

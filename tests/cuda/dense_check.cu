@@ -103,34 +103,10 @@ struct Weights {  // one shape's weights: host bits and kCopies device copies, N
 template <int N, int K, int B, typename Out>
 double time_launches(const Weights& w, const __nv_bfloat16* x, Out* y) {
   const int launches = std::max(kMinTimedLaunches, w.copies);
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t g;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < launches; ++i) cuda::dense<N, K, B, Out>({.w = w.copy(i % w.copies), .x = x, .y = y, .rows = B}, s);
-  CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t ge;
-  CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  CUDA_CHECK(cudaGraphLaunch(ge, s));
-  float best = 1e30f;
-  for (int r = 0; r < 3; ++r) {
-    CUDA_CHECK(cudaEventRecord(e0, s));
-    CUDA_CHECK(cudaGraphLaunch(ge, s));
-    CUDA_CHECK(cudaEventRecord(e1, s));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaGraphExecDestroy(ge));
-  CUDA_CHECK(cudaGraphDestroy(g));
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  CUDA_CHECK(cudaStreamDestroy(s));
-  return 1e3 * best / launches;
+  const double ms = check::graph_time_ms([&](cudaStream_t s) {
+    for (int i = 0; i < launches; ++i) cuda::dense<N, K, B, Out>({.w = w.copy(i % w.copies), .x = x, .y = y, .rows = B}, s);
+  }, 3);
+  return 1e3 * ms / launches;
 }
 
 // y [B][N] as downloaded after a launch at `rows` token rows on a NaN-poisoned output, against
@@ -271,41 +247,17 @@ double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* c
   int copies = 1;
   for (const Weights& w : ws) copies = std::max(copies, w.copies);
   const int launches = std::max(kMinTimedLaunches, copies);
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t g;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < launches; ++i) {
-    cuda::DenseGroupParams<K, B, Out, Ns...> p{.x = x, .rows = B};
-    for (size_t j = 0; j < ws.size(); ++j) {
-      p.w[j] = ws[j].copy(i % ws[j].copies);
-      p.y[j] = ys[j];
+  const double ms = check::graph_time_ms([&](cudaStream_t s) {
+    for (int i = 0; i < launches; ++i) {
+      cuda::DenseGroupParams<K, B, Out, Ns...> p{.x = x, .rows = B};
+      for (size_t j = 0; j < ws.size(); ++j) {
+        p.w[j] = ws[j].copy(i % ws[j].copies);
+        p.y[j] = ys[j];
+      }
+      cuda::dense_group<K, B, Out, Ns...>(p, s);
     }
-    cuda::dense_group<K, B, Out, Ns...>(p, s);
-  }
-  CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t ge;
-  CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  CUDA_CHECK(cudaGraphLaunch(ge, s));
-  float best = 1e30f;
-  for (int r = 0; r < 3; ++r) {
-    CUDA_CHECK(cudaEventRecord(e0, s));
-    CUDA_CHECK(cudaGraphLaunch(ge, s));
-    CUDA_CHECK(cudaEventRecord(e1, s));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaGraphExecDestroy(ge));
-  CUDA_CHECK(cudaGraphDestroy(g));
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  CUDA_CHECK(cudaStreamDestroy(s));
-  return 1e3 * best / launches;
+  }, 3);
+  return 1e3 * ms / launches;
 }
 
 // One bucket of a group at `rows` token rows: every segment against host::linear (outputs poisoned)

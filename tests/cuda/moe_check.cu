@@ -228,34 +228,10 @@ double gamma(int K) { return (K / 16.0 + 16) * 0x1p-23 + (K / 8.0 + 16) * 0x1p-2
 // Microseconds per step of a graph of kTimedSteps steps (launch bits `what`), best of 5 replays.
 template <class D, int B, Precision P>
 double time_steps(const Layer<D, P>& L, const Buffers& d, int what) {
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t g;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < kTimedSteps; ++i) Case<D, B, P>::step(L, d, i, i % kSharedCopies, s, what);
-  CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t ge;
-  CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  CUDA_CHECK(cudaGraphLaunch(ge, s));
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    CUDA_CHECK(cudaEventRecord(e0, s));
-    CUDA_CHECK(cudaGraphLaunch(ge, s));
-    CUDA_CHECK(cudaEventRecord(e1, s));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaGraphExecDestroy(ge));
-  CUDA_CHECK(cudaGraphDestroy(g));
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  CUDA_CHECK(cudaStreamDestroy(s));
-  return 1e3 * best / kTimedSteps;
+  const double ms = check::graph_time_ms([&](cudaStream_t s) {
+    for (int i = 0; i < kTimedSteps; ++i) Case<D, B, P>::step(L, d, i, i % kSharedCopies, s, what);
+  }, 5);
+  return 1e3 * ms / kTimedSteps;
 }
 
 template <class D, int B, Precision P>
