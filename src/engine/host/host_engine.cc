@@ -173,6 +173,18 @@ void HostEngine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   forward(n, ids, slots, pos, /*independent=*/false, first_logit_row);
 }
 
+const float* HostEngine::prefill_prompt(int slot, const std::vector<int32_t>& ids) {
+  CHECK(!ids.empty());
+  int last_row = 0;
+  for (size_t at = 0; at < ids.size(); at += kPrefillChunk) {
+    const int n = int(std::min<size_t>(kPrefillChunk, ids.size() - at));
+    const bool last = at + n == ids.size();
+    prefill(slot, ids.data() + at, n, int64_t(at), last ? n - 1 : n);
+    last_row = n - 1;
+  }
+  return logits(last_row);
+}
+
 template <int B>
 void HostEngine::decode_bucket(int n, const int32_t* ids, const int* slots, const int64_t* pos) {
   int32_t bids[B];

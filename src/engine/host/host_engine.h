@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/mapped_file.h"
 #include "engine.h"  // generated: found through -I ENGINE_DIR
@@ -35,6 +36,8 @@ class HostEngine {
   // Prefill: n <= kPrefillChunk consecutive tokens of one stream at positions pos0.. pos0+n-1.
   // Logits are computed for rows >= first_logit_row (the last row only, for serving).
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row);
+  // A whole prompt from position 0 in the plan's chunks; returns the last position's logits.
+  const float* prefill_prompt(int slot, const std::vector<int32_t>& ids);
 
   // Decode one token for each of n streams, run as the smallest compiled bucket >= n; rows beyond
   // n compute on the padding slot. Logits for every real row.

@@ -43,18 +43,13 @@ std::string static_fire(HostEngine& e) {
   const StaticFire& sf = plan.static_fire;
   if (sf.prompt.empty()) return summary + "; no golden token in the plan (build with --golden to check one)";
   e.reset_slot(0);
-  const int chunk = plan.prefill_chunk;
-  const int n = int(sf.prompt.size());
-  for (int at = 0; at < n; at += chunk) {
-    const int m = std::min(chunk, n - at);
-    e.prefill(0, sf.prompt.data() + at, m, at, at + m == n ? m - 1 : m);
-  }
-  const int32_t got = host::argmax(e.logits((n - 1) % chunk), int(engine::kVocab));
+  const int32_t got = host::argmax(e.prefill_prompt(0, sf.prompt), int(engine::kVocab));
   e.reset_slot(0);
   if (got != sf.token)
     fail("the golden prompt gave token {}, the reference's greedy token is {} (reference margin {:.3f}; {})", got,
          sf.token, sf.margin, sf.source);
-  return summary + fmt::format("; golden token {} after {} prompt tokens matches the reference", got, n);
+  return summary + fmt::format("; golden token {} after {} prompt tokens matches the reference", got,
+                               sf.prompt.size());
 }
 
 }  // namespace

@@ -48,15 +48,6 @@ struct Args {
   }
 };
 
-// Runs a prompt through prefill in the plan's chunks; returns with the last row's logits ready.
-void prefill_prompt(HostEngine& e, int slot, const std::vector<int32_t>& ids) {
-  for (size_t at = 0; at < ids.size(); at += engine::kPrefillChunk) {
-    const int n = int(std::min<size_t>(engine::kPrefillChunk, ids.size() - at));
-    const bool last = at + n == ids.size();
-    e.prefill(slot, ids.data() + at, n, int64_t(at), last ? n - 1 : n);
-  }
-}
-
 int cmd_generate(const fs::path& dir, const Args& a) {
   const std::string prompt = a.get("--prompt", "");
   if (prompt.empty()) fail("generate: --prompt TEXT is required");
@@ -79,7 +70,7 @@ int cmd_generate(const fs::path& dir, const Args& a) {
   std::vector<float> scratch(engine::kVocab);
   std::vector<int32_t> scratch_idx(engine::kVocab);
   const auto t0 = Clock::now();
-  prefill_prompt(e, 0, ids);
+  e.prefill_prompt(0, ids);
   const double prefill_s = seconds_since(t0);
   StreamDecoder out(tok);
   std::fputs(prompt.c_str(), stdout);
@@ -155,7 +146,7 @@ int cmd_parity(const fs::path& dir, const Args& a) {
     slots[p] = p;
     e.reset_slot(p);
     const auto& ids = g.prompts[p].prompt_ids;
-    prefill_prompt(e, p, ids);
+    e.prefill_prompt(p, ids);
     const float* l = e.logits(int((ids.size() - 1) % engine::kPrefillChunk));
     next[p] = host::argmax(l, V);
     pos[p] = int64_t(ids.size());
@@ -214,7 +205,7 @@ int cmd_buckets(const fs::path& dir, const Args& a) {
   for (int s = 0; s < engine::kMaxStreams; ++s) {
     e.reset_slot(0);
     const auto p = prompt_of(s);
-    prefill_prompt(e, 0, p);
+    e.prefill_prompt(0, p);
     int64_t pos = int64_t(p.size());
     int32_t id = int32_t(300 + 17 * s);
     const int slot = 0;
@@ -233,7 +224,7 @@ int cmd_buckets(const fs::path& dir, const Args& a) {
       slots[s] = engine::kMaxStreams - 1 - s;  // not the slots the reference used
       e.reset_slot(slots[s]);
       const auto p = prompt_of(s);
-      prefill_prompt(e, slots[s], p);
+      e.prefill_prompt(slots[s], p);
       pos[s] = int64_t(p.size());
       ids[s] = int32_t(300 + 17 * s);
     }
@@ -297,7 +288,7 @@ int cmd_bench(const fs::path& dir, const Args& a) {
       e.reset_slot(s);
       std::vector<int32_t> prompt(context);
       for (int t = 0; t < context; ++t) prompt[t] = int32_t((1000 + 7919 * (s * context + t)) % 150000);
-      prefill_prompt(e, s, prompt);
+      e.prefill_prompt(s, prompt);
       pos[s] = context;
       ids[s] = int32_t(100 + 31 * s);
     }
