@@ -11,15 +11,16 @@
 # (which refuses a fuel whose plan differs from the carried one), and runs the engines:
 #   tiny bf16, tiny nvfp4   parity vs tests/golden/tiny_{bf16,nvfp4}.json, replay
 #   a3b bf16, 4 layers      parity vs tests/golden/a3b4_bf16.json (HF FP32 on the same fuel)
-#   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192)
+#   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192), then
+#                           the agent workload against its server (bench/serve.sh)
 # The full a3b forge (~7.5 min) runs in the background from the start, beside the small steps.
 # Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), SKIP (step names
 # not to run), ONLY (the step names to run, all when empty), CARRY (.carry/h200). Exit status: 0 when
 # every required step passed (steps skipped by SKIP/ONLY count as passed).
 # Where one call may run at most 10 minutes, split the run in two calls on the same warm machine (the
 # fuels stay in FUELS between them):
-#   BUDGET_S=570 SKIP="weights_a3b_nvfp4 bench_a3b_nvfp4" bash tools/device/h200_engine.sh
-#   BUDGET_S=570 ONLY="wait_forge_a3b_nvfp4 weights_a3b_nvfp4 bench_a3b_nvfp4" bash tools/device/h200_engine.sh
+#   BUDGET_S=570 SKIP="weights_a3b_nvfp4 bench_a3b_nvfp4 serve_a3b_nvfp4" bash tools/device/h200_engine.sh
+#   BUDGET_S=570 ONLY="wait_forge_a3b_nvfp4 weights_a3b_nvfp4 bench_a3b_nvfp4 serve_a3b_nvfp4" bash tools/device/h200_engine.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -58,6 +59,8 @@ unxz_to "$CARRY/tokenizer/tokenizer.json.xz" "$TOKENIZER/tokenizer.json"
 for e in "$CARRY"/engines/*; do
   rm -rf "$ENGINES/${e##*/}" && cp -r "$e" "$ENGINES/" && unxz_to "$e/plan.json.xz" "$ENGINES/${e##*/}/plan.json"
   rm "$ENGINES/${e##*/}/plan.json.xz"
+  cp -r "$CARRY/engine-lib" "$ENGINES/${e##*/}/lib"
+  cp "$TOKENIZER/tokenizer.json" "$ENGINES/${e##*/}/"
 done
 chmod +x "$ENGINES"/*/bin/rocket-engine
 
@@ -169,6 +172,8 @@ step wait_forge_a3b_nvfp4 0 60 "test -f '$A3B_FORGE_LOG' || exit 90; \
 step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
 step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+step serve_a3b_nvfp4 0 240 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_nvfp4.log' \
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200-serve-agents.md' --max-tokens 64"
 
 echo
 echo "=== summary ($(($(date +%s) - T_START))s of ${BUDGET_S}s budget)"
@@ -179,6 +184,7 @@ for row in "${SUMMARY[@]}"; do
 done
 grep -h "^parity [PF]A\|^replay [PF]A\|\[engine\] fuel: \|static fire" "$LOG" | sed 's/^/  /' || true
 [[ -f $OUT/h200-a3b.md ]] && cat "$OUT/h200-a3b.md"
+[[ -f $OUT/h200-serve-agents.md ]] && cat "$OUT/h200-serve-agents.md"
 if ((REQUIRED_FAILED)); then echo "RESULT: a required step failed"; else echo "RESULT: required steps passed"; fi
 
 exec >&- 2>&-

@@ -5,8 +5,10 @@
 #   lib/libgomp.so.1        the one shared library rocket needs beyond libc (forge is OpenMP)
 #   tokenizer/              tokenizer_config.json + tokenizer.json.xz (forge copies them into fuels)
 #   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json
-#                           (as plan.json.xz), engine.h, bin/rocket-engine (statically linked), config
-#                           files; no weights
+#                           (as plan.json.xz), engine.h, bin/rocket-engine, config files; no weights, no
+#                           tokenizer.json (h200_engine.sh puts tokenizer/ back), no lib/
+#   engine-lib/             the shared libraries every engine's lib/ holds (cpp-httplib and what it
+#                           needs beyond libc; the same for every engine): h200_engine.sh copies them back
 # The configs come from `rocket forge --config-only` with the flags the device forges the fuels with.
 #
 #   bash tools/device/prepare_h200.sh        (BUILD=build-h200 by default, configured Release)
@@ -32,8 +34,9 @@ engines=(
   "tiny-bf16|--fuel tiny --format bf16 --seed 1|--golden tests/golden/tiny_bf16.json"
   "tiny-nvfp4|--fuel tiny --format nvfp4 --seed 1|--golden tests/golden/tiny_nvfp4.json"
   "a3b4-bf16|--fuel a3b --format bf16 --seed 1 --layers 4|--golden tests/golden/a3b4_bf16.json"
-  # The benchmark decodes from a context of 8192 tokens, so the plan holds 8192 + 1024.
-  "a3b-nvfp4|--fuel a3b --format nvfp4 --seed 1|--max-context 9216"
+  # The benchmark decodes from a context of 8192 tokens, so the plan holds 8192 + 1024; the agent
+  # workload (bench/serve_agents.py) keeps 256 prefix-cache state snapshots (60 MiB each).
+  "a3b-nvfp4|--fuel a3b --format nvfp4 --seed 1|--max-context 9216 --snapshots 256"
 )
 for row in "${engines[@]}"; do
   IFS='|' read -r name forge_flags build_flags <<<"$row"
@@ -43,11 +46,11 @@ for row in "${engines[@]}"; do
   # shellcheck disable=SC2086
   "$BUILD/rocket" build "$CONFIGS/$name" --booster h200 --out "$CARRY/engines/$name" --no-weights --force $build_flags
   strip "$CARRY/engines/$name/bin/rocket-engine"
-  rm "$CARRY/engines/$name/tokenizer.json"  # 11 MB, and the h200 binary has no tokenizer use yet (no serve)
+  rm "$CARRY/engines/$name/tokenizer.json"  # 11 MB each: carried once, in tokenizer/
+  rm -rf "$CARRY/engine-lib" && mv "$CARRY/engines/$name/lib" "$CARRY/engine-lib"
   xz -9 "$CARRY/engines/$name/plan.json"    # a3b: one entry per tensor part, ~25 MB of JSON
   echo "prepared $CARRY/engines/$name in $(($(date +%s) - t0)) s"
 done
-git rev-parse --short HEAD >"$CARRY/COMMIT"
-git diff --quiet || echo "+dirty" >>"$CARRY/COMMIT"
-ldd "$CARRY"/engines/*/bin/rocket-engine
+echo "$(git rev-parse --short HEAD)$(git diff --quiet || echo +dirty)" >"$CARRY/COMMIT"
+ls -la "$CARRY/engine-lib"
 du -sh "$CARRY" "$CARRY"/*

@@ -111,10 +111,9 @@ struct H200Engine::StepInputs {
 };
 static_assert(sizeof(cuda::SampleRow) == 32, "the compiler sizes step_inputs with 32-byte sample rows");
 
-H200Engine::H200Engine(const std::string& engine_dir, const LoadOptions& load) {
+H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : dir_(engine_dir) {
   static_assert(sizeof(StepInputs) <= kBufBytes_step_inputs);
-  const fs::path dir(engine_dir);
-  plan_ = Plan::load((dir / "plan.json").string());
+  plan_ = Plan::load((fs::path(dir_) / "plan.json").string());
   if (plan_.fingerprint != kFingerprint)
     throw Error("upright: plan chemistry " + plan_.fingerprint + " does not match this engine's chemistry " +
                 kFingerprint + " (rebuild the engine)");
@@ -137,25 +136,25 @@ H200Engine::H200Engine(const std::string& engine_dir, const LoadOptions& load) {
   CUDA_CHECK(cudaMallocHost(&host_step_, sizeof(StepInputs)));
   CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kMaxRows * kVocab));
   CUDA_CHECK(cudaMallocHost(&host_tokens_, sizeof(int32_t) * kMaxRows));
-  const MemoryBudget budget = measure_budget(free0);
-  std::fprintf(stderr, "[engine] memory: %s; plan residency %s\n", budget.describe().c_str(), gib(kArenaBytes).c_str());
+  MemoryBudget budget = measure_budget(free0);
+  budget.reserve += reserve_bytes;
+  upright_summary_ = "memory: " + budget.describe() + "; plan residency " + gib(kArenaBytes);
   budget.admit(kArenaBytes);
   arena_ = std::make_unique<Arena>(kArenaBytes);
   // The poisoning memset runs on the legacy stream, which the loader's and this engine's non-blocking
   // streams do not wait for.
   CUDA_CHECK(cudaDeviceSynchronize());
+}
 
-  load_report_ = load_weights((dir / "weights.blob").string(), kBlobBytes, *arena_, load);
-  std::fprintf(stderr, "[engine] fuel: %s in %.2f s = %.2f GB/s (%d readers, %s)\n", gib(load_report_.bytes).c_str(),
-               load_report_.seconds, load_report_.gbps(), load_report_.readers, load_report_.direct ? "O_DIRECT" : "buffered");
-
+const LoadReport& H200Engine::fuel(const LoadOptions& load) {
+  load_report_ = load_weights((fs::path(dir_) / "weights.blob").string(), kBlobBytes, *arena_, load);
   CUDA_CHECK(cudaMemsetAsync(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals, stream_));  // the kernel's contract
   page_tables_.resize(size_t(kSlots) * kPagesPerStream);
   for (size_t i = 0; i < page_tables_.size(); ++i) page_tables_[i] = int(i);
   CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4,
                              cudaMemcpyHostToDevice, stream_));
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
-  static_fire();
+  return load_report_;
 }
 
 H200Engine::~H200Engine() {
@@ -470,7 +469,7 @@ cudaGraphExec_t H200Engine::graph(int b, uint32_t kinds) {
 // Static fire: every bucket runs once directly (the first launch of each kernel instantiation sets its
 // shared-memory limit, which a capture must not do), then its graph is captured; all rows sit on the
 // padding slot, which is reset afterwards. Then the plan's golden token, when the build had goldens.
-void H200Engine::static_fire() {
+std::string H200Engine::static_fire() {
   const auto t0 = std::chrono::steady_clock::now();
   for (int b : kBuckets) {
     StepInputs& s = staging();
@@ -486,10 +485,11 @@ void H200Engine::static_fire() {
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   reset_slot(kPadSlot);
-  std::fprintf(stderr, "[engine] static fire: %zu decode graphs captured in %.2f s\n", std::size(kBuckets),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  char summary[256];
+  std::snprintf(summary, sizeof summary, "%zu decode graphs captured and run in %.2f s", std::size(kBuckets),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   const StaticFire& f = plan_.static_fire;
-  if (f.prompt.empty()) return;
+  if (f.prompt.empty()) return std::string(summary) + "; no golden token in the plan (build with --golden to check one)";
   const int n = int(f.prompt.size());
   if (n >= kMaxContext) throw Error("static fire: the plan's prompt is longer than its context");
   for (int at = 0; at < n; at += int(kPrefillChunk)) {
@@ -501,10 +501,13 @@ void H200Engine::static_fire() {
   reset_slot(0);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   static_fire_passed_ = got == f.token;
-  if (static_fire_passed_) std::fprintf(stderr, "[engine] static fire: token %d matches the reference\n", got);
+  char verdict[256];
+  if (static_fire_passed_)
+    std::snprintf(verdict, sizeof verdict, "; golden token %d after %d prompt tokens matches the reference", got, n);
   else
-    std::fprintf(stderr, "[engine] static fire FAILED: greedy token %d after the plan's prompt, the reference says %d (margin %.3f)\n",
-                 got, f.token, f.margin);
+    std::snprintf(verdict, sizeof verdict, "; the golden prompt gave token %d, the reference's greedy token is %d "
+                  "(reference margin %.3f)", got, f.token, f.margin);
+  return summary + std::string(verdict);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 // chemistry and plan in the generated engine.h. Same plan, same arena offsets and same sequencing as
 // the host engine (src/engine/host/host_engine.h), with the CUDA kernels of src/kernels/cuda/.
 //
-// Upright: one device allocation (the plan's arena, refused per memory_budget.h), weights.blob loaded
-// into its [0, blob_bytes), then static fire: one decode graph per bucket captured, and the plan's
-// golden token checked when the plan has one (static_fire_passed()). Nothing is allocated on the
-// device after that.
+// The countdown's three engine steps, in order: the constructor uprights (plan checks, one device
+// allocation: the plan's arena, refused per memory_budget.h); fuel() loads weights.blob into the
+// arena's [0, blob_bytes); static_fire() captures one decode graph per bucket and checks the plan's
+// golden token when the plan has one (static_fire_passed()). Nothing is allocated on the device after
+// that.
 //
 // Decode is one CUDA graph launch per step: the step's per-row inputs (token ids, slots, positions,
 // sampling knobs) live in a fixed device buffer (the plan's step_inputs) that one cudaMemcpyAsync
@@ -51,11 +52,20 @@ class H200Engine {
   static constexpr int kPagesPerStream = int((engine::kMaxContext + engine::kKvPageTokens - 1) / engine::kKvPageTokens);
   static constexpr int kCachePages = kSlots * kPagesPerStream;
 
-  // Upright + fuel + static fire. `load` picks how weights.blob is read.
-  H200Engine(const std::string& engine_dir, const LoadOptions& load);
+  // Upright, holding `reserve_bytes` of device memory back for other work on top of the measured
+  // reserve and floor. Throws Error("upright: ...") when the plan does not belong to this engine or
+  // does not fit.
+  H200Engine(const std::string& engine_dir, uint64_t reserve_bytes);
   H200Engine(const H200Engine&) = delete;
   H200Engine& operator=(const H200Engine&) = delete;
   ~H200Engine();
+
+  // "memory: free … = usable …; plan residency …", as upright measured it.
+  const std::string& upright_summary() const { return upright_summary_; }
+  // Weights resident; `load` picks how weights.blob is read.
+  const LoadReport& fuel(const LoadOptions& load);
+  // Every bucket's graph captured and run once; then the golden token. Returns what it did and found.
+  std::string static_fire();
 
   const Plan& plan() const { return plan_; }
   const LoadReport& load_report() const { return load_report_; }
@@ -115,13 +125,14 @@ class H200Engine {
   // upload_step() copies it to the device on the stream.
   StepInputs& staging();
   void upload_step();
-  void static_fire();
 
   template <typename T>
   T* buf(uint64_t offset) const { return arena_->at<T>(offset); }
   template <typename T>
   const T* weight(uint64_t offset) const { return arena_->at<const T>(offset); }
 
+  std::string dir_;
+  std::string upright_summary_;
   Plan plan_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t staged_ = nullptr;     // recorded after each copy out of host_step_

@@ -2,14 +2,16 @@
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine replay [--steps N]
 //   rocket-engine bench [--context C] [--steps N]
+//   rocket-engine launch|serve [--host H] [--port N] ... (serve/launch.h)
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine). Every
-// command uprights the engine first (memory budget, weights, static fire). There is no `serve` yet:
-// the h200 binary links no HTTP server (the scheduler's interface is implemented: h200_batch_engine.h).
+// command runs the countdown first (upright, fuel, static fire). The diagnostic commands report a
+// failed static fire and go on, so one run shows how far off the engine is; launch refuses to serve.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "engine/h200/h200_batch_engine.h"
 #include "engine/h200/h200_bench.h"
 #include "engine/h200/h200_engine.h"
+#include "serve/launch.h"
 
 namespace fs = std::filesystem;
 
@@ -37,6 +40,17 @@ struct Args {
 // just written by `rocket build --weights-only`) feeds 13.25 GB/s through 4 readers, while O_DIRECT
 // reads the disk at 1.6 GB/s.
 LoadOptions default_load() { return LoadOptions{.mode = ReadMode::kBuffered, .readers = 4}; }
+
+// The countdown for the diagnostic commands: a failed static fire is reported, not fatal.
+std::unique_ptr<H200Engine> countdown(const fs::path& dir) {
+  auto e = std::make_unique<H200Engine>(dir.string(), 0);
+  std::fprintf(stderr, "[engine] upright: %s\n", e->upright_summary().c_str());
+  const LoadReport& r = e->fuel(default_load());
+  std::fprintf(stderr, "[engine] fuel: %.2f GiB in %.2f s = %.2f GB/s (%d readers, %s)\n", r.bytes / double(1ull << 30), r.seconds,
+               r.gbps(), r.readers, r.direct ? "O_DIRECT" : "buffered");
+  std::fprintf(stderr, "[engine] static fire: %s\n", e->static_fire().c_str());
+  return e;
+}
 
 void prefill_prompt(BatchEngine& e, int slot, const std::vector<int32_t>& ids) {
   for (size_t at = 0; at < ids.size(); at += engine::kPrefillChunk) {
@@ -60,7 +74,8 @@ int cmd_parity(const fs::path& dir, const Args& a) {
   const Golden g = load_golden(a.get("--golden", ""), a.get("--full", ""));
   const float default_tol = float(5.0 * std::sqrt(4.0 * engine::kLayers) * std::ldexp(1.0, -8));
   const float tol = std::stof(a.get("--tolerance", std::to_string(default_tol)));
-  H200Engine e(dir.string(), default_load());
+  const std::unique_ptr<H200Engine> engine = countdown(dir);
+  H200Engine& e = *engine;
   H200BatchEngine be(e);
   const int V = int(engine::kVocab);
   bool ok = true;
@@ -160,7 +175,8 @@ int cmd_parity(const fs::path& dir, const Args& a) {
 // interface; the logits bytes and the sampled tokens of every step must be identical.
 int cmd_replay(const fs::path& dir, const Args& a) {
   const int steps = std::stoi(a.get("--steps", "4"));
-  H200Engine e(dir.string(), default_load());
+  const std::unique_ptr<H200Engine> engine = countdown(dir);
+  H200Engine& e = *engine;
   H200BatchEngine be(e);
   const int V = int(engine::kVocab);
   int bad = 0;
@@ -206,6 +222,33 @@ int cmd_replay(const fs::path& dir, const Args& a) {
   return bad ? 1 : 0;
 }
 
+// The countdown, then the OpenAI-compatible server on the continuous-batching scheduler.
+int cmd_launch(const fs::path& dir, const Args& a) {
+  std::unique_ptr<H200Engine> engine;
+  std::unique_ptr<H200BatchEngine> batch;
+  LaunchSteps steps{
+      .upright = [&](uint64_t reserve_bytes) {
+        engine = std::make_unique<H200Engine>(dir.string(), reserve_bytes);
+        return engine->upright_summary();
+      },
+      .fuel = [&] {
+        const LoadReport& r = engine->fuel(default_load());
+        batch = std::make_unique<H200BatchEngine>(*engine);
+        char line[160];
+        std::snprintf(line, sizeof line, "%.2f GiB of weights resident in %.2f s (%.2f GB/s, %d readers, %s)",
+                      r.bytes / double(1ull << 30), r.seconds, r.gbps(), r.readers, r.direct ? "O_DIRECT" : "buffered");
+        return std::string(line);
+      },
+      .static_fire = [&] {
+        std::string summary = engine->static_fire();
+        if (!engine->static_fire_passed()) throw Error(summary);
+        return summary;
+      },
+      .engine = [&]() -> BatchEngine& { return *batch; },
+  };
+  return launch(dir, a.v, steps);
+}
+
 }  // namespace
 }  // namespace rocket
 
@@ -216,8 +259,9 @@ int main(int argc, char** argv) {
                  "usage: rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]\n"
                  "       rocket-engine replay [--steps N]\n"
                  "       rocket-engine bench [--context C] [--steps N]\n"
-                 "h200 engine for chemistry %s. No `serve` yet: this binary links no HTTP server.\n",
-                 engine::kFingerprint);
+                 "       rocket-engine %s\n"
+                 "h200 engine for chemistry %s.\n",
+                 kLaunchUsage, engine::kFingerprint);
     return argc < 2 ? 2 : 0;
   }
   const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
@@ -226,10 +270,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "parity") return cmd_parity(dir, a);
     if (cmd == "replay") return cmd_replay(dir, a);
-    if (cmd == "bench") {
-      H200Engine e(dir.string(), default_load());
-      return run_bench(e, std::stoi(a.get("--context", "512")), std::stoi(a.get("--steps", "32")));
-    }
+    if (cmd == "bench") return run_bench(*countdown(dir), std::stoi(a.get("--context", "512")), std::stoi(a.get("--steps", "32")));
+    if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, a);
     std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
     return 2;
   } catch (const Error& e) {

@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "boosters/profile.h"
@@ -23,8 +25,11 @@
 #include "engine/golden.h"
 #include "engine/host/cache_check.h"
 #include "engine/host/host_engine.h"
-#include "engine/host/launch.h"
+#include "engine/host/host_batch_engine.h"
+#include "engine/host/static_fire.h"
 #include "kernels/host/sample.h"
+#include "serve/launch.h"
+#include "serve/prompt_builder.h"
 #include "serve/stream_decoder.h"
 #include "serve/tokenizer.h"
 
@@ -306,27 +311,29 @@ int cmd_bench(const fs::path& dir, const Args& a) {
   return 0;
 }
 
-// "512", "64K", "2M", "100000G": bytes, with a binary suffix.
-uint64_t parse_bytes(const std::string& text) {
-  size_t used = 0;
-  const unsigned long long n = std::stoull(text, &used);
-  const std::string suffix = text.substr(used);
-  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
-  if (shift < 0) fail("--reserve {}: expected a byte count with an optional K, M or G suffix", text);
-  return uint64_t(n) << shift;
-}
-
-// The countdown, then the OpenAI-compatible server on the continuous-batching scheduler (launch.h).
+// The countdown on the host engine, then the OpenAI-compatible server (serve/launch.h).
 int cmd_launch(const fs::path& dir, const Args& a) {
-  LaunchOptions o;
-  o.server.host = a.get("--host", "127.0.0.1");
-  o.server.port = std::stoi(a.get("--port", "8000"));
-  o.server.api_key = a.get("--api-key", "");
-  o.scheduler.queue_capacity = size_t(std::stoul(a.get("--queue", std::to_string(o.scheduler.queue_capacity))));
-  o.scheduler.prefill_budget = std::stoi(a.get("--prefill-budget", "0"));
-  o.reserve_bytes = parse_bytes(a.get("--reserve", "0"));
-  o.force_tokens = a.get("--force-tokens", "");  // TEST-ONLY: see serve/generation.h ForcedTokens
-  return launch(dir, o);
+  std::unique_ptr<HostEngine> engine;
+  std::unique_ptr<HostBatchEngine> batch;
+  LaunchSteps steps{
+      .upright = [&](uint64_t reserve_bytes) {
+        engine = std::make_unique<HostEngine>(dir.string(), reserve_bytes);
+        const Plan& p = engine->plan();
+        return fmt::format("plan {} on {}: residency {:.1f} MiB, {} streams, context {}", p.fingerprint, p.booster,
+                           p.arena_bytes / 1048576.0, p.max_streams, p.max_context);
+      },
+      .fuel = [&] {
+        const auto t0 = Clock::now();
+        const uint64_t bytes = engine->load_weights();
+        const double s = seconds_since(t0);
+        batch = std::make_unique<HostBatchEngine>(*engine);
+        return fmt::format("{:.1f} MiB of weights resident in {:.3f} s ({:.2f} GB/s)", bytes / 1048576.0, s,
+                           bytes / std::max(s, 1e-9) / 1e9);
+      },
+      .static_fire = [&] { return static_fire(*engine); },
+      .engine = [&]() -> BatchEngine& { return *batch; },
+  };
+  return launch(dir, a.v, steps);
 }
 
 }  // namespace
@@ -342,7 +349,7 @@ int main(int argc, char** argv) {
                  "       rocket-engine bench [--tokens N] [--context C]\n"
                  "       rocket-engine buckets [--steps N]\n"
                  "       rocket-engine cachecheck\n"
-                 "       rocket-engine launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] [--force-tokens FILE (TEST-ONLY)]\n");
+                 "       rocket-engine %s\n", kLaunchUsage);
     return argc < 2 ? 2 : 0;
   }
   const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
