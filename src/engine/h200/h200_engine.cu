@@ -90,6 +90,7 @@ const cuda::RopeTable<int(kRotaryDim)>& rope_table() {
 // Decode row r reads its KV through row_tables[r] = page_tables[slots[r]] (attention_decode takes one
 // table per row); gathered on the device at the start of every step, so a graph replays any slot mix.
 __global__ void gather_row_tables_kernel(const int32_t* page_tables, const int32_t* slots, int32_t* row_tables, int width) {
+  cuda::enter_chain();  // a no-op in its ordinary launch, kept so the kernel keeps the chain contract
   const int32_t* src = page_tables + int64_t(slots[blockIdx.x]) * width;
   for (int j = threadIdx.x; j < width; j += blockDim.x) row_tables[int64_t(blockIdx.x) * width + j] = src[j];
 }
@@ -362,6 +363,7 @@ template <int B>
 void H200Engine::enqueue_decode(uint32_t kinds) {
   const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
   if (kinds & kKindAttention) {
+    // The step's first kernel, right after the copy of its inputs: an ordinary launch (dependent_launch.cuh).
     gather_row_tables_kernel<<<B, 128, 0, stream_>>>(buf<int32_t>(kBuf_page_tables), in->slots, buf<int32_t>(kBuf_row_tables),
                                                      kPagesPerStream);
     CUDA_CHECK_LAUNCH();

@@ -10,7 +10,9 @@
 //
 // Decode is one CUDA graph launch per step: the step's per-row inputs (token ids, slots, positions,
 // sampling knobs) live in a fixed device buffer (the plan's step_inputs) that one cudaMemcpyAsync
-// fills before the launch. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
+// fills before the launch. Inside a step every kernel after the first is a programmatic dependent
+// launch of the one before it (kernels/cuda/dependent_launch.cuh): it starts, and loads its first
+// weights, while its predecessor finishes. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
 // sizes (n = 13 runs 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row
 // of a piece is padding (the MoE kernels route every row they are given).
 //

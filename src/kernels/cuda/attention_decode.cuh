@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/rope.cuh"
 
 namespace rocket::cuda {
@@ -148,6 +149,7 @@ __device__ __forceinline__ void fold_heads(float* v, int lane) {
 template <class S, int kRows, bool kChunked>
 __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
     attention_split_kernel(const __grid_constant__ AttentionParams<S> p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = AttentionTiles<S, kRows>;
   constexpr int kG = T::kGroup, kHd = S::kHeadDim, kL = T::kLanesPerToken, kTps = T::kTokensPerStep;
   const int split = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
@@ -324,6 +326,7 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
 // splits round-robin in kParts groups, so a thread has at most kSplits / kParts loads to wait for.
 template <class S, int kRows, bool kChunked>
 __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_constant__ AttentionParams<S> p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = AttentionTiles<S, kRows>;
   constexpr int kHd = S::kHeadDim, kThreads = 256, kWarps = kThreads / 32;
   constexpr int kDimThreads = kHd / 4, kParts = kThreads / kDimThreads;
@@ -387,10 +390,8 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_con
 template <class S, int kRows, bool kChunked>
 void attention_paged(const AttentionParams<S>& p, cudaStream_t stream) {
   using T = AttentionTiles<S, kRows>;
-  attention_split_kernel<S, kRows, kChunked><<<dim3(T::kSplits, S::kKvHeads, kRows), T::kWarps * 32, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
-  attention_combine_kernel<S, kRows, kChunked><<<dim3(S::kHeads, kRows), 256, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(attention_split_kernel<S, kRows, kChunked>, dim3(T::kSplits, S::kKvHeads, kRows), T::kWarps * 32, 0, stream, p);
+  launch_dependent(attention_combine_kernel<S, kRows, kChunked>, dim3(S::kHeads, kRows), 256, 0, stream, p);
 }
 
 // Decode for one bucket of B rows. REQUIRES: device pointers; pos[r] + 1 <= table_width · kPageTokens;

@@ -16,6 +16,7 @@
 
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/rope.cuh"
 
 namespace rocket::cuda {
@@ -27,6 +28,7 @@ namespace rocket::cuda {
 // warp 1 copies its value.
 template <class S, int kT>
 __global__ void __launch_bounds__(64) attention_append_kernel(const __grid_constant__ AttentionParams<S> p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   const int r = blockIdx.x, kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int pos = __ldg(p.pos) + r;
   const int64_t src = (int64_t(r) * S::kKvHeads + kvh) * S::kHeadDim;
@@ -53,8 +55,7 @@ void attention_prefill(const AttentionParams<S>& p, cudaStream_t stream) {
   CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos && p.partial && p.out,
         "attention_prefill: null pointer");
   CHECK(p.page_stride % 8 == 0 && p.table_width > 0, "attention_prefill: page stride must keep 16-byte alignment");
-  attention_append_kernel<S, kT><<<dim3(kT, S::kKvHeads), 64, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(attention_append_kernel<S, kT>, dim3(kT, S::kKvHeads), 64, 0, stream, p);
   attention_paged<S, kT, true>(p, stream);
 }
 

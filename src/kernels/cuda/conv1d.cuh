@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace rocket::cuda {
 
@@ -42,6 +43,7 @@ struct Conv1dTraits {
 template <int kChannels, int kKernel>
 __global__ void __launch_bounds__(Conv1dTraits<kChannels, kKernel>::kThreads)
     conv1d_kernel(const __grid_constant__ Conv1dParams p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = Conv1dTraits<kChannels, kKernel>;
   const int group = blockIdx.x / T::kBlocksPerGroup;
   const int c = (blockIdx.x % T::kBlocksPerGroup) * T::kThreads + threadIdx.x;
@@ -83,8 +85,7 @@ template <int B, int kChannels, int kKernel>
 void conv1d_decode(const Conv1dParams& p, cudaStream_t stream) {
   using T = Conv1dTraits<kChannels, kKernel>;
   CHECK(p.tokens == 1, "conv1d decode steps one token per row");
-  conv1d_kernel<kChannels, kKernel><<<B * T::kBlocksPerGroup, T::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(conv1d_kernel<kChannels, kKernel>, B * T::kBlocksPerGroup, T::kThreads, 0, stream, p);
 }
 
 // Prefill: one stream, p.tokens (1..kChunk) tokens in order, on slot slots[0].
@@ -92,8 +93,7 @@ template <int kChunk, int kChannels, int kKernel>
 void conv1d_prefill(const Conv1dParams& p, cudaStream_t stream) {
   using T = Conv1dTraits<kChannels, kKernel>;
   CHECK(p.tokens >= 1 && p.tokens <= kChunk, "conv1d prefill takes 1..chunk tokens");
-  conv1d_kernel<kChannels, kKernel><<<T::kBlocksPerGroup, T::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(conv1d_kernel<kChannels, kKernel>, T::kBlocksPerGroup, T::kThreads, 0, stream, p);
 }
 
 }  // namespace rocket::cuda

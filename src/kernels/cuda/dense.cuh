@@ -29,6 +29,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/weight_tile.cuh"
 
 namespace rocket::cuda {
@@ -181,13 +182,19 @@ __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[
   }(std::make_integer_sequence<int, int(sizeof...(Ns))>{});
   const uint8_t* w = reinterpret_cast<const uint8_t*>(w_base) + size_t(seg_tile) * 16 * W::template kRowBytes<K>;
 
+  // The first round's weights go into registers while the kernel before this one finishes (weights
+  // are never written during a step): the chain's wait then costs no weight bandwidth.
+  const auto round_k = [&](int r) { return (r * T::kWarpsPerTile + part0) * T::kG * W::kStageK; };
+  TileStages<Precision::kBF16, T::kG> st[1];
+  if (has_tile) load_tile_stages<Precision::kBF16, K, T::kG>(st[0], w, nullptr, round_k(0), lane);
+  enter_chain();
+
   float acc[T::kRowGroups][1][4] = {};
   if (has_tile) {
 #pragma unroll 1
     for (int r = 0; r < T::kRounds; ++r) {
-      const int k_begin = (r * T::kWarpsPerTile + part0) * T::kG * W::kStageK;
-      TileStages<Precision::kBF16, T::kG> st[1];
-      load_tile_stages<Precision::kBF16, K, T::kG>(st[0], w, nullptr, k_begin, lane);
+      const int k_begin = round_k(r);
+      if (r > 0) load_tile_stages<Precision::kBF16, K, T::kG>(st[0], w, nullptr, k_begin, lane);
       // The same weight registers serve every group of 8 token rows; a lane's B column is token
       // rg * 8 + g, clamped so rows past `rows` are never read (their products are discarded).
 #pragma unroll
@@ -266,8 +273,7 @@ void dense(const DenseParams<N, K, B, Out>& p, cudaStream_t stream) {
     CUDA_CHECK(cudaFuncSetAttribute(dense_kernel<N, K, B, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
-  dense_kernel<N, K, B, Out><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(dense_kernel<N, K, B, Out>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
 // REQUIRES: as dense, per segment: w[s] readable for DenseGroupTraits::kSegmentReadBytes<s>; no y[s]
@@ -282,8 +288,7 @@ void dense_group(const DenseGroupParams<K, B, Out, Ns...>& p, cudaStream_t strea
                                     T::kSmemBytes));
     configured = true;
   }
-  dense_group_kernel<K, B, Out, Ns...><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(dense_group_kernel<K, B, Out, Ns...>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
 }  // namespace rocket::cuda

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace rocket::cuda {
 
@@ -30,6 +31,7 @@ struct EmbeddingTraits {
 template <int kHidden>
 __global__ void __launch_bounds__(EmbeddingTraits<kHidden>::kThreads)
     embedding_kernel(const __grid_constant__ EmbeddingParams p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = EmbeddingTraits<kHidden>;
   const int row = blockIdx.x;
   const uint4* src = reinterpret_cast<const uint4*>(p.table + int64_t(__ldg(p.ids + row)) * kHidden);
@@ -45,8 +47,7 @@ __global__ void __launch_bounds__(EmbeddingTraits<kHidden>::kThreads)
 template <int kHidden>
 void embedding(const EmbeddingParams& p, int rows, cudaStream_t stream) {
   CHECK(rows > 0, "embedding of no rows");
-  embedding_kernel<kHidden><<<rows, EmbeddingTraits<kHidden>::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(embedding_kernel<kHidden>, rows, EmbeddingTraits<kHidden>::kThreads, 0, stream, p);
 }
 
 }  // namespace rocket::cuda

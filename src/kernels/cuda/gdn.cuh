@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace rocket::cuda {
@@ -92,6 +93,7 @@ struct GdnSmem {
 template <class S, int kMaxTokens>
 __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
     gdn_kernel(const __grid_constant__ GdnParams p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   static_assert(sizeof(GdnSmem<S, kMaxTokens>) <= 48 * 1024, "gdn: static shared memory over 48 KiB");
   static_assert(kMaxTokens <= S::kThreads, "one thread per token computes its gates");
   __shared__ GdnSmem<S, kMaxTokens> sm;
@@ -227,16 +229,14 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
 template <class S, int B>
 void gdn_decode(const GdnParams& p, cudaStream_t stream) {
   CHECK(p.tokens == 1, "gdn decode steps one token per row");
-  gdn_kernel<S, 1><<<B * S::kVHeads * S::kSplit, S::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(gdn_kernel<S, 1>, B * S::kVHeads * S::kSplit, S::kThreads, 0, stream, p);
 }
 
 // Prefill: one stream (slot slots[0]), p.tokens (1..kChunk) tokens in order.
 template <class S, int kChunk>
 void gdn_prefill(const GdnParams& p, cudaStream_t stream) {
   CHECK(p.tokens >= 1 && p.tokens <= kChunk, "gdn prefill takes 1..chunk tokens");
-  gdn_kernel<S, kChunk><<<S::kVHeads * S::kSplit, S::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(gdn_kernel<S, kChunk>, S::kVHeads * S::kSplit, S::kThreads, 0, stream, p);
 }
 
 }  // namespace rocket::cuda

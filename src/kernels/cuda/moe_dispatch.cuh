@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace rocket::cuda {
 
@@ -58,6 +59,7 @@ struct MoeDispatchTraits {
 template <class D, int B>
 __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
     moe_dispatch_kernel(const __grid_constant__ MoeDispatchParams<D, B> p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = MoeDispatchTraits<D, B>;
   __shared__ int warp_count[T::kWarps][D::kExperts];  // slots of each expert per warp, then their prefix
   __shared__ int scan_total[T::kWarps];
@@ -121,8 +123,7 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
 // REQUIRES: idx and route device pointers; every idx in [0, experts) (the router's top-k guarantees it).
 template <class D, int B>
 void moe_dispatch(const MoeDispatchParams<D, B>& p, cudaStream_t stream) {
-  moe_dispatch_kernel<D, B><<<1, MoeDispatchTraits<D, B>::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(moe_dispatch_kernel<D, B>, 1, MoeDispatchTraits<D, B>::kThreads, 0, stream, p);
 }
 
 }  // namespace rocket::cuda

@@ -13,11 +13,12 @@
 //                then each output is shared_scale * shared + sum over its top-k choices (in choice
 //                order) of weight * expert output, rounded once to bf16.
 //
-// moe_down is a programmatic dependent launch of moe_gate_up: every gate_up block lets it launch at
-// its start, so down's blocks are scheduled as gate_up's drain and pull their weights (shared expert
-// and the first active experts, from the route moe_dispatch completed before gate_up began) into L2
-// before griddepcontrol.wait, which returns once gate_up has completed and its writes are visible;
-// nothing gate_up writes is read before that wait.
+// Both are links of the step's chain of dependent launches (dependent_launch.cuh), with one exception
+// to its contract: every gate_up block lets moe_down launch once it has waited for moe_dispatch, so
+// down's blocks are scheduled as gate_up's drain and pull their weights (shared expert and the first
+// active experts, from the route moe_dispatch had completed before down could launch) into L2 before
+// their own wait, which returns once gate_up has completed and its writes are visible; nothing gate_up
+// writes is read before that wait.
 //
 // Deterministic: no float atomics, every sum has a fixed order, so a graph replay is bit-exact.
 // Graph-capturable: grids depend only on the bucket (sized for B * top_k active experts; blocks of
@@ -35,6 +36,7 @@
 
 #include "fuel/chemistry.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/weight_tile.cuh"
 #include "plan/layout.h"
@@ -153,10 +155,6 @@ struct GateUpEntry {
   int rows;                      // activation columns: the expert's routed rows, or B
   __nv_bfloat16* act;            // activation column n goes to act row n
 };
-
-// PTX griddepcontrol (sm_90): no-ops in a grid launched without programmatic stream serialization.
-__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-__device__ __forceinline__ void wait_prerequisites() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 
@@ -304,8 +302,9 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
     moe_gate_up_kernel(const __grid_constant__ MoeGateUpParams<D, B> p) {
   using T = MoeGateUpTraits<D, B, P>;
   extern __shared__ float4 red[];
-  // moe_down may launch once every block has started: it reads nothing of ours before its wait.
-  moe::launch_dependents();
+  // After moe_dispatch has completed; moe_down may launch once every block is past this: it reads
+  // nothing of ours before its own wait.
+  enter_chain();
   if (blockIdx.x == 0) {
     moe::shared_expert_scale<D, B, T::kWarps>(p);
     return;
@@ -348,8 +347,8 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
   // Before gate_up completes, into L2 where the units below read them: this block's 16 rows of the
   // shared down projection and of the first active experts' down projection (weights, nvfp4 block
   // scales and scale2; each a contiguous range). Weights only, and the route: moe_dispatch completed
-  // before gate_up started (see the launcher's REQUIRES); __ldcg reads it from L2, the point of
-  // coherence.
+  // before the last gate_up block passed its wait, so before this kernel launched (see the note at
+  // the top); __ldcg reads it from L2, the point of coherence.
   {
     using WT = WeightTileTraits<P>;
     constexpr int kSharedBytes = 16 * D::kSharedInter * 2;
@@ -385,7 +384,8 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
     }
   }
-  moe::wait_prerequisites();
+  wait_prerequisites();
+  release_dependents();
   const int units = S::kParts + p.route->active * R::kParts;
   for (int u = warp; u < units; u += T::kWarps) {
     if (u < S::kParts) {
@@ -438,13 +438,12 @@ void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
     CUDA_CHECK(cudaFuncSetAttribute(moe_gate_up_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
-  moe_gate_up_kernel<D, B, P><<<T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(moe_gate_up_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
-// REQUIRES: moe_gate_up for this step already on `stream`, the kernel just before this launch and
-// launched after this step's moe_dispatch completed (an ordinary launch): down reads the route and
-// prefetches weights before griddepcontrol.wait, and every other input after it (gate_up complete).
+// REQUIRES: moe_gate_up for this step already on `stream`, the kernel just before this launch, and
+// moe_dispatch the one before it: down reads the route and prefetches weights before its wait, and
+// every other input after it (gate_up complete).
 template <class D, int B, Precision P>
 void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
   using T = MoeDownTraits<D, B, P>;
@@ -453,19 +452,7 @@ void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
     CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
-  // A programmatic dependent of the kernel before it (moe_gate_up): see the note at the top.
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(T::kBlocks);
-  cfg.blockDim = dim3(T::kThreads);
-  cfg.dynamicSmemBytes = T::kSmemBytes;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_kernel<D, B, P>, p));
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(moe_down_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
 }  // namespace rocket::cuda

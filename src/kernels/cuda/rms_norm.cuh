@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace rocket::cuda {
@@ -57,6 +58,7 @@ __device__ __forceinline__ uint4 pack8(const float f[8]) {
 
 template <int kDim, bool kFused>
 __global__ void __launch_bounds__(RmsNormTraits<kDim>::kThreads) rms_norm_kernel(const __grid_constant__ RmsNormParams p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = RmsNormTraits<kDim>;
   __shared__ float scratch[T::kThreads / 32];
   const int64_t base = int64_t(blockIdx.x) * kDim;
@@ -99,16 +101,14 @@ __global__ void __launch_bounds__(RmsNormTraits<kDim>::kThreads) rms_norm_kernel
 template <int kDim>
 void rms_norm(const RmsNormParams& p, int rows, cudaStream_t stream) {
   CHECK(rows > 0, "rms_norm of no rows");
-  rms_norm_kernel<kDim, false><<<rows, RmsNormTraits<kDim>::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(rms_norm_kernel<kDim, false>, rows, RmsNormTraits<kDim>::kThreads, 0, stream, p);
 }
 
 // residual = bf16(x + delta); y = norm(residual).
 template <int kDim>
 void add_rms_norm(const RmsNormParams& p, int rows, cudaStream_t stream) {
   CHECK(rows > 0 && p.delta && p.residual, "add_rms_norm needs delta and residual");
-  rms_norm_kernel<kDim, true><<<rows, RmsNormTraits<kDim>::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(rms_norm_kernel<kDim, true>, rows, RmsNormTraits<kDim>::kThreads, 0, stream, p);
 }
 
 }  // namespace rocket::cuda

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace rocket::cuda {
@@ -30,6 +31,7 @@ struct RouterTraits {
 template <int kExperts, int kTopK>
 __global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
     router_kernel(const __grid_constant__ RouterParams p, int rows) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = RouterTraits<kExperts, kTopK>;
   const int lane = threadIdx.x % 32;
   const int row = blockIdx.x * T::kWarps + threadIdx.x / 32;
@@ -95,8 +97,7 @@ template <int kExperts, int kTopK>
 void router(const RouterParams& p, int rows, cudaStream_t stream) {
   using T = RouterTraits<kExperts, kTopK>;
   CHECK(rows > 0, "router of no rows");
-  router_kernel<kExperts, kTopK><<<(rows + T::kWarps - 1) / T::kWarps, T::kWarps * 32, 0, stream>>>(p, rows);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(router_kernel<kExperts, kTopK>, (rows + T::kWarps - 1) / T::kWarps, T::kWarps * 32, 0, stream, p, rows);
 }
 
 }  // namespace rocket::cuda

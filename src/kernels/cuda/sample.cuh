@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace rocket::cuda {
 
@@ -239,6 +240,7 @@ __device__ __forceinline__ int32_t row_argmax(const float* row, Exchange<kThread
 template <int kVocab>
 __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_bounds__(SampleTraits<kVocab>::kThreads)
     argmax_kernel(const __grid_constant__ SampleParams p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = SampleTraits<kVocab>;
   namespace sd = sample_detail;
   __shared__ sd::Exchange<T::kThreads> x;
@@ -254,6 +256,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
 template <int kVocab>
 __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_bounds__(SampleTraits<kVocab>::kThreads)
     sample_kernel(const __grid_constant__ SampleParams p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = SampleTraits<kVocab>;
   namespace sd = sample_detail;
   extern __shared__ float s[];  // [kSlice]: scaled logits, then e; thread t owns [t·kPerThread, +kPerThread)
@@ -342,8 +345,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
 template <int B, int kVocab>
 void argmax(const SampleParams& p, cudaStream_t stream) {
   using T = SampleTraits<kVocab>;
-  argmax_kernel<kVocab><<<B * T::kBlocks, T::kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(argmax_kernel<kVocab>, B * T::kBlocks, T::kThreads, 0, stream, p);
 }
 
 // Tokens for B rows with per-row knobs (greedy rows included).
@@ -355,8 +357,7 @@ void sample(const SampleParams& p, cudaStream_t stream) {
     CUDA_CHECK(cudaFuncSetAttribute(sample_kernel<kVocab>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
-  sample_kernel<kVocab><<<B * T::kBlocks, T::kThreads, T::kSmemBytes, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(sample_kernel<kVocab>, B * T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
 }  // namespace rocket::cuda
