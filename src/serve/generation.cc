@@ -75,12 +75,12 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   }
 }
 
-int32_t Generation::choose(const float* logits, int vocab, int64_t pos) {
-  if (forced_) {
-    const int32_t id = (*forced_)[forced_next_++];
-    if (id >= vocab) rocket::fail("forced token {} is outside the engine's vocabulary [0, {})", id, vocab);
-    return id;
-  }
+RowSampling Generation::sampling_row(int64_t pos) const {
+  return RowSampling{.temperature = sampling_.temperature, .top_p = sampling_.top_p, .top_k = sampling_.top_k,
+                     .seed = sampling_.seed, .counter = uint64_t(pos)};
+}
+
+int32_t Generation::sample(const float* logits, int vocab, int64_t pos) const {
   // The loop thread's scratch: sampling allocates nothing per token, and a batch of generations
   // stepped by one thread shares it.
   thread_local std::vector<float> scratch;
@@ -90,7 +90,8 @@ int32_t Generation::choose(const float* logits, int vocab, int64_t pos) {
   return host::sample(logits, vocab, sampling_, uint64_t(pos), scratch.data(), scratch_idx.data());
 }
 
-std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t pos) {
+template <typename Pick>
+std::optional<int32_t> Generation::advance(const float* logits, int vocab, Pick pick) {
   CHECK(!finished_, "step() on a finished generation");
   if (sink_->cancelled()) {
     finished_ = true;
@@ -101,7 +102,13 @@ std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t 
   if (sink_->stop_requested()) return finish(FinishReason::kStop);
   // A forced sequence that runs out ends the turn as eos would.
   if (forced_ && forced_next_ == forced_->size()) return finish(FinishReason::kStop);
-  const int32_t next = choose(logits, vocab, pos);
+  int32_t next;
+  if (forced_) {
+    next = (*forced_)[forced_next_++];
+    if (next >= vocab) rocket::fail("forced token {} is outside the engine's vocabulary [0, {})", next, vocab);
+  } else {
+    next = pick();
+  }
   if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) return finish(FinishReason::kStop);
   ++usage_.completion_tokens;
   const std::string piece = decoder_.push(next);
@@ -122,6 +129,15 @@ std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t 
   }
   if (usage_.completion_tokens == max_tokens_) return finish(FinishReason::kLength);
   return next;
+}
+
+std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t pos) {
+  return advance(logits, vocab, [&] { return sample(logits, vocab, pos); });
+}
+
+std::optional<int32_t> Generation::step_picked(int32_t picked, const float* logits, int vocab) {
+  CHECK(logits || !needs_logits(), "logprobs need the logits of the row the engine picked from");
+  return advance(logits, vocab, [picked] { return picked; });
 }
 
 std::optional<int32_t> Generation::finish(FinishReason reason) {

@@ -1,10 +1,11 @@
 // One request's output side, shared by FifoEngineLoop (serve/server.h) and the continuous-batching
 // scheduler: everything between "the engine produced a row of logits for this request" and "the HTTP
 // thread receives text". A Generation chooses the request's next token (sampled with its own params
-// and seed, or taken from a test-only forced sequence), detokenises it (StreamDecoder), holds back
-// and cuts stop strings (StopMatcher), ends on eos / stop string / max_tokens, counts usage, and
-// pushes TokenEvents to the request's RequestSink. The engine side only feeds logits and positions,
-// so a loop can drive one Generation per slot, one token at a time, in any interleaving.
+// and seed, taken as the engine sampled it with the same params and seed, or taken from a test-only
+// forced sequence), detokenises it (StreamDecoder), holds back and cuts stop strings (StopMatcher),
+// ends on eos / stop string / max_tokens, counts usage, and pushes TokenEvents to the request's
+// RequestSink. The engine side only feeds logits or picked tokens and positions, so a loop can drive
+// one Generation per slot, one token at a time, in any interleaving.
 //
 // Thread safety: a Generation is driven by one thread (the engine loop); its RequestSink is the only
 // part shared with the HTTP thread.
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/host/sample.h"
+#include "serve/batch_engine.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "serve/stop_strings.h"
@@ -115,6 +117,14 @@ class Generation {
   // then the final event has been pushed, none if cancelled.
   // REQUIRES: not finished.
   std::optional<int32_t> step(const float* logits, int vocab, int64_t pos);
+  // As step, with the token the engine already drew with sampling_row(pos), the same draw step would
+  // make from the logits (a forced sequence still overrides it). `logits` (`vocab` floats) may be null
+  // unless needs_logits(). REQUIRES: not finished.
+  std::optional<int32_t> step_picked(int32_t picked, const float* logits, int vocab);
+  // The knobs an engine samples this request's token at `pos` with.
+  RowSampling sampling_row(int64_t pos) const;
+  // Logprobs were requested: stepping needs the logits as well as the token.
+  bool needs_logits() const { return top_logprobs_ >= 0; }
 
   // The client is gone: the driver may drop the stream without stepping it again.
   bool cancelled() const { return sink_->cancelled(); }
@@ -137,7 +147,10 @@ class Generation {
   };
 
   std::optional<int32_t> finish(FinishReason reason);
-  int32_t choose(const float* logits, int vocab, int64_t pos);
+  // step and step_picked after their choice of token: `pick()` gives it unless a forced sequence does.
+  template <typename Pick>
+  std::optional<int32_t> advance(const float* logits, int vocab, Pick pick);
+  int32_t sample(const float* logits, int vocab, int64_t pos) const;
   // Pushes `text` (may be empty) with the logprobs of the tokens it completes; `stopped`: the output
   // ends with it, so tokens begun before its end are released too and the rest dropped.
   void emit(std::string text, bool stopped);

@@ -207,16 +207,23 @@ void Scheduler::decode_step() {
   const int n = int(rows.size());
   std::vector<int32_t> ids(rows.size());
   std::vector<int64_t> pos(rows.size());
+  std::vector<RowSampling> sampling(rows.size());
+  // The engine samples every row; the logits come back only when a row needs them for logprobs.
+  bool want_logits = false;
   for (int i = 0; i < n; ++i) {
     const Stream& s = *slots_[size_t(rows[size_t(i)])];
     ids[size_t(i)] = s.next;
     pos[size_t(i)] = s.pos;
+    sampling[size_t(i)] = s.generation->sampling_row(s.pos + 1);
+    want_logits = want_logits || s.generation->needs_logits();
   }
-  engine_.decode(n, ids.data(), rows.data(), pos.data());
+  engine_.decode(n, ids.data(), rows.data(), pos.data(), sampling.data(), want_logits);
+  const int32_t* picked = engine_.tokens();
   for (int i = 0; i < n; ++i) {
     Stream& s = *slots_[size_t(rows[size_t(i)])];
     capture(s, int(s.pos + 1));
-    std::optional<int32_t> next = s.generation->step(engine_.logits(i), engine_.vocab(), s.pos + 1);
+    std::optional<int32_t> next =
+        s.generation->step_picked(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
     if (!next) {
       retire(s, /*keep_cache=*/true);
       continue;

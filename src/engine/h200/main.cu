@@ -117,6 +117,7 @@ int cmd_parity(const fs::path& dir, const Args& a) {
   std::vector<int64_t> pos(P);
   std::vector<int32_t> next(P);
   std::vector<int> slots(P);
+  const std::vector<RowSampling> greedy(P, RowSampling{.temperature = 0.0f});
   for (int p = 0; p < P; ++p) {
     slots[p] = p;
     be.reset_state(p);
@@ -146,8 +147,8 @@ int cmd_parity(const fs::path& dir, const Args& a) {
       }
     }
     if (s + 1 == steps) break;
-    be.decode(P, next.data(), slots.data(), pos.data());
-    const int32_t* sampled = e.tokens();
+    be.decode(P, next.data(), slots.data(), pos.data(), greedy.data(), /*want_logits=*/true);
+    const int32_t* sampled = be.tokens();
     for (int p = 0; p < P; ++p) {
       const GoldenPrompt& gp = g.prompts[p];
       if (s + 1 < gp.greedy_ids.size())

@@ -1,7 +1,10 @@
 // The host engine behind the scheduler's BatchEngine interface (serve/batch_engine.h).
 #pragma once
 
+#include <vector>
+
 #include "engine/host/host_engine.h"
+#include "kernels/host/sample.h"
 #include "serve/batch_engine.h"
 
 namespace rocket {
@@ -16,7 +19,25 @@ class HostBatchEngine final : public BatchEngine {
     e_.prefill(slot, ids, n, pos0, want_logits ? n - 1 : n);
     return want_logits ? e_.logits(n - 1) : nullptr;
   }
-  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos) override { e_.decode(n, ids, slots, pos); }
+  // The host engine computes every row's logits anyway, so `want_logits` changes nothing here.
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const RowSampling* sampling,
+              bool want_logits) override {
+    e_.decode(n, ids, slots, pos);
+    tokens_.resize(size_t(n));
+    // Rows are independent draws; dynamic, because a greedy row is an argmax and a sampled one a
+    // full-vocabulary softmax.
+#pragma omp parallel for if (n > 1) schedule(dynamic)
+    for (int row = 0; row < n; ++row) {
+      thread_local std::vector<float> scratch;
+      thread_local std::vector<int32_t> scratch_idx;
+      scratch.resize(size_t(engine::kVocab));
+      scratch_idx.resize(size_t(engine::kVocab));
+      const RowSampling& r = sampling[row];
+      tokens_[size_t(row)] = host::sample(e_.logits(row), int(engine::kVocab), {r.temperature, r.top_p, r.top_k, r.seed},
+                                          r.counter, scratch.data(), scratch_idx.data());
+    }
+  }
+  const int32_t* tokens() const override { return tokens_.data(); }
   const float* logits(int row) const override { return e_.logits(row); }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
@@ -27,6 +48,7 @@ class HostBatchEngine final : public BatchEngine {
 
  private:
   HostEngine& e_;
+  std::vector<int32_t> tokens_;  // the last decode's picks
 };
 
 }  // namespace rocket
