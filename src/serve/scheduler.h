@@ -8,7 +8,9 @@
 //     the entry's snapshot) and reserves pages for the rest. A request that cannot get pages waits at
 //     the head of the queue, so nobody behind it overtakes it (no starvation); it is refused only when
 //     nothing is running that could ever free pages.
-//  2. Decode: every stream that has its next token runs, as the smallest compiled bucket holding them.
+//  2. Decode: every stream that has its next token runs, as the smallest compiled bucket holding them;
+//     the engine picks each row's next token with the request's sampling knobs (on the device for the
+//     H200), and hands out logits only when a request asked for logprobs.
 //  3. Prefill: streams still reading their prompt run chunks of the plan's prefill size, oldest first,
 //     within a per-step token budget so the decoding streams keep a steady inter-token latency. Where a
 //     chunk ends on a page boundary the state is captured into a snapshot slot, and after the prompt

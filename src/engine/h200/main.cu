@@ -172,8 +172,9 @@ int cmd_parity(const fs::path& dir, const Args& a) {
 }
 
 // Bit-exact replay: for every bucket, the same prompts and tokens run twice from fresh state (half the
-// rows greedy, half sampled with seeded temperature / top-k / top-p), through the scheduler's
-// interface; the logits bytes and the sampled tokens of every step must be identical.
+// rows greedy, half sampled with seeded temperature / top-k / top-p; prompts through the scheduler's
+// interface, steps as the engine's graphs); the logits bytes and the sampled tokens of every step
+// must be identical.
 int cmd_replay(const fs::path& dir, const Args& a) {
   const int steps = std::stoi(a.get("--steps", "4"));
   const std::unique_ptr<H200Engine> engine = countdown(dir);
