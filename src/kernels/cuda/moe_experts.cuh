@@ -250,6 +250,22 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
   }
 }
 
+// Into L2, the shared-expert weights one block of moe_gate_up streams: the gate and up rows of its
+// group's tiles, over its K slice (a contiguous 1/kSlices of every row: the slice's K parts are
+// consecutive). They do not depend on the route, so this runs before the chain's wait.
+template <class Plan, int K>
+__device__ __forceinline__ void prefetch_shared_tiles(const uint8_t* gate, const uint8_t* up, int group, int slice) {
+  constexpr int kRowBytes = 2 * K, kSliceBytes = kRowBytes / Plan::kSlices, kLines = (kSliceBytes + 127) / 128;
+  const int tile0 = group * Plan::kTilesPerBlock;
+  const int rows = min(Plan::kTilesPerBlock, Plan::kTiles - tile0) * 16;
+  for (int i = threadIdx.x; i < 2 * rows * kLines; i += blockDim.x) {
+    const int r = (i / kLines) % rows, line = i % kLines;
+    const uint8_t* at = (i < rows * kLines ? gate : up) + size_t(tile0 * 16 + r) * kRowBytes + size_t(slice) * kSliceBytes +
+                        min(line * 128, kSliceBytes - 1);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+  }
+}
+
 // sigmoid(shared_expert_gate . x[b]) for every row: one warp per row, lanes over 8 columns at a time,
 // a fixed shuffle tree.
 template <class D, int B, int kWarps>
@@ -302,6 +318,11 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
     moe_gate_up_kernel(const __grid_constant__ MoeGateUpParams<D, B> p) {
   using T = MoeGateUpTraits<D, B, P>;
   extern __shared__ float4 red[];
+  int local = blockIdx.x - 1;
+  if (local >= 0 && local < T::Shared::kBlocks)
+    moe::prefetch_shared_tiles<typename T::Shared, D::kHidden>(reinterpret_cast<const uint8_t*>(p.shared_gate),
+                                                                reinterpret_cast<const uint8_t*>(p.shared_up),
+                                                                local / T::kSharedSlices, local % T::kSharedSlices);
   // After moe_dispatch has completed; moe_down may launch once every block is past this: it reads
   // nothing of ours before its own wait.
   enter_chain();
@@ -309,7 +330,6 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
     moe::shared_expert_scale<D, B, T::kWarps>(p);
     return;
   }
-  int local = blockIdx.x - 1;
   if (local < T::Shared::kBlocks) {
     const moe::GateUpEntry en{reinterpret_cast<const uint8_t*>(p.shared_gate), reinterpret_cast<const uint8_t*>(p.shared_up),
                               nullptr, nullptr, 1.0f, 1.0f, nullptr, B, p.shared_act};
