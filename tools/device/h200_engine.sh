@@ -56,10 +56,14 @@ TOKENIZER=/tmp/rocket-tokenizer
 mkdir -p "$TOKENIZER"
 cp "$CARRY/tokenizer/tokenizer_config.json" "$TOKENIZER/"
 unxz_to "$CARRY/tokenizer/tokenizer.json.xz" "$TOKENIZER/tokenizer.json"
+# Each engine's lib/ (cpp-httplib and its libraries), carried once as a tarball.
+ENGINE_LIB=/tmp/rocket-engine-lib
+rm -rf "$ENGINE_LIB" && mkdir -p "$ENGINE_LIB"
+python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/engine-lib.tar.xz" "$ENGINE_LIB"
 for e in "$CARRY"/engines/*; do
   rm -rf "$ENGINES/${e##*/}" && cp -r "$e" "$ENGINES/" && unxz_to "$e/plan.json.xz" "$ENGINES/${e##*/}/plan.json"
   rm "$ENGINES/${e##*/}/plan.json.xz"
-  cp -r "$CARRY/engine-lib" "$ENGINES/${e##*/}/lib"
+  cp -r "$ENGINE_LIB" "$ENGINES/${e##*/}/lib"
   cp "$TOKENIZER/tokenizer.json" "$ENGINES/${e##*/}/"
 done
 chmod +x "$ENGINES"/*/bin/rocket-engine

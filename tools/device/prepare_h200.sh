@@ -7,8 +7,8 @@
 #   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json
 #                           (as plan.json.xz), engine.h, bin/rocket-engine, config files; no weights, no
 #                           tokenizer.json (h200_engine.sh puts tokenizer/ back), no lib/
-#   engine-lib/             the shared libraries every engine's lib/ holds (cpp-httplib and what it
-#                           needs beyond libc; the same for every engine): h200_engine.sh copies them back
+#   engine-lib.tar.xz       the shared libraries every engine's lib/ holds (cpp-httplib and what it
+#                           needs beyond libc; the same for every engine): h200_engine.sh puts them back
 # The configs come from `rocket forge --config-only` with the flags the device forges the fuels with.
 #
 #   bash tools/device/prepare_h200.sh        (BUILD=build-h200 by default, configured Release)
@@ -52,5 +52,6 @@ for row in "${engines[@]}"; do
   echo "prepared $CARRY/engines/$name in $(($(date +%s) - t0)) s"
 done
 echo "$(git rev-parse --short HEAD)$(git diff --quiet || echo +dirty)" >"$CARRY/COMMIT"
-ls -la "$CARRY/engine-lib"
+tar -cJf "$CARRY/engine-lib.tar.xz" -C "$CARRY/engine-lib" . && rm -rf "$CARRY/engine-lib"
+ls -la "$CARRY/engine-lib.tar.xz"
 du -sh "$CARRY" "$CARRY"/*

@@ -52,7 +52,7 @@ template <class D, int B>
 struct MoeDispatchTraits {
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kWidest = D::kExperts > kSlots ? D::kExperts : kSlots;
-  static constexpr int kRouterWarps = B < 16 ? B : 16;  // a warp routes one row at a time
+  static constexpr int kRouterWarps = B < 32 ? B : 32;  // a warp routes one row at a time
   // At least one thread per slot and per expert (the grouping), and kRouterWarps warps.
   static constexpr int kThreads = (kWidest + 31) / 32 * 32 > 32 * kRouterWarps ? (kWidest + 31) / 32 * 32 : 32 * kRouterWarps;
   static constexpr int kWarps = kThreads / 32;
