@@ -1,9 +1,8 @@
-// GPU check + benchmark for the MoE block's routing + dispatch and grouped experts (src/kernels/cuda/
+// GPU check + benchmark for the MoE block's dispatch and grouped experts (src/kernels/cuda/
 // moe_dispatch.cuh, moe_experts.cuh). Runs on the H200 machine only (CI compiles it). For tiny and a3b
 // shapes, NVFP4 and bf16 routed experts, buckets 1/8/32 and three routings (random router logits; every
 // row choosing nearly the same experts; every slot a distinct expert where B * top_k <= experts):
-//   - the router's choices must equal host::router_top_k's, and the route (counts, expert list, slots)
-//     the host's grouping of them, exactly;
+//   - the route (counts, expert list, slots) must equal the host's grouping exactly;
 //   - every MoE output and shared-expert gate is compared with the host kernels (router_top_k, linear on
 //     the stored weights, swiglu, sigmoid) on the same bf16 inputs, within a bound derived per element;
 //   - a CUDA-graph replay of the step must reproduce the direct launch bit for bit, and so must the
@@ -169,28 +168,25 @@ struct Layer {
 enum class Routing { kRandom, kSame, kDistinct };
 const char* routing_name(Routing r) { return r == Routing::kRandom ? "random" : r == Routing::kSame ? "same" : "distinct"; }
 
-// Router logits for B rows (what the GPU routes), and host::router_top_k's choices and weights of them
-// (the reference).
+// Router logits for B rows, then host::router_top_k: the choices and weights the GPU kernels consume.
 template <class D>
-void route(Routing routing, int B, SplitMix& rng, std::vector<float>& logits, std::vector<int>& idx, std::vector<float>& w) {
-  std::vector<float> common(D::kExperts);
+void route(Routing routing, int B, SplitMix& rng, std::vector<int>& idx, std::vector<float>& w) {
+  std::vector<float> logits(D::kExperts), common(D::kExperts);
   for (auto& v : common) v = 3.0f * rng.uniform();
-  logits.resize(size_t(B) * D::kExperts);
   idx.resize(size_t(B) * D::kTopK);
   w.resize(idx.size());
   for (int b = 0; b < B; ++b) {
-    float* l = logits.data() + size_t(b) * D::kExperts;
     for (int e = 0; e < D::kExperts; ++e) {
-      if (routing == Routing::kRandom) l[e] = 3.0f * rng.uniform();
-      if (routing == Routing::kSame) l[e] = common[e] + 1e-3f * rng.uniform();
-      if (routing == Routing::kDistinct) l[e] = (e / D::kTopK == b ? 8.0f : 0.0f) + rng.uniform();
+      if (routing == Routing::kRandom) logits[e] = 3.0f * rng.uniform();
+      if (routing == Routing::kSame) logits[e] = common[e] + 1e-3f * rng.uniform();
+      if (routing == Routing::kDistinct) logits[e] = (e / D::kTopK == b ? 8.0f : 0.0f) + rng.uniform();
     }
-    host::router_top_k(l, D::kExperts, D::kTopK, idx.data() + b * D::kTopK, w.data() + b * D::kTopK);
+    host::router_top_k(logits.data(), D::kExperts, D::kTopK, idx.data() + b * D::kTopK, w.data() + b * D::kTopK);
   }
 }
 
 struct Buffers {  // device buffers of one bucket, poisoned where the kernels must write
-  void *logits, *idx, *w, *route, *act, *shared_act, *shared_scale, *partial, *arrivals, *out, *x;
+  void *idx, *w, *route, *act, *shared_act, *shared_scale, *partial, *arrivals, *out, *x;
 };
 
 template <class D, int B, Precision P>
@@ -201,11 +197,10 @@ struct Case {
 
   // Launches one step: routing i (idx/w/route at slot i), shared expert copy `copy`.
   static void step(const Layer<D, P>& L, const Buffers& d, int i, int copy, cudaStream_t s, int what = 7) {
-    const float* logits = static_cast<const float*>(d.logits) + size_t(i) * B * D::kExperts;
-    int* idx = static_cast<int*>(d.idx) + i * kSlots;
-    float* w = static_cast<float*>(d.w) + i * kSlots;
+    const int* idx = static_cast<const int*>(d.idx) + i * kSlots;
+    const float* w = static_cast<const float*>(d.w) + i * kSlots;
     Route* route = static_cast<Route*>(d.route) + i;
-    if (what & 1) cuda::moe_dispatch<D, B>({.logits = logits, .idx = idx, .weight = w, .route = route}, s);
+    if (what & 1) cuda::moe_dispatch<D, B>({.idx = idx, .route = route}, s);
     if (what & 2)
       cuda::moe_gate_up<D, B, P>({.x = static_cast<const __nv_bfloat16*>(d.x), .route = route, .experts = L.d_units,
                                   .expert_stride = L.stride, .expert = L.at, .shared_gate = L.shared_part(copy, 0),
@@ -248,12 +243,11 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
 
   // Inputs: kTimedSteps routings (step 0 is the checked one) and one x.
   std::vector<int> idx;
-  std::vector<float> w, logits;
+  std::vector<float> w;
   std::vector<int> all_idx;
-  std::vector<float> all_w, all_logits;
+  std::vector<float> all_w;
   for (int i = 0; i < kTimedSteps; ++i) {
-    route<D>(routing, B, rng, logits, idx, w);
-    all_logits.insert(all_logits.end(), logits.begin(), logits.end());
+    route<D>(routing, B, rng, idx, w);
     all_idx.insert(all_idx.end(), idx.begin(), idx.end());
     all_w.insert(all_w.end(), w.begin(), w.end());
   }
@@ -264,7 +258,6 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   for (size_t i = 0; i < x.size(); ++i) xabs[i] = std::fabs(xf[i] = bf16_to_f32(x[i] = f32_to_bf16(2.0f * rng.uniform())));
 
   Buffers d;
-  CUDA_CHECK(cudaMalloc(&d.logits, all_logits.size() * 4));
   CUDA_CHECK(cudaMalloc(&d.idx, all_idx.size() * 4));
   CUDA_CHECK(cudaMalloc(&d.w, all_w.size() * 4));
   CUDA_CHECK(cudaMalloc(&d.route, sizeof(Route) * kTimedSteps));
@@ -275,9 +268,8 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   CUDA_CHECK(cudaMalloc(&d.arrivals, GU::kArrivals * 4));
   CUDA_CHECK(cudaMalloc(&d.out, size_t(B) * H * 2));
   CUDA_CHECK(cudaMalloc(&d.x, x.size() * 2));
-  CUDA_CHECK(cudaMemcpy(d.logits, all_logits.data(), all_logits.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(d.idx, 0xff, all_idx.size() * 4));
-  CUDA_CHECK(cudaMemset(d.w, 0xff, all_w.size() * 4));
+  CUDA_CHECK(cudaMemcpy(d.idx, all_idx.data(), all_idx.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.w, all_w.data(), all_w.size() * 4, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(d.x, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
   // Poison everything the kernels write (NaN in bf16 and fp32, -1 in ints); arrivals start at zero.
   CUDA_CHECK(cudaMemset(d.route, 0xff, sizeof(Route) * kTimedSteps));
@@ -297,15 +289,8 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   CUDA_CHECK(cudaMemcpy(sscale.data(), d.shared_scale, B * 4, cudaMemcpyDeviceToHost));
   CUDA_CHECK(cudaMemcpy(&r, d.route, sizeof(Route), cudaMemcpyDeviceToHost));
 
-  // Router: the host's choices exactly (router_check bounds the weights).
-  bool ok = true;
-  std::vector<int> gpu_idx(kSlots);
-  CUDA_CHECK(cudaMemcpy(gpu_idx.data(), d.idx, kSlots * 4, cudaMemcpyDeviceToHost));
-  if (gpu_idx != idx) {
-    ok = false;
-    std::printf("  router choices differ from host::router_top_k\n");
-  }
   // Route: the host grouping (experts ascending, rows ascending within an expert).
+  bool ok = true;
   std::vector<int> count(D::kExperts, 0);
   for (int e : idx) ++count[e];
   int active = 0, slot = 0;
@@ -473,7 +458,7 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   std::printf("%-5s %-5s B=%-2d %-8s %3d exp %8.1f us (gate_up %6.1f, down %6.1f) %7.2f MB %6.0f GB/s %5.1f%%  err/bound %.2f %s\n",
               name, precision_name(P), B, routing_name(routing), active, us, us_gu, us_down, (weight_bytes + act_bytes) / 1e6,
               gbps, 100.0 * gbps / copy_gbps, worst, ok ? "ok" : "MISMATCH");
-  for (void* p : {d.logits, d.idx, d.w, d.route, d.act, d.shared_act, d.shared_scale, d.partial, d.arrivals, d.out, d.x}) CUDA_CHECK(cudaFree(p));
+  for (void* p : {d.idx, d.w, d.route, d.act, d.shared_act, d.shared_scale, d.partial, d.arrivals, d.out, d.x}) CUDA_CHECK(cudaFree(p));
   return ok;
 }
 

@@ -1,14 +1,13 @@
-// GPU check + benchmark for the MoE router (src/kernels/cuda/router.cuh), which runs inside
-// moe_dispatch: a3b (256 experts, top-8) and tiny (16, top-4) at buckets 1, 8, 32, random logits with
-// planted ties, poisoned outputs, compared against host::router_top_k; routing + grouping timed against
-// a device copy measured in the same run (moe_check checks the grouping). Exit 1 on a mismatch.
+// GPU check + benchmark for the MoE router (src/kernels/cuda/router.cuh): a3b (256 experts, top-8) and
+// tiny (16, top-4) at buckets 1, 8, 32, random logits with planted ties, poisoned outputs, compared
+// against host::router_top_k; timed against a device copy measured in the same run. Exit 1 on a mismatch.
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "check_support.h"
-#include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/router.cuh"
 #include "kernels/host/moe.h"
 
 using namespace rocket;
@@ -30,13 +29,10 @@ bool run(const char* name, double copy, std::mt19937& rng) {
     l[(i * 7 + 3) % kExperts] = l[(i * 7 + 1) % kExperts] = 9.0f + 0.01f * i;
     l[(i * 5 + 2) % kExperts] = l[(i * 5 + 4) % kExperts] = 3.5f;
   }
-  using D = rocket::cuda::MoeShape<16, 16, 16, kExperts, kTopK>;  // the router reads only experts and top-k
   DeviceBuffer<float> dl(logits), dw(size_t(B) * kTopK);
   DeviceBuffer<int32_t> di(size_t(B) * kTopK);
-  DeviceBuffer<uint8_t> route(sizeof(rocket::cuda::MoeRoute<D, B>));
-  const rocket::cuda::MoeDispatchParams<D, B> p{
-      .logits = dl.ptr, .idx = di.ptr, .weight = dw.ptr, .route = reinterpret_cast<rocket::cuda::MoeRoute<D, B>*>(route.ptr)};
-  rocket::cuda::moe_dispatch<D, B>(p, nullptr);
+  rocket::cuda::RouterParams p{.logits = dl.ptr, .idx = di.ptr, .weight = dw.ptr};
+  rocket::cuda::router<kExperts, kTopK>(p, B, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<int32_t> idx = di.download();
   const std::vector<float> w = dw.download();
@@ -58,7 +54,7 @@ bool run(const char* name, double copy, std::mt19937& rng) {
       }
     }
   }
-  const double us = check::time_us([&] { rocket::cuda::moe_dispatch<D, B>(p, nullptr); });
+  const double us = check::time_us([&] { rocket::cuda::router<kExperts, kTopK>(p, B, nullptr); });
   check::report(name, B, us, double(B) * (kExperts * 4 + kTopK * 8), copy, worst, bad < 0);
   return bad < 0;
 }

@@ -1,11 +1,9 @@
-// MoE dispatch on the H200: from the router logits of B token rows, each row's top-k choices and
-// weights (router.cuh, one warp per row), then the per-expert row lists the grouped expert kernels
-// (moe_experts.cuh) walk. Exactly the routed rows, no padding: slot s of
+// MoE dispatch on the H200: from the router's top-k choices of B token rows, the per-expert row lists
+// the grouped expert kernels (moe_experts.cuh) walk. Exactly the routed rows, no padding: slot s of
 // B * top_k is one (row, choice) pair, slots are grouped by expert in ascending expert order and, within
 // an expert, in ascending row order, so the layout is a pure function of the choices (deterministic).
 //
-// One block of one small kernel (routing and grouping in one launch: at bucket 1 a decode step is
-// latency-bound, and every kernel boundary costs microseconds); its grid never depends on the routing, so it is graph-capturable and
+// One block of one small kernel; its grid never depends on the routing, so it is graph-capturable and
 // the number of active experts is read by the next kernels from device memory.
 #pragma once
 
@@ -15,7 +13,6 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/router.cuh"
 
 namespace rocket::cuda {
 
@@ -42,9 +39,7 @@ struct MoeRoute {
 
 template <class D, int B>
 struct MoeDispatchParams {
-  const float* logits = nullptr;  // [B][experts] router logits
-  int32_t* idx = nullptr;         // [B][top_k] out: router choices, descending probability
-  float* weight = nullptr;        // [B][top_k] out: renormalised router weights (moe_down reads them)
+  const int* idx = nullptr;  // [B][top_k] router choices, each in [0, experts)
   MoeRoute<D, B>* route = nullptr;
 };
 
@@ -52,9 +47,7 @@ template <class D, int B>
 struct MoeDispatchTraits {
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kWidest = D::kExperts > kSlots ? D::kExperts : kSlots;
-  static constexpr int kRouterWarps = B < 32 ? B : 32;  // a warp routes one row at a time
-  // At least one thread per slot and per expert (the grouping), and kRouterWarps warps.
-  static constexpr int kThreads = (kWidest + 31) / 32 * 32 > 32 * kRouterWarps ? (kWidest + 31) / 32 * 32 : 32 * kRouterWarps;
+  static constexpr int kThreads = (kWidest + 31) / 32 * 32;  // one thread per slot and per expert
   static constexpr int kWarps = kThreads / 32;
   static_assert(kThreads <= 1024, "moe dispatch: one block holds every slot and every expert");
   static_assert(kSlots < (1 << 16), "moe dispatch: counts and active flags share one scanned int");
@@ -71,16 +64,12 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
   __shared__ int warp_count[T::kWarps][D::kExperts];  // slots of each expert per warp, then their prefix
   __shared__ int scan_total[T::kWarps];
   __shared__ int expert_start[D::kExperts];
-  __shared__ int choice[T::kSlots];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  for (int row = warp; row < B; row += T::kWarps)
-    router_row<D::kExperts, D::kTopK>(p.logits + int64_t(row) * D::kExperts, p.idx + row * D::kTopK,
-                                      p.weight + row * D::kTopK, choice + row * D::kTopK, lane);
   for (int i = tid; i < T::kWarps * D::kExperts; i += T::kThreads) (&warp_count[0][0])[i] = 0;
   __syncthreads();
 
   // Rank of this slot among earlier slots of its warp that chose the same expert.
-  const int e = tid < T::kSlots ? choice[tid] : -1;
+  const int e = tid < T::kSlots ? p.idx[tid] : -1;
   const unsigned peers = __match_any_sync(0xffffffffu, e);
   const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
   if (e >= 0 && rank_in_warp == 0) warp_count[warp][e] = __popc(peers);
@@ -131,7 +120,7 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// REQUIRES: logits, idx, weight and route device pointers; finite logits.
+// REQUIRES: idx and route device pointers; every idx in [0, experts) (the router's top-k guarantees it).
 template <class D, int B>
 void moe_dispatch(const MoeDispatchParams<D, B>& p, cudaStream_t stream) {
   launch_dependent(moe_dispatch_kernel<D, B>, 1, MoeDispatchTraits<D, B>::kThreads, 0, stream, p);
