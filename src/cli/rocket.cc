@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--no-weights|--weights-only]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-    "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--reserve BYTES]\n"
+    "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "  serve     the same as launch\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 

@@ -1,8 +1,10 @@
 #include "serve/launch.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -40,8 +42,14 @@ LaunchOptions parse_options(const std::vector<std::string>& args) {
       if (args[i] == k) return args[i + 1];
     return def;
   };
-  for (size_t i = 0; i < args.size(); i += 2)
-    if (!args[i].starts_with("--") || i + 1 == args.size()) fail("launch: unexpected argument '{}' (usage: {})", args[i], kLaunchUsage);
+  // A mistyped flag (`--prot 8080`) is refused rather than ignored: the server would start on defaults.
+  static constexpr std::string_view kFlags[] = {"--host",  "--port",           "--api-key", "--queue",
+                                                "--reserve", "--prefill-budget", "--force-tokens"};
+  for (size_t i = 0; i < args.size(); i += 2) {
+    if (std::find(std::begin(kFlags), std::end(kFlags), args[i]) == std::end(kFlags))
+      fail("launch: unknown argument '{}' (usage: {})", args[i], kLaunchUsage);
+    if (i + 1 == args.size()) fail("launch: {} needs a value", args[i]);
+  }
   LaunchOptions o;
   o.server.host = get("--host", "127.0.0.1");
   o.server.port = std::stoi(get("--port", "8000"));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The launch countdown's refusal paths, each of which must exit non-zero naming its phase:
 # a plan of another chemistry and a plan over the memory budget (upright), a golden token the
-# engine does not produce (static_fire). Then a good launch reaches phase launch on /health.
+# engine does not produce (static_fire); a mistyped flag is refused. Then a good launch reaches phase
+# launch on /health.
 #   countdown.sh ROCKET WORK
 set -uo pipefail
 rocket=$1 work=$2/countdown
@@ -39,6 +40,15 @@ expect_phase foreign-chemistry upright "$foreign"
 expect_phase over-budget upright "$engines/tiny-bf16" --reserve 100000G
 wrong=$(edited wrong-token "p['static_fire']['token'] = (p['static_fire']['token'] + 1) % 151936")
 expect_phase static-fire-token static_fire "$wrong"
+
+# A mistyped flag is refused before the countdown starts, not ignored.
+timeout 60 "$engines/tiny-bf16/bin/rocket-engine" launch --prot 8080 >"$work/bad-flag.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "launch: unknown argument '--prot'" "$work/bad-flag.log"; then
+  echo "ok   bad flag: exit $rc, $(head -c 120 "$work/bad-flag.log")"
+else
+  echo "FAIL bad flag: exit $rc, expected an unknown-argument refusal:"; tail -n 5 "$work/bad-flag.log"; failures=$((failures+1))
+fi
 
 # A good launch: /health goes to 200 with phase launch.
 p=$(port)
