@@ -262,7 +262,7 @@ __device__ __forceinline__ void prefetch_shared_tiles(const uint8_t* gate, const
     const int r = (i / kLines) % rows, line = i % kLines;
     const uint8_t* at = (i < rows * kLines ? gate : up) + size_t(tile0 * 16 + r) * kRowBytes + size_t(slice) * kSliceBytes +
                         min(line * 128, kSliceBytes - 1);
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+    prefetch_l2(at);
   }
 }
 
@@ -401,7 +401,7 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
         else
           at = unit + p.expert.down.scale2;
       }
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+      prefetch_l2(at);
     }
   }
   wait_prerequisites();
