@@ -41,13 +41,20 @@ struct Args {
 // reads the disk at 1.6 GB/s.
 LoadOptions default_load() { return LoadOptions{.mode = ReadMode::kBuffered, .readers = 4}; }
 
+// Weights resident (the fuel phase), said in one line for the log.
+std::string fuel(H200Engine& e) {
+  const LoadReport& r = e.fuel(default_load());
+  char line[160];
+  std::snprintf(line, sizeof line, "%.2f GiB of weights resident in %.2f s (%.2f GB/s, %d readers, %s)",
+                r.bytes / double(1ull << 30), r.seconds, r.gbps(), r.readers, r.direct ? "O_DIRECT" : "buffered");
+  return line;
+}
+
 // The countdown for the diagnostic commands: a failed static fire is reported, not fatal.
 std::unique_ptr<H200Engine> countdown(const fs::path& dir) {
   auto e = std::make_unique<H200Engine>(dir.string(), 0);
   std::fprintf(stderr, "[engine] upright: %s\n", e->upright_summary().c_str());
-  const LoadReport& r = e->fuel(default_load());
-  std::fprintf(stderr, "[engine] fuel: %.2f GiB in %.2f s = %.2f GB/s (%d readers, %s)\n", r.bytes / double(1ull << 30), r.seconds,
-               r.gbps(), r.readers, r.direct ? "O_DIRECT" : "buffered");
+  std::fprintf(stderr, "[engine] fuel: %s\n", fuel(*e).c_str());
   std::fprintf(stderr, "[engine] static fire: %s\n", e->static_fire().c_str());
   return e;
 }
@@ -234,12 +241,8 @@ int cmd_launch(const fs::path& dir, const Args& a) {
         return engine->upright_summary();
       },
       .fuel = [&] {
-        const LoadReport& r = engine->fuel(default_load());
         batch = std::make_unique<H200BatchEngine>(*engine);
-        char line[160];
-        std::snprintf(line, sizeof line, "%.2f GiB of weights resident in %.2f s (%.2f GB/s, %d readers, %s)",
-                      r.bytes / double(1ull << 30), r.seconds, r.gbps(), r.readers, r.direct ? "O_DIRECT" : "buffered");
-        return std::string(line);
+        return fuel(*engine);
       },
       .static_fire = [&] {
         std::string summary = engine->static_fire();
