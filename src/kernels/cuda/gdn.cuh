@@ -93,7 +93,6 @@ struct GdnSmem {
 template <class S, int kMaxTokens>
 __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
     gdn_kernel(const __grid_constant__ GdnParams p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   static_assert(sizeof(GdnSmem<S, kMaxTokens>) <= 48 * 1024, "gdn: static shared memory over 48 KiB");
   static_assert(kMaxTokens <= S::kThreads, "one thread per token computes its gates");
   __shared__ GdnSmem<S, kMaxTokens> sm;
@@ -108,12 +107,15 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
   const int tokens = p.tokens;
   const int64_t row0 = int64_t(group) * tokens;
 
-  // Issue the state loads first: their latency hides behind the pre-processing below.
+  // Issue the state loads first, before the chain's wait: this layer's state is read and written by
+  // this kernel alone (dependent_launch.cuh, rule 1), so its latency hides behind the kernel before
+  // this one and the pre-processing below.
   float* state = p.state + int64_t(p.slots[group]) * p.slot_stride + int64_t(h) * S::kKDim * S::kVDim;
   float4 st[S::kRows];
 #pragma unroll
   for (int r = 0; r < S::kRows; ++r)
     st[r] = __ldcs(reinterpret_cast<const float4*>(state + int64_t(rg + r * S::kRowGroups) * S::kVDim + col0) + cv);
+  enter_chain();
 
   for (int i = tid; i < tokens * 2 * S::kKDim; i += S::kThreads) {
     const int t = i / (2 * S::kKDim), which = i / S::kKDim % 2, d = i % S::kKDim;
