@@ -104,10 +104,11 @@ template <class D, int B, Precision P>
 struct MoeGateUpTraits {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
-  // NOTE: at B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM: three resident blocks (<= 80 registers)
-  // make it one wave. At B = 32 the grid is many waves anyway, and the shared expert's four fully
-  // unrolled row groups would spill under that cap.
-  static constexpr int kMinBlocks = B <= 8 ? 3 : 2;
+  // NOTE: three resident blocks (<= 80 registers). At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM,
+  // so that makes it one wave; at larger buckets the NVFP4 kernel is latency-bound (ncu at B = 32:
+  // 0.48 issued warps per scheduler, 0.9 eligible), and 24 warps per SM instead of 16 hide more of
+  // it than the ~84 bytes it spills at B = 32 cost (a3b bucket 16 MoE 3.61 -> 3.14 ms per step).
+  static constexpr int kMinBlocks = 3;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
   using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1>;
@@ -126,7 +127,9 @@ struct MoeGateUpTraits {
 
 template <class D, int B, Precision P>
 struct MoeDownTraits {
-  static constexpr int kWarps = 16;
+  // NOTE: one block per 16 output columns is 128 blocks, one per SM: 24 warps (<= 85 registers)
+  // rather than 16 keep more units in flight per SM.
+  static constexpr int kWarps = 24;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;
@@ -355,7 +358,7 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
 }
 
 template <class D, int B, Precision P>
-__global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads)
+__global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
     moe_down_kernel(const __grid_constant__ MoeDownParams<D, B> p) {
   using T = MoeDownTraits<D, B, P>;
   using R = typename T::Routed;
