@@ -26,6 +26,10 @@ import sys
 import threading
 import time
 import urllib.parse
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "client"))
+from sse import SseStream  # noqa: E402 - tools/client is not a package
 
 WORDS = ("agent tool call result plan step file search query answer context memory page cache token stream "
          "branch merge review test build deploy config value error retry budget latency schedule queue").split()
@@ -74,17 +78,7 @@ class Client:
             c.close()
             return {"error": f"HTTP {r.status}: {err[:200]}"}
         stamps, text, usage, finish = [], [], None, None
-        while True:
-            line = r.readline()
-            if not line:
-                break
-            line = line.strip()
-            if not line.startswith(b"data: "):
-                continue
-            data = line[6:]
-            if data == b"[DONE]":
-                break
-            chunk = json.loads(data)
+        for chunk in SseStream(r):
             if chunk.get("usage"):
                 usage = chunk["usage"]
             for ch in chunk.get("choices", []):

@@ -14,6 +14,10 @@ import sys
 import threading
 import time
 import urllib.parse
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "client"))
+from sse import SseStream  # noqa: E402 - tools/client is not a package
 
 
 def main():
@@ -57,27 +61,19 @@ def main():
             return "busy_503"
         if r.status != 200:
             raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
-        finish, done, chunks = None, False, 0
-        while True:
-            line = r.readline()
-            if not line:
-                break
-            line = line.strip()
-            if not line.startswith(b"data: "):
-                continue
-            if line == b"data: [DONE]":
-                done = True
-                break
+        finish, chunks = None, 0
+        stream = SseStream(r)
+        for chunk in stream:
             chunks += 1
-            for ch in json.loads(line[6:]).get("choices", []):
+            for ch in chunk.get("choices", []):
                 finish = ch.get("finish_reason") or finish
             if hang_up and chunks >= 2:
                 c.sock.close()  # the client goes away mid-stream
                 c.close()
                 return "cancelled"
         c.close()
-        if not (done and finish):
-            raise RuntimeError(f"stream ended without finish_reason/[DONE] (finish={finish}, done={done})")
+        if not (stream.done and finish):
+            raise RuntimeError(f"stream ended without finish_reason/[DONE] (finish={finish}, done={stream.done})")
         return "completed"
 
     def client(n):
