@@ -31,7 +31,7 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     // registers for bf16 tensor-core math. Activations and KV are bf16, recurrent state fp32.
     const std::string experts = precision_name(c.precision(Role::kExperts));
     k.push_back({"linear", "bf16", "h200_dense_mma",
-                 {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32)"},
+                 {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32); 2 at 32 rows"},
                   {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
                   {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
@@ -43,12 +43,12 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"attention", "bf16", "h200_paged_split_kv",
                  {{"warps", 4}, {"tokens_per_lane", 4}, {"target_blocks", 256}, {"combine_threads", 256}}});
     k.push_back({"attention_prefill", "bf16", "h200_append_then_split", {{"rows", "chunk"}}});
-    k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}}});
+    k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}, {"fused_into_dispatch_up_to_rows", 8}}});
     k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
     k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
                  {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}}});
     k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
-                 {{"warps", 16}, {"columns_per_block", 16}, {"launch", "programmatic dependent on moe_gate_up"}}});
+                 {{"warps", 24}, {"columns_per_block", 16}, {"launch", "programmatic dependent on moe_gate_up"}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);

@@ -20,7 +20,6 @@
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
 #include "kernels/cuda/rms_norm.cuh"
-#include "kernels/cuda/router.cuh"
 #include "kernels/cuda/sample.cuh"
 
 namespace fs = std::filesystem;
@@ -330,8 +329,7 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
   auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
   const uint8_t* experts = weight<uint8_t>(L.experts);
   project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_);
-  cuda::router<int(kExperts), int(kTopK)>({.logits = router, .idx = idx, .weight = w}, B, stream_);
-  cuda::moe_dispatch<MoeS, B>({.idx = idx, .route = route}, stream_);
+  cuda::moe_route<MoeS, B>({.logits = router, .idx = idx, .weight = w, .route = route}, stream_);
   cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn,
                                                  .route = route,
                                                  .experts = experts,

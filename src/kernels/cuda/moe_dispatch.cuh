@@ -4,7 +4,10 @@
 // an expert, in ascending row order, so the layout is a pure function of the choices (deterministic).
 //
 // One block of one small kernel; its grid never depends on the routing, so it is graph-capturable and
-// the number of active experts is read by the next kernels from device memory.
+// the number of active experts is read by the next kernels from device memory. moe_route is what the
+// engine calls: router (router.cuh) then grouping, as one kernel up to kRouteRows rows (a step at a
+// small bucket is latency-bound, and a kernel boundary costs ~1 us per layer), as two above (one
+// block routing 32 rows is issue-bound on its SM: measured slower at bucket 32, h200-a3b.md).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +16,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/router.cuh"
 
 namespace rocket::cuda {
 
@@ -44,10 +48,22 @@ struct MoeDispatchParams {
 };
 
 template <class D, int B>
+struct MoeRouteParams {
+  const float* logits = nullptr;  // [B][experts] router logits
+  int32_t* idx = nullptr;         // [B][top_k] out: router choices, descending probability
+  float* weight = nullptr;        // [B][top_k] out: renormalised router weights (moe_down reads them)
+  MoeRoute<D, B>* route = nullptr;
+};
+
+template <class D, int B>
 struct MoeDispatchTraits {
+  static constexpr int kRouteRows = 8;  // moe_route: one kernel up to this many rows, one row per warp
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kWidest = D::kExperts > kSlots ? D::kExperts : kSlots;
-  static constexpr int kThreads = (kWidest + 31) / 32 * 32;  // one thread per slot and per expert
+  // One thread per slot and per expert; when routing here, also one warp per row.
+  static constexpr int kGroupThreads = (kWidest + 31) / 32 * 32;
+  static constexpr int kRouteThreads = B <= kRouteRows ? 32 * B : 0;
+  static constexpr int kThreads = kGroupThreads > kRouteThreads ? kGroupThreads : kRouteThreads;
   static constexpr int kWarps = kThreads / 32;
   static_assert(kThreads <= 1024, "moe dispatch: one block holds every slot and every expert");
   static_assert(kSlots < (1 << 16), "moe dispatch: counts and active flags share one scanned int");
@@ -56,10 +72,12 @@ struct MoeDispatchTraits {
 // ---------------------------------------------------------------------------------------------------
 // CUDA kernels
 
+namespace moe {
+
+// The grouping, by the whole block: thread tid < kSlots holds e, the expert of slot (row tid / top_k,
+// choice tid % top_k); every other thread holds -1.
 template <class D, int B>
-__global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
-    moe_dispatch_kernel(const __grid_constant__ MoeDispatchParams<D, B> p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+__device__ __forceinline__ void group_slots(int e, MoeRoute<D, B>* route) {
   using T = MoeDispatchTraits<D, B>;
   __shared__ int warp_count[T::kWarps][D::kExperts];  // slots of each expert per warp, then their prefix
   __shared__ int scan_total[T::kWarps];
@@ -69,7 +87,6 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
   __syncthreads();
 
   // Rank of this slot among earlier slots of its warp that chose the same expert.
-  const int e = tid < T::kSlots ? p.idx[tid] : -1;
   const unsigned peers = __match_any_sync(0xffffffffu, e);
   const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
   if (e >= 0 && rank_in_warp == 0) warp_count[warp][e] = __popc(peers);
@@ -100,21 +117,47 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
   if (tid < D::kExperts) {
     expert_start[tid] = exclusive & 0xffff;
     if (packed) {
-      p.route->expert[exclusive >> 16] = tid;
-      p.route->start[exclusive >> 16] = exclusive & 0xffff;
+      route->expert[exclusive >> 16] = tid;
+      route->start[exclusive >> 16] = exclusive & 0xffff;
     }
     if (tid == D::kExperts - 1) {
-      p.route->active = inclusive >> 16;
-      p.route->start[inclusive >> 16] = T::kSlots;
+      route->active = inclusive >> 16;
+      route->start[inclusive >> 16] = T::kSlots;
     }
   }
   __syncthreads();
 
   if (e >= 0) {
     const int slot = expert_start[e] + warp_count[warp][e] + rank_in_warp;
-    p.route->slot_row[slot] = tid / D::kTopK;
-    p.route->slot_of[tid] = slot;
+    route->slot_row[slot] = tid / D::kTopK;
+    route->slot_of[tid] = slot;
   }
+}
+
+}  // namespace moe
+
+template <class D, int B>
+__global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
+    moe_dispatch_kernel(const __grid_constant__ MoeDispatchParams<D, B> p) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  const int tid = threadIdx.x;
+  moe::group_slots<D, B>(tid < MoeDispatchTraits<D, B>::kSlots ? p.idx[tid] : -1, p.route);
+}
+
+// Router and grouping in one block (B <= kRouteRows): warp w routes row w, keeping the choices in
+// shared memory for the grouping.
+template <class D, int B>
+__global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
+    moe_route_kernel(const __grid_constant__ MoeRouteParams<D, B> p) {
+  using T = MoeDispatchTraits<D, B>;
+  enter_chain();
+  __shared__ int choice[T::kSlots];
+  const int tid = threadIdx.x, warp = tid / 32;
+  if (warp < B)
+    router_row<D::kExperts, D::kTopK>(p.logits + int64_t(warp) * D::kExperts, p.idx + warp * D::kTopK,
+                                      p.weight + warp * D::kTopK, choice + warp * D::kTopK, tid % 32);
+  __syncthreads();
+  moe::group_slots<D, B>(tid < T::kSlots ? choice[tid] : -1, p.route);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -124,6 +167,19 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
 template <class D, int B>
 void moe_dispatch(const MoeDispatchParams<D, B>& p, cudaStream_t stream) {
   launch_dependent(moe_dispatch_kernel<D, B>, 1, MoeDispatchTraits<D, B>::kThreads, 0, stream, p);
+}
+
+// The MoE block's routing of B rows: choices and weights (idx, weight) and the route.
+// REQUIRES: device pointers; finite logits.
+template <class D, int B>
+void moe_route(const MoeRouteParams<D, B>& p, cudaStream_t stream) {
+  using T = MoeDispatchTraits<D, B>;
+  if constexpr (B <= T::kRouteRows) {
+    launch_dependent(moe_route_kernel<D, B>, 1, T::kThreads, 0, stream, p);
+  } else {
+    router<D::kExperts, D::kTopK>({.logits = p.logits, .idx = p.idx, .weight = p.weight}, B, stream);
+    moe_dispatch<D, B>({.idx = p.idx, .route = p.route}, stream);
+  }
 }
 
 }  // namespace rocket::cuda

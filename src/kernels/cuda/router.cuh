@@ -1,7 +1,7 @@
 // MoE router on the H200: per row, softmax over kExperts fp32 logits, the kTopK largest probabilities
 // (ties to the lower expert index, descending order as torch.topk returns them), renormalised to sum
 // to 1 (host reference: kernels/host/moe.h router_top_k). One warp per row; the logits come from the
-// router GEMV.
+// router projection. At small buckets moe_route (moe_dispatch.cuh) runs router_row itself.
 #pragma once
 
 #include <cstdint>
@@ -21,27 +21,23 @@ struct RouterParams {
 template <int kExperts, int kTopK>
 struct RouterTraits {
   static constexpr int kWarps = 4;  // rows per block
-  static constexpr int kPerLane = (kExperts + 31) / 32;
-  static_assert(kTopK >= 1 && kTopK <= kExperts, "router top-k needs 1 <= k <= experts");
 };
 
 // ---------------------------------------------------------------------------------------------------
-// CUDA kernels
+// Device helpers
 
+// One row's routing by one warp: softmax over the row's kExperts fp32 logits l, the kTopK largest
+// probabilities, renormalised. Lane 0 writes idx[0..kTopK) and weight[0..kTopK), and the same ids to
+// choice[0..kTopK) unless it is null (moe_route keeps them in shared memory for its grouping).
 template <int kExperts, int kTopK>
-__global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
-    router_kernel(const __grid_constant__ RouterParams p, int rows) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
-  using T = RouterTraits<kExperts, kTopK>;
-  const int lane = threadIdx.x % 32;
-  const int row = blockIdx.x * T::kWarps + threadIdx.x / 32;
-  if (row >= rows) return;
-  const float* l = p.logits + int64_t(row) * kExperts;
+__device__ __forceinline__ void router_row(const float* l, int32_t* idx, float* weight, int* choice, int lane) {
+  static_assert(kTopK >= 1 && kTopK <= kExperts, "router top-k needs 1 <= k <= experts");
+  constexpr int kPerLane = (kExperts + 31) / 32;
   // Lane holds experts lane, lane + 32, ...: coalesced loads, and a lane's experts ascend with k.
-  float v[T::kPerLane];
+  float v[kPerLane];
   float mx = -INFINITY;
 #pragma unroll
-  for (int k = 0; k < T::kPerLane; ++k) {
+  for (int k = 0; k < kPerLane; ++k) {
     const int e = lane + 32 * k;
     v[k] = e < kExperts ? l[e] : -INFINITY;
     mx = fmaxf(mx, v[k]);
@@ -49,10 +45,10 @@ __global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
   mx = warp_max(mx);
   float sum = 0.0f;
 #pragma unroll
-  for (int k = 0; k < T::kPerLane; ++k) sum += lane + 32 * k < kExperts ? expf(v[k] - mx) : 0.0f;
+  for (int k = 0; k < kPerLane; ++k) sum += lane + 32 * k < kExperts ? expf(v[k] - mx) : 0.0f;
   const float inv = 1.0f / warp_sum(sum);
 #pragma unroll
-  for (int k = 0; k < T::kPerLane; ++k) v[k] = lane + 32 * k < kExperts ? expf(v[k] - mx) * inv : -1.0f;
+  for (int k = 0; k < kPerLane; ++k) v[k] = lane + 32 * k < kExperts ? expf(v[k] - mx) * inv : -1.0f;
 
   // k rounds of a warp argmax over (probability desc, expert asc); the winner's slot is retired (-1 is
   // below every probability). Probabilities, not logits, are compared, as the host kernel does.
@@ -63,7 +59,7 @@ __global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
     float best = -1.0f;
     int best_e = kExperts;
 #pragma unroll
-    for (int k = 0; k < T::kPerLane; ++k)
+    for (int k = 0; k < kPerLane; ++k)
       if (v[k] > best) best = v[k], best_e = lane + 32 * k;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -74,7 +70,7 @@ __global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
     top[r] = best;
     top_idx[r] = best_e;
 #pragma unroll
-    for (int k = 0; k < T::kPerLane; ++k)
+    for (int k = 0; k < kPerLane; ++k)
       if (lane + 32 * k == best_e) v[k] = -1.0f;
   }
   if (lane == 0) {
@@ -83,10 +79,25 @@ __global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
     for (int r = 0; r < kTopK; ++r) total += top[r];
 #pragma unroll
     for (int r = 0; r < kTopK; ++r) {
-      p.idx[int64_t(row) * kTopK + r] = top_idx[r];
-      p.weight[int64_t(row) * kTopK + r] = top[r] / total;
+      idx[r] = top_idx[r];
+      weight[r] = top[r] / total;
+      if (choice) choice[r] = top_idx[r];
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+template <int kExperts, int kTopK>
+__global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
+    router_kernel(const __grid_constant__ RouterParams p, int rows) {
+  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  using T = RouterTraits<kExperts, kTopK>;
+  const int row = blockIdx.x * T::kWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  router_row<kExperts, kTopK>(p.logits + int64_t(row) * kExperts, p.idx + int64_t(row) * kTopK,
+                              p.weight + int64_t(row) * kTopK, nullptr, threadIdx.x % 32);
 }
 
 // ---------------------------------------------------------------------------------------------------
