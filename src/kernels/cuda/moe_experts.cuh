@@ -342,17 +342,19 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
   }
   local -= T::Shared::kBlocks;
   const int a = local / T::Routed::kBlocks;
-  if (a >= p.route->active) return;
-  const int start = p.route->start[a];
-  const uint8_t* unit = p.experts + uint64_t(p.route->expert[a]) * p.expert_stride;
+  // The entry in one round trip to L2 (a < kMaxActive by the grid, so every read is in bounds whether
+  // or not the entry is active): its weight loads then wait for one route read, not two.
+  const int active = p.route->active, start = p.route->start[a], end = p.route->start[a + 1], expert = p.route->expert[a];
+  if (a >= active) return;
+  const uint8_t* unit = p.experts + uint64_t(expert) * p.expert_stride;
   float gate_factor = 1.0f, up_factor = 1.0f;
   if constexpr (P == Precision::kNVFP4) {
     gate_factor = *reinterpret_cast<const float*>(unit + p.expert.gate.scale2) * kNvfp4Unbias;
     up_factor = *reinterpret_cast<const float*>(unit + p.expert.up.scale2) * kNvfp4Unbias;
   }
   const moe::GateUpEntry en{unit + p.expert.gate.weight, unit + p.expert.up.weight, unit + p.expert.gate.scale,
-                            unit + p.expert.up.scale, gate_factor, up_factor, p.route->slot_row + start,
-                            p.route->start[a + 1] - start, p.act + size_t(start) * D::kInter};
+                            unit + p.expert.up.scale, gate_factor, up_factor, p.route->slot_row + start, end - start,
+                            p.act + size_t(start) * D::kInter};
   moe::gate_up_block<P, D::kHidden, D::kInter, typename T::Routed, T::kNTiles>(en, p.x, local % T::Routed::kBlocks, 0, red,
                                                                             p.partial, p.arrivals);
 }
