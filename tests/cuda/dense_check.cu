@@ -2,8 +2,9 @@
 // only. For every a3b dense shape and the tiny fuel's, at buckets 1, 8, 32 (every bucket for the two
 // biggest: q_proj / in_proj_qkv and the LM head), with random bf16 weights and activations:
 //   - the output (poisoned with NaN before the launch) is compared with host::linear on the same bf16
-//     inputs within a bound derived below, at rows = B and at a partial rows < B, and the rows past
-//     `rows` must still hold the poison;
+//     inputs within a bound derived below, at rows = B, at a partial rows < B, and below 8 rows also
+//     with every mma column reading its own row of x (x_rows = 8, the engine's LM head), and the
+//     rows past `rows` must still hold the poison;
 //   - a partial last tile (N % 16 != 0) reads NaN padding rows that must not reach a real output;
 //   - a CUDA-graph replay must reproduce the direct launch bit for bit;
 //   - the launch is timed as a graph of many launches over enough weight copies that they come from HBM,
@@ -101,10 +102,10 @@ struct Weights {  // one shape's weights: host bits and kCopies device copies, N
 };
 
 template <int N, int K, int B, typename Out>
-double time_launches(const Weights& w, const __nv_bfloat16* x, Out* y) {
+double time_launches(const Weights& w, const __nv_bfloat16* x, Out* y, int x_rows = 0) {
   const int launches = std::max(kMinTimedLaunches, w.copies);
   const double ms = check::graph_time_ms([&](cudaStream_t s) {
-    for (int i = 0; i < launches; ++i) cuda::dense<N, K, B, Out>({.w = w.copy(i % w.copies), .x = x, .y = y, .rows = B}, s);
+    for (int i = 0; i < launches; ++i) cuda::dense<N, K, B, Out>({.w = w.copy(i % w.copies), .x = x, .y = y, .rows = B, .x_rows = x_rows}, s);
   }, 3);
   return 1e3 * ms / launches;
 }
@@ -149,17 +150,18 @@ bool check_rows(const char* name, int B, int rows, const std::vector<uint16_t>& 
   return ok;
 }
 
-// One bucket at `rows` token rows: correctness, graph replay, and (rows == B) timing.
+// One bucket at `rows` token rows: correctness, graph replay, and (rows == B) timing. x_rows > rows:
+// the kernel may read that many rows of x (DenseParams::x_rows); the extra rows hold other data.
 template <int N, int K, int B, typename Out>
-bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_t seed) {
+bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_t seed, int x_rows = 0) {
   using T = cuda::DenseTraits<N, K, B>;
   constexpr bool kBf16Out = std::is_same_v<Out, __nv_bfloat16>;
-  const std::vector<uint16_t> x = random_bf16(size_t(rows) * K, seed);
+  const std::vector<uint16_t> x = random_bf16(size_t(std::max(rows, x_rows)) * K, seed);
   const std::vector<float> xf = check::bf16_to_f32(x);
   check::DeviceBuffer<uint16_t> dx(x);
   check::DeviceBuffer<Out> dy(size_t(B) * N);  // poisoned: NaN everywhere
   const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.ptr);
-  const cuda::DenseParams<N, K, B, Out> p{.w = w.copy(0), .x = xp, .y = dy.ptr, .rows = rows};
+  const cuda::DenseParams<N, K, B, Out> p{.w = w.copy(0), .x = xp, .y = dy.ptr, .rows = rows, .x_rows = x_rows};
   cuda::dense<N, K, B, Out>(p, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<Out> y = dy.download();
@@ -194,8 +196,9 @@ bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_
 
   char label[96];
   std::snprintf(label, sizeof label, "%s %dx%d %s", name, N, K, kBf16Out ? "bf16" : "f32");
+  if (x_rows > rows) std::snprintf(label + std::strlen(label), sizeof label - std::strlen(label), " x%d", x_rows);
   if (rows == B) {
-    const double us = time_launches<N, K, B, Out>(w, xp, dy.ptr);
+    const double us = time_launches<N, K, B, Out>(w, xp, dy.ptr, x_rows);
     const double moved = 2.0 * N * K + 2.0 * rows * K + double(sizeof(Out)) * rows * N;
     const double gbps = moved / (us * 1e-6) / 1e9;
     std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  %5d blk x %2d warps (%d tile/blk, %2d warp/tile, "
@@ -232,6 +235,8 @@ bool shape(const char* name, double copy_gbps, uint64_t seed) {
   uint64_t s = seed;
   ((ok &= run<N, K, Bs, Out>(name, w, Bs, copy_gbps, ++s)), ...);
   ((ok &= Bs < 2 || run<N, K, Bs, Out>(name, w, std::max(1, 3 * Bs / 4 - 1), copy_gbps, ++s)), ...);
+  // Below 8 rows, every mma column reading its own row of x (as the engine's LM head does).
+  ((ok &= Bs >= 8 || run<N, K, Bs, Out>(name, w, Bs, copy_gbps, ++s, 8)), ...);
   CUDA_CHECK(cudaFree(w.dev));
   return ok;
 }

@@ -57,6 +57,7 @@ static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4 && kBufBytes_t
 static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
 static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDim : 2 * kQ) * 2);
 static_assert(kBufBytes_core >= uint64_t(kMaxRows) * (kValueDim > kQ ? kValueDim : kQ) * 2);
+static_assert(kBufBytes_hn >= uint64_t(kMaxRows) * kHidden * 2 && kMaxRows >= 8);
 
 // A bucket's workspaces fit the plan's buffers (sized by the compiler from the same traits).
 template <int B>
@@ -368,7 +369,12 @@ void H200Engine::enqueue_decode(uint32_t kinds) {
   }
   enqueue_layers<B, false>(kinds, -1);
   float* logits = buf<float>(kBuf_logits);
-  if (kinds & kKindLmHead) project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_);
+  if (kinds & kKindLmHead) {
+    // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are
+    // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
+    cuda::dense<int(kVocab), int(kHidden), B, float>(
+        {.w = weight<bf16>(kLmHead.weight), .x = buf<bf16>(kBuf_hn), .y = logits, .rows = B, .x_rows = int(kMaxRows)}, stream_);
+  }
   if (kinds & kKindSampling)
     cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = buf<int32_t>(kBuf_tokens_out)}, stream_);
 }

@@ -39,7 +39,11 @@ struct DenseParams {
   const __nv_bfloat16* w = nullptr;  // [N][K], readable for DenseTraits::kWeightReadBytes
   const __nv_bfloat16* x = nullptr;  // [rows][K]
   Out* y = nullptr;                  // [rows][N]
-  int rows = 0;                      // 1 <= rows <= B; rows past it are neither read nor written
+  int rows = 0;                      // 1 <= rows <= B; rows past it are not written
+  // Rows of x the kernel may read (0: rows). NOTE: with fewer than 8 live rows, letting each of a
+  // group's 8 mma columns read its own row of x (results discarded) measured faster for the LM head
+  // at bucket 1 (h200-kernels.md: one live row 74% DRAM throughput, eight 90%; cause not known).
+  int x_rows = 0;
 };
 
 // Every launch choice, a compile-time function of the shape: the plan records these.
@@ -161,7 +165,8 @@ __device__ __forceinline__ void store_fragment(Out* y, int n_cols, int rows, int
 // only with constants.
 template <int K, int B, typename Out, int... Ns>
 __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[sizeof...(Ns)],
-                                            Out* const (&y_seg)[sizeof...(Ns)], const __nv_bfloat16* x, int rows) {
+                                            Out* const (&y_seg)[sizeof...(Ns)], const __nv_bfloat16* x, int rows,
+                                            int x_rows) {
   using T = DenseGroupTraits<K, B, Ns...>;
   using W = typename T::W;
   extern __shared__ float4 red[];  // [kWarps][kRowGroups][32]
@@ -197,11 +202,11 @@ __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[
       const int k_begin = round_k(r);
       if (r > 0) load_tile_stages<Precision::kBF16, K, T::kG>(st[0], w, nullptr, k_begin, lane);
       // The same weight registers serve every group of 8 token rows; a lane's B column is token
-      // rg * 8 + g, clamped so rows past `rows` are never read (their products are discarded).
+      // rg * 8 + g, clamped so rows past `x_rows` are never read (products past `rows` are discarded).
 #pragma unroll
       for (int rg = 0; rg < T::kRowGroups; ++rg) {
         if (rg < row_groups) {
-          const int b = min(rg * 8 + (lane >> 2), rows - 1);
+          const int b = min(rg * 8 + (lane >> 2), x_rows - 1);
           mma_tile_stages<Precision::kBF16, K, T::kG, 1>(st, x + size_t(b) * K, k_begin, lane, acc[rg]);
         }
       }
@@ -248,19 +253,19 @@ __global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N,
     dense_kernel(const __grid_constant__ DenseParams<N, K, B, Out> p) {
   const __nv_bfloat16* const w[1] = {p.w};
   Out* const y[1] = {p.y};
-  dense_detail::dense_tiles<K, B, Out, N>(w, y, p.x, p.rows);
+  dense_detail::dense_tiles<K, B, Out, N>(w, y, p.x, p.rows, p.x_rows > p.rows ? p.x_rows : p.rows);
 }
 
 template <int K, int B, typename Out, int... Ns>
 __global__ void __launch_bounds__(DenseGroupTraits<K, B, Ns...>::kThreads, DenseGroupTraits<K, B, Ns...>::kMinBlocks)
     dense_group_kernel(const __grid_constant__ DenseGroupParams<K, B, Out, Ns...> p) {
-  dense_detail::dense_tiles<K, B, Out, Ns...>(p.w, p.y, p.x, p.rows);
+  dense_detail::dense_tiles<K, B, Out, Ns...>(p.w, p.y, p.x, p.rows, p.rows);
 }
 
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// REQUIRES: device pointers; w, x 16-byte aligned; w readable for DenseTraits::kWeightReadBytes (the
+// REQUIRES: device pointers; w, x 16-byte aligned; x readable for max(rows, x_rows) rows; w readable for DenseTraits::kWeightReadBytes (the
 // plan's 64 KiB weight alignment covers a partial last tile whenever that fits in the weight's 64 KiB
 // units, e.g. shared_expert_gate 1x2048: 64 KiB); y does not alias w or x. The first call per
 // instantiation sets the kernel's shared-memory limit, so make it before any graph capture (as every
@@ -269,6 +274,7 @@ template <int N, int K, int B, typename Out>
 void dense(const DenseParams<N, K, B, Out>& p, cudaStream_t stream) {
   using T = DenseTraits<N, K, B>;
   CHECK(p.rows >= 1 && p.rows <= B, "dense: rows outside [1, B]");
+  CHECK(p.x_rows >= 0, "dense: negative x_rows");
   static bool configured = false;
   if (!configured) {
     CUDA_CHECK(cudaFuncSetAttribute(dense_kernel<N, K, B, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
