@@ -268,9 +268,8 @@ __global__ void __launch_bounds__(DenseGroupTraits<K, B, Ns...>::kThreads, Dense
 // REQUIRES: device pointers; w, x 16-byte aligned; x readable for max(rows, x_rows) rows; w readable
 // for DenseTraits::kWeightReadBytes (the plan's 64 KiB weight alignment covers a partial last tile
 // whenever that fits in the weight's 64 KiB units, e.g. shared_expert_gate 1x2048: 64 KiB); y does not
-// alias w or x. The first call per
-// instantiation sets the kernel's shared-memory limit, so make it before any graph capture (as every
-// launcher of this directory does).
+// alias w or x. The first call per instantiation sets the kernel's shared-memory limit, so make it
+// before any graph capture (as every launcher of this directory does).
 template <int N, int K, int B, typename Out>
 void dense(const DenseParams<N, K, B, Out>& p, cudaStream_t stream) {
   using T = DenseTraits<N, K, B>;
