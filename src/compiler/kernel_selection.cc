@@ -33,6 +33,7 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"linear", "bf16", "h200_dense_mma",
                  {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32); 2 at 32 rows"},
                   {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
+                  {"lm_head_x_rows", "8 below 8 rows (every mma column reads a row of hn)"},
                   {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
     k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
