@@ -189,9 +189,10 @@ void H200Engine::upload_step() {
 
 namespace {
 
+// x_rows: rows of x the kernel may read (dense.cuh, DenseParams::x_rows); 0: rows.
 template <int N, int K, int B, typename Out>
-void project(const Arena& a, const LinearAt& w, const bf16* x, Out* y, int rows, cudaStream_t s) {
-  cuda::dense<N, K, B, Out>({.w = a.at<const bf16>(w.weight), .x = x, .y = y, .rows = rows}, s);
+void project(const Arena& a, const LinearAt& w, const bf16* x, Out* y, int rows, cudaStream_t s, int x_rows = 0) {
+  cuda::dense<N, K, B, Out>({.w = a.at<const bf16>(w.weight), .x = x, .y = y, .rows = rows, .x_rows = x_rows}, s);
 }
 
 }  // namespace
@@ -369,12 +370,10 @@ void H200Engine::enqueue_decode(uint32_t kinds) {
   }
   enqueue_layers<B, false>(kinds, -1);
   float* logits = buf<float>(kBuf_logits);
-  if (kinds & kKindLmHead) {
-    // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are
-    // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
-    cuda::dense<int(kVocab), int(kHidden), B, float>(
-        {.w = weight<bf16>(kLmHead.weight), .x = buf<bf16>(kBuf_hn), .y = logits, .rows = B, .x_rows = int(kMaxRows)}, stream_);
-  }
+  // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are
+  // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
+  if (kinds & kKindLmHead)
+    project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_, int(kMaxRows));
   if (kinds & kKindSampling)
     cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = buf<int32_t>(kBuf_tokens_out)}, stream_);
 }
