@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "route_check.h"
 #include "core/dtype.h"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
@@ -290,24 +291,10 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   CUDA_CHECK(cudaMemcpy(&r, d.route, sizeof(Route), cudaMemcpyDeviceToHost));
 
   // Route: the host grouping (experts ascending, rows ascending within an expert).
-  bool ok = true;
+  bool ok = check::route_matches_host(r, idx, D::kExperts, K);
   std::vector<int> count(D::kExperts, 0);
   for (int e : idx) ++count[e];
-  int active = 0, slot = 0;
-  std::vector<int> slot_of(kSlots, -1);
-  for (int e = 0; e < D::kExperts && ok; ++e) {
-    if (!count[e]) continue;
-    ok &= r.expert[active] == e && r.start[active] == slot;
-    for (int s = 0; s < kSlots; ++s)
-      if (idx[s] == e) {
-        ok &= r.slot_row[slot] == s / K;
-        slot_of[s] = slot++;
-      }
-    ++active;
-  }
-  ok &= r.active == active && r.start[active] == kSlots;
-  for (int s = 0; s < kSlots; ++s) ok &= r.slot_of[s] == slot_of[s];
-  if (!ok) std::printf("  route mismatch (%d active on the host, %d on the GPU)\n", active, r.active);
+  const int active = int(std::count_if(count.begin(), count.end(), [](int c) { return c > 0; }));
 
   // Host reference and a per-element error bound. Per expert: g, u (host::linear), their magnitude
   // sums (host::linear on |W|, |x|), act = swiglu; act's bound = bf16 rounding (2^-9 |act|) plus the

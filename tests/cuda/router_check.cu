@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "route_check.h"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/router.cuh"
 #include "kernels/host/moe.h"
@@ -105,23 +106,7 @@ bool run_route(const char* name, double copy, std::mt19937& rng) {
   std::vector<float> ref_w(kSlots);
   for (int i = 0; i < B; ++i)
     host::router_top_k(logits.data() + size_t(i) * kExperts, kExperts, kTopK, ref_idx.data() + i * kTopK, ref_w.data() + i * kTopK);
-  bool route_ok = true;
-  int active = 0, slot = 0;
-  std::vector<int> slot_of(kSlots, -1);
-  for (int e = 0; e < kExperts; ++e) {
-    bool any = false;
-    for (int s = 0; s < kSlots; ++s)
-      if (ref_idx[s] == e) {
-        if (!any) route_ok &= active < Route::kMaxActive && r.expert[active] == e && r.start[active] == slot;
-        any = true;
-        route_ok &= r.slot_row[slot] == s / kTopK;
-        slot_of[s] = slot++;
-      }
-    active += any;
-  }
-  route_ok &= r.active == active && r.start[active] == kSlots;
-  for (int s = 0; s < kSlots; ++s) route_ok &= r.slot_of[s] == slot_of[s];
-  if (!route_ok) std::printf("  route mismatch (%d active on the host, %d on the GPU)\n", active, r.active);
+  const bool route_ok = check::route_matches_host(r, ref_idx, kExperts, kTopK);
 
   rocket::cuda::moe_route<D, B>(p, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
