@@ -38,8 +38,12 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
     k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
     k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
+    // gdn.cuh GdnDecodeTiling: 32 columns per block below 8 rows, 64 from 8; four threads per column.
+    const int narrow = std::min(c.lin_v_dim, 32), wide = std::min(c.lin_v_dim, 64);
     k.push_back({"gdn_decode", "fp32", "h200_state_in_registers",
-                 {{"threads", 128}, {"columns", std::min(c.lin_v_dim, 32)}, {"cluster", c.lin_v_dim / std::min(c.lin_v_dim, 32)}}});
+                 {{"columns", {{"below_8_rows", narrow}, {"from_8_rows", wide}}},
+                  {"threads", {{"below_8_rows", 4 * narrow}, {"from_8_rows", 4 * wide}}},
+                  {"cluster", {{"below_8_rows", c.lin_v_dim / narrow}, {"from_8_rows", c.lin_v_dim / wide}}}}});
     k.push_back({"gdn_prefill", "fp32", "h200_state_in_registers", {{"tokens_per_launch", "chunk"}, {"columns", 32}}});
     k.push_back({"attention", "bf16", "h200_paged_split_kv",
                  {{"warps", 4}, {"tokens_per_lane", 4}, {"target_blocks", 256}, {"combine_threads", 256}}});

@@ -222,6 +222,7 @@ int main() {
     ok &= run_conv<Tiny::kConvDim, 32, true>("conv1d tiny 256ch prefill (B=T)", 7, copy, rng);
     ok &= run_gdn<A3b, 1, false>("gdn a3b decode", 1, copy, rng);
     ok &= run_gdn<A3b, 8, false>("gdn a3b decode", 1, copy, rng);
+    ok &= run_gdn<A3b, 16, false>("gdn a3b decode", 1, copy, rng);
     ok &= run_gdn<A3b, 32, false>("gdn a3b decode", 1, copy, rng);
     ok &= run_gdn<A3b, 32, true>("gdn a3b prefill (B=T)", 32, copy, rng);
     ok &= run_gdn<A3b, 32, true>("gdn a3b prefill (B=T)", 5, copy, rng);

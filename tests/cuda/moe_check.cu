@@ -457,6 +457,7 @@ bool run_shape(const char* name, double copy_gbps, SplitMix& rng) {
   for (Routing routing : {Routing::kRandom, Routing::kSame, Routing::kDistinct}) {
     ok &= run<D, 1, P>(name, L, routing, copy_gbps, rng);
     if (routing != Routing::kDistinct || 8 * D::kTopK <= D::kExperts) ok &= run<D, 8, P>(name, L, routing, copy_gbps, rng);
+    if (routing != Routing::kDistinct || 16 * D::kTopK <= D::kExperts) ok &= run<D, 16, P>(name, L, routing, copy_gbps, rng);
     if (routing != Routing::kDistinct || 32 * D::kTopK <= D::kExperts) ok &= run<D, 32, P>(name, L, routing, copy_gbps, rng);
   }
   L.release();

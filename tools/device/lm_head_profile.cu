@@ -2,10 +2,12 @@
 // live row (bucket 1), one live row (bucket 8) and eight live rows (bucket 8), twice, one launch each,
 // for ncu. Bucket 1 runs at ~86% of copy and bucket 8 at ~99% (dense_check); this shows where.
 //
-//   nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -cudart static \
-//     tools/device/lm_head_profile.cu -o .carry/checks/lm_profile         (here)
-//   ncu --clock-control none -k regex:dense_kernel --launch-count 6 --section SpeedOfLight \
-//     --section MemoryWorkloadAnalysis --section WarpStateStats .carry/checks/lm_profile   (there)
+// Here (one line):
+//   nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -cudart static
+//     tools/device/lm_head_profile.cu -o .carry/checks/lm_profile
+// There (one line):
+//   ncu --clock-control none -k regex:dense_kernel --launch-count 6 --section SpeedOfLight
+//     --section MemoryWorkloadAnalysis --section WarpStateStats .carry/checks/lm_profile
 #include <cuda_bf16.h>
 #include <cstdio>
 #include "kernels/cuda/dense.cuh"

@@ -48,8 +48,10 @@ struct GdnParams {
   float eps = 1e-6f;                       // the gated norm's epsilon
 };
 
-// Shapes of one chemistry's GDN layer, and the tiling that follows from them.
-template <int kKHeads_, int kVHeads_, int kKDim_, int kVDim_>
+// Shapes of one chemistry's GDN layer, and the tiling that follows from them: kWantColumns columns of
+// a value head per block (capped at Vd), four threads per column, so a thread holds 8 state rows of 4
+// columns whatever the width.
+template <int kKHeads_, int kVHeads_, int kKDim_, int kVDim_, int kWantColumns = 32>
 struct GdnShape {
   static constexpr int kKHeads = kKHeads_, kVHeads = kVHeads_, kKDim = kKDim_, kVDim = kVDim_;
   static constexpr int kKeyDim = kKHeads * kKDim;
@@ -57,14 +59,13 @@ struct GdnShape {
   static constexpr int kConvDim = 2 * kKeyDim + kValueDim;
   static constexpr int kGroup = kVHeads / kKHeads;  // value heads per key head
 
-  // NOTE: 32 columns per block: a state row's slice is one 128-byte line, read by 8 lanes as float4,
-  // so a warp reads 4 whole lines per load. A 128 x 128 head becomes a cluster of 4 blocks, which gives
-  // bucket 1 128 blocks (one per SM) instead of 32.
-  static constexpr int kColumns = kVDim < 32 ? kVDim : 32;
+  static constexpr int kColumns = kVDim < kWantColumns ? kVDim : kWantColumns;
   static constexpr int kSplit = kVDim / kColumns;  // blocks (a cluster) per value head
   static constexpr int kColVecs = kColumns / 4;    // lanes across a row slice
-  static constexpr int kThreads = 128;
+  static constexpr int kThreads = kColumns * 4;
   static constexpr int kWarps = kThreads / 32;
+  template <int kCols>
+  using WithColumns = GdnShape<kKHeads, kVHeads, kKDim, kVDim, kCols>;
   static constexpr int kRowGroups = kThreads / kColVecs;
   static constexpr int kRows = kKDim / kRowGroups;  // state rows per thread: 4 * kRows floats in registers
 
@@ -73,6 +74,19 @@ struct GdnShape {
   static_assert(kKDim % kRowGroups == 0, "key dim must split evenly over the row groups");
   static_assert(kKDim % 32 == 0, "q/k l2 norms are warp sums over Kd");
   static_assert(kSplit <= 8, "a portable cluster holds at most 8 blocks");
+  static_assert(kThreads >= 32 && kThreads <= 1024, "gdn: block size");
+};
+
+// Decode tiling per bucket. NOTE: at one row, 32 columns per block (a state row's slice is one
+// 128-byte line, 8 lanes of float4) turn a 128 x 128 head into a cluster of 4 blocks: bucket 1 gets
+// 128 blocks, one per SM, instead of 32. From kWideRows rows there are blocks enough with wider
+// slices; gdn_check (a3b, h200-kernels.md) measured 64 columns (clusters of 2, 256 threads) fastest:
+// B=8 12.5 -> 9.8 us, B=32 47.4 -> 43.4 us, against 10.1 / 44.9 us for a whole head per block.
+template <class S, int B>
+struct GdnDecodeTiling {
+  static constexpr int kWideRows = 8;
+  static constexpr int kColumns = B >= kWideRows ? 64 : 32;
+  using Shape = typename S::template WithColumns<kColumns>;
 };
 
 template <class S, int kMaxTokens>
@@ -230,8 +244,9 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
 // Decode: B rows, one token each, row i on slot slots[i].
 template <class S, int B>
 void gdn_decode(const GdnParams& p, cudaStream_t stream) {
+  using T = typename GdnDecodeTiling<S, B>::Shape;
   CHECK(p.tokens == 1, "gdn decode steps one token per row");
-  launch_dependent(gdn_kernel<S, 1>, B * S::kVHeads * S::kSplit, S::kThreads, 0, stream, p);
+  launch_dependent(gdn_kernel<T, 1>, B * T::kVHeads * T::kSplit, T::kThreads, 0, stream, p);
 }
 
 // Prefill: one stream (slot slots[0]), p.tokens (1..kChunk) tokens in order.
