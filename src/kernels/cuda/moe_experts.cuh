@@ -8,10 +8,11 @@
 //                bf16, by slot. The shared expert is one more entry over all B rows (its K may be split
 //                across blocks as well: the last block to arrive sums the slices in slice order). Block
 //                0 computes the shared expert's sigmoid gate.
-//   moe_down     one block per 16 output columns, looping over every entry: each warp takes one (entry,
-//                K part) unit and writes the down projection of that entry's rows to shared memory;
-//                then each output is shared_scale * shared + sum over its top-k choices (in choice
-//                order) of weight * expert output, rounded once to bf16.
+//   moe_down     one block per 16 output columns, looping over every entry: each warp takes (entry,
+//                K part) units round robin (up to bucket 8 with the next one's loads in flight during
+//                this one's math) and writes the down projection of that entry's rows to shared
+//                memory; then each output is shared_scale * shared + sum over its top-k choices (in
+//                choice order) of weight * expert output, rounded once to bf16.
 //
 // Both are links of the step's chain of dependent launches (dependent_launch.cuh), with one exception
 // to its contract: every gate_up block lets moe_down launch once it has waited for moe_dispatch, so
@@ -44,14 +45,14 @@
 namespace rocket::cuda {
 
 // How the 16-row tiles of one entry's matrix (kRows x K, precision Q) map onto warps and blocks. Every
-// warp holds kG stages in flight (8 x 16-byte loads per lane, kM tiles of two row halves); the kParts
-// warp-sized pieces of a tile's K are spread over kWarpsPerTile warps of a block, kRounds after
+// warp holds kG stages in flight (kLoads x 16-byte loads per lane, kM tiles of two row halves); the
+// kParts warp-sized pieces of a tile's K are spread over kWarpsPerTile warps of a block, kRounds after
 // another, and over kSlices blocks.
-template <Precision Q, int K, int kRows, int kM, int kWarps, int kSliceCount>
+template <Precision Q, int K, int kRows, int kM, int kWarps, int kSliceCount, int kLoads = 8>
 struct ExpertTilePlan {
   using W = WeightTileTraits<Q>;
   static constexpr int kStages = W::template kStages<K>;
-  static constexpr int kG = 8 / (2 * kM) < kStages ? 8 / (2 * kM) : kStages;
+  static constexpr int kG = kLoads / (2 * kM) < kStages ? kLoads / (2 * kM) : kStages;
   static constexpr int kPartK = kG * W::kStageK;
   static constexpr int kParts = kStages / kG;
   static constexpr int kWarpsPerTile = kWarps < kParts ? kWarps : kParts;
@@ -133,7 +134,13 @@ struct MoeDownTraits {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;
-  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1>;
+  // NOTE: up to bucket 8, half an expert's K per unit (4 loads of 16 bytes per lane) with two units in
+  // flight per warp (the next one's loads issued before this one's math): bucket 1 keeps 20 warps per
+  // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.7 us, B=8 unchanged). From 16,
+  // whole-K units one at a time: two of those in flight spill, and half-K units measured slower
+  // there (B=16 27.1 -> 27.7 us, B=32 39.3 -> 41.2 us).
+  static constexpr bool kPipelined = B <= 8;
+  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kPipelined ? 4 : 8>;
   using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1, 1>;
   static constexpr int kBlocks = D::kHidden / 16;
   // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
@@ -294,24 +301,65 @@ __device__ __forceinline__ void shared_expert_scale(const MoeGateUpParams<D, B>&
   }
 }
 
-// One (entry, K part) unit of moe_down: this warp's 16 output columns for every row of the entry,
-// times factor, into y[row][kYStride].
-template <Precision Q, int K, class Plan, int kYStride>
-__device__ __forceinline__ void down_unit(const uint8_t* w, const uint8_t* scale, float factor, const __nv_bfloat16* act,
-                                          int rows, int part, float* y, int lane) {
-  TileStages<Q, Plan::kG> st[1];
-  const int k_begin = part * Plan::kPartK;
-  load_tile_stages<Q, K, Plan::kG>(st[0], w, scale, k_begin, lane);
+// This warp's 16 output columns of moe_down for `rows` activation rows (act row n is y row n), over
+// the loaded stages from column k_begin, times factor, into y[row][kYStride].
+template <Precision Q, int K, int kG, int kYStride>
+__device__ __forceinline__ void down_rows(const TileStages<Q, kG> (&st)[1], const __nv_bfloat16* act, int rows, int k_begin,
+                                          float factor, float* y, int lane) {
   for (int nt = 0; nt < (rows + 7) / 8; ++nt) {
     const int n = min(nt * 8 + lane / 4, rows - 1);
     float acc[1][4] = {};
-    mma_tile_stages<Q, K, Plan::kG, 1>(st, act + size_t(n) * K, k_begin, lane, acc);
+    mma_tile_stages<Q, K, kG, 1>(st, act + size_t(n) * K, k_begin, lane, acc);
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int col = nt * 8 + 2 * (lane & 3) + (q & 1);
       if (col < rows) y[col * kYStride + (lane >> 2) + 8 * (q >> 1)] = acc[0][q] * factor;
     }
   }
+}
+
+// One K part of the shared expert's down projection (bf16): this warp's 16 output columns for all B
+// rows, into y[row][kYStride].
+template <int K, class Plan, int kYStride>
+__device__ __forceinline__ void down_shared(const uint8_t* w, const __nv_bfloat16* act, int rows, int part, float* y, int lane) {
+  TileStages<Precision::kBF16, Plan::kG> st[1];
+  const int k_begin = part * Plan::kPartK;
+  load_tile_stages<Precision::kBF16, K, Plan::kG>(st[0], w, nullptr, k_begin, lane);
+  down_rows<Precision::kBF16, K, Plan::kG, kYStride>(st, act, rows, k_begin, 1.0f, y, lane);
+}
+
+// A routed unit of moe_down in flight: its weights in registers and where its rows come from and go.
+template <Precision Q, int kG>
+struct DownUnit {
+  TileStages<Q, kG> st[1];
+  float factor;  // nvfp4: scale2 * 2^7; bf16: 1
+  int start;     // the entry's first slot
+  int rows;      // the entry's routed rows
+  int part;      // K part
+};
+
+// Issues routed unit r's loads (entry r / kParts, part r % kParts) for output rows j0 .. j0 + 15.
+template <class D, int B, Precision P, class Plan>
+__device__ __forceinline__ void down_load(const MoeDownParams<D, B>& p, int r, int j0, int lane, DownUnit<P, Plan::kG>& u) {
+  using W = WeightTileTraits<P>;
+  const int a = r / Plan::kParts;
+  u.part = r % Plan::kParts;
+  u.start = p.route->start[a];
+  u.rows = p.route->start[a + 1] - u.start;
+  const uint8_t* unit = p.experts + uint64_t(p.route->expert[a]) * p.expert_stride;
+  u.factor = 1.0f;
+  if constexpr (P == Precision::kNVFP4) u.factor = *reinterpret_cast<const float*>(unit + p.expert.down.scale2) * kNvfp4Unbias;
+  load_tile_stages<P, D::kInter, Plan::kG>(u.st[0], unit + p.expert.down.weight + size_t(j0) * W::template kRowBytes<D::kInter>,
+                                           unit + p.expert.down.scale + size_t(j0) * W::template kScaleRowBytes<D::kInter>,
+                                           u.part * Plan::kPartK, lane);
+}
+
+// The loaded unit's 16 output columns for every row of its entry, times its factor, into
+// ys[part][slot][kYStride].
+template <class D, int B, Precision P, class Plan, int kSlots, int kYStride>
+__device__ __forceinline__ void down_mma(const __nv_bfloat16* act, const DownUnit<P, Plan::kG>& u, float* ys, int lane) {
+  down_rows<P, D::kInter, Plan::kG, kYStride>(u.st, act + size_t(u.start) * D::kInter, u.rows, u.part * Plan::kPartK, u.factor,
+                                              ys + (u.part * kSlots + u.start) * kYStride, lane);
 }
 
 }  // namespace moe
@@ -411,23 +459,33 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
   }
   wait_prerequisites();
   release_dependents();
-  const int units = S::kParts + p.route->active * R::kParts;
-  for (int u = warp; u < units; u += T::kWarps) {
-    if (u < S::kParts) {
-      moe::down_unit<Precision::kBF16, D::kSharedInter, S, T::kYStride>(
-          reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter), nullptr, 1.0f, p.shared_act, B, u,
-          ys_shared + u * B * T::kYStride, lane);
-    } else {
-      const int a = (u - S::kParts) / R::kParts, part = (u - S::kParts) % R::kParts;
-      const int start = p.route->start[a];
-      const uint8_t* unit = p.experts + uint64_t(p.route->expert[a]) * p.expert_stride;
-      float factor = 1.0f;
-      if constexpr (P == Precision::kNVFP4) factor = *reinterpret_cast<const float*>(unit + p.expert.down.scale2) * kNvfp4Unbias;
-      moe::down_unit<P, D::kInter, R, T::kYStride>(
-          unit + p.expert.down.weight + size_t(j0) * WeightTileTraits<P>::template kRowBytes<D::kInter>,
-          unit + p.expert.down.scale + size_t(j0) * WeightTileTraits<P>::template kScaleRowBytes<D::kInter>, factor,
-          p.act + size_t(start) * D::kInter, p.route->start[a + 1] - start, part,
-          ys + (part * T::kSlots + start) * T::kYStride, lane);
+  // Units: the shared expert's S::kParts, then every active entry's R::kParts, dealt round robin.
+  int u = warp;
+  if (u < S::kParts) {
+    moe::down_shared<D::kSharedInter, S, T::kYStride>(reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter),
+                                                      p.shared_act, B, u, ys_shared + u * B * T::kYStride, lane);
+    u += T::kWarps;
+  }
+  const int routed = p.route->active * R::kParts;
+  int r = u - S::kParts;
+  if constexpr (T::kPipelined) {
+    // Two routed units in flight: the next one's loads are issued before this one's math.
+    moe::DownUnit<P, R::kG> ua, ub;
+    if (r < routed) moe::down_load<D, B, P, R>(p, r, j0, lane, ua);
+    while (r < routed) {
+      if (r + T::kWarps < routed) moe::down_load<D, B, P, R>(p, r + T::kWarps, j0, lane, ub);
+      moe::down_mma<D, B, P, R, T::kSlots, T::kYStride>(p.act, ua, ys, lane);
+      r += T::kWarps;
+      if (r >= routed) break;
+      if (r + T::kWarps < routed) moe::down_load<D, B, P, R>(p, r + T::kWarps, j0, lane, ua);
+      moe::down_mma<D, B, P, R, T::kSlots, T::kYStride>(p.act, ub, ys, lane);
+      r += T::kWarps;
+    }
+  } else {
+    for (; r < routed; r += T::kWarps) {
+      moe::DownUnit<P, R::kG> ua;
+      moe::down_load<D, B, P, R>(p, r, j0, lane, ua);
+      moe::down_mma<D, B, P, R, T::kSlots, T::kYStride>(p.act, ua, ys, lane);
     }
   }
   __syncthreads();
