@@ -29,14 +29,18 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.buffer("attn_partial").bytes, 128u * 16 * 258 * 4);
   // MoeRoute<32>: active + expert[256] + start[257] + slot_row[256] + slot_of[256].
   EXPECT_EQ(p.buffer("moe_route").bytes, 4u * (1 + 256 + 257 + 256 + 256));
+  // The bf16 shared expert takes 4 rounds of K to the NVFP4 experts' 1: 4 slices of 32 tiles, 4 row
+  // groups at bucket 32, two float4 fragments per lane.
+  EXPECT_EQ(p.buffer("moe_partial").bytes, 32u * 4 * 4 * 2 * 32 * 4 * 4);
+  EXPECT_EQ(p.buffer("moe_arrivals").bytes, 32u * 4);  // one counter per group of shared-expert tiles
   EXPECT_EQ(p.buffer("moe_act").bytes, 32u * 8 * 512 * 2);
-  // The shared expert's fp32 gate and up (32 rows x 512 each) and gate logit (32 rows).
-  EXPECT_EQ(p.buffer("shared_in").bytes, 32u * (2 * 512 + 1) * 4);
   EXPECT_EQ(p.buffer("shared_act").bytes, 32u * 512 * 2);
   EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 32));
   EXPECT_EQ(p.kv_page_tokens, 64);  // 2 KV heads × 256 × bf16 = 1 KiB per token
   EXPECT_EQ(p.buffer("page_tables").bytes, 33u * (9216 / 64) * 4);
   EXPECT_EQ(p.buffer("row_tables").bytes, 32u * (9216 / 64) * 4);
+  // With bf16 experts the shared expert streams as many rounds as a routed one: no slices, no partials.
+  EXPECT_EQ(a3b_plan(WeightFormat::kBF16).buffer("moe_partial").bytes, 4u);
 }
 
 TEST(H200Plan, HostPlansHaveNoH200Buffers) {
@@ -44,7 +48,7 @@ TEST(H200Plan, HostPlansHaveNoH200Buffers) {
   const Plan host = plan_memory(c, PlanOptions{.booster = "host"});
   const Plan h200 = plan_memory(c, PlanOptions{.booster = "h200"});
   for (const char* name : {"step_inputs", "tokens_out", "page_tables", "row_tables", "attn_partial", "moe_route", "moe_act",
-                           "shared_in", "shared_act"}) {
+                           "shared_act", "moe_partial", "moe_arrivals"}) {
     EXPECT_FALSE(has_buffer(host, name)) << name;
     EXPECT_TRUE(has_buffer(h200, name)) << name;
   }

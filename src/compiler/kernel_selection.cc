@@ -34,7 +34,7 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
                  {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32); 2 at 32 rows"},
                   {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
                   {"lm_head_x_rows", "8 below 8 rows (every mma column reads a row of hn)"},
-                  {"groups", "one launch each for GDN in_proj qkv|z|b|a, attention q|k|v and router|shared gate|shared up|shared expert gate"}}});
+                  {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
     k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
     k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
@@ -49,12 +49,11 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
                  {{"warps", 4}, {"tokens_per_lane", 4}, {"target_blocks", 256}, {"combine_threads", 256}}});
     k.push_back({"attention_prefill", "bf16", "h200_append_then_split", {{"rows", "chunk"}}});
     k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}, {"fused_into_dispatch_up_to_rows", 8}}});
-    k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}, {"shared_expert", "silu(gate) * up, sigmoid(gate logit)"}}});
+    k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
     k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
-                 {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "dense group with the router"}}});
+                 {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}}});
     k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
-                 {{"warps", 24}, {"columns_per_block", 16}, {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
-                  {"launch", "programmatic dependent on moe_gate_up"}}});
+                 {{"warps", 24}, {"columns_per_block", 16}, {"launch", "programmatic dependent on moe_gate_up"}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);

@@ -41,7 +41,7 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   // slot's table gathered at the start of each step (attention_decode reads [rows][table_width]).
   act.add("page_tables", slots * pages_per_stream * 4);
   act.add("row_tables", M * pages_per_stream * 4);
-  uint64_t attn_partial = 0, route = 0;
+  uint64_t attn_partial = 0, route = 0, moe_partial = 0, arrivals = 0;
   for (int b : p.buckets) {
     // attention_decode.cuh AttentionTiles<S, b>: kSplits = max(1, kTargetBlocks 256 / (b · kv_heads)),
     // kPartialFloats = b · heads · kSplits · (hd + 2).
@@ -52,14 +52,32 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
     const uint64_t route_slots = uint64_t(b) * c.top_k;
     const uint64_t max_active = std::min<uint64_t>(c.experts, route_slots);
     route = std::max(route, 4 * (1 + max_active + max_active + 1 + 2 * route_slots));
+    // moe_experts.cuh MoeGateUpTraits<D, b, P>: the shared expert's K slices and their partial sums.
+    const auto rounds_total = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps) {  // ExpertTilePlan
+      const uint64_t stage_k = 4 * (nvfp4 ? 32 : 8), stages = ceil_div(k, stage_k);
+      const uint64_t g = std::min<uint64_t>(8 / (2 * m), stages), parts = stages / g;
+      return parts / std::min(warps, parts);
+    };
+    const auto tile_groups = [](uint64_t k, uint64_t rows, uint64_t warps) {
+      const uint64_t stages = ceil_div(k, 32), g = std::min<uint64_t>(2, stages), parts = stages / g;
+      return ceil_div(rows / 16, warps / std::min(warps, parts));
+    };
+    constexpr uint64_t kGateUpWarps = 8;
+    const uint64_t routed_rounds = rounds_total(c.precision(Role::kExperts) == Precision::kNVFP4, c.hidden, 2, kGateUpWarps);
+    const uint64_t shared_rounds = rounds_total(false, c.hidden, 2, kGateUpWarps);
+    const uint64_t shared_slices =
+        shared_rounds > routed_rounds && shared_rounds % routed_rounds == 0 ? shared_rounds / routed_rounds : 1;
+    const uint64_t n_tiles = ceil_div(b, 8);
+    if (shared_slices > 1)
+      moe_partial = std::max(moe_partial, (c.shared_inter / 16) * shared_slices * n_tiles * 2 * 32 * 4 * 4);
+    arrivals = std::max(arrivals, 4 * tile_groups(c.hidden, c.shared_inter, kGateUpWarps));
   }
   act.add("attn_partial", attn_partial);
   act.add("moe_route", route);
   act.add("moe_act", M * c.top_k * c.moe_inter * p.activation_bytes);
-  // The shared expert's gate and up projections and gate logit, fp32 from the router's dense group
-  // ([M][shared_inter] twice, then [M]); moe_dispatch turns them into shared_act and shared_scale.
-  act.add("shared_in", M * (2 * uint64_t(c.shared_inter) + 1) * 4);
   act.add("shared_act", M * c.shared_inter * p.activation_bytes);
+  act.add("moe_partial", std::max<uint64_t>(moe_partial, 4));
+  act.add("moe_arrivals", arrivals);
 }
 
 }  // namespace

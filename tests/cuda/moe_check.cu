@@ -1,8 +1,7 @@
-// GPU check + benchmark for the MoE block after the router: the shared expert's dense gate|up|gate-logit
-// group, dispatch and grouped experts (src/kernels/cuda/dense.cuh, moe_dispatch.cuh, moe_experts.cuh).
-// Runs on the H200 machine only (CI compiles it). For tiny and a3b shapes, NVFP4 and bf16 routed
-// experts, buckets 1/8/16/32 and three routings (random router logits; every row choosing nearly the
-// same experts; every slot a distinct expert where B * top_k <= experts):
+// GPU check + benchmark for the MoE block's dispatch and grouped experts (src/kernels/cuda/
+// moe_dispatch.cuh, moe_experts.cuh). Runs on the H200 machine only (CI compiles it). For tiny and a3b
+// shapes, NVFP4 and bf16 routed experts, buckets 1/8/32 and three routings (random router logits; every
+// row choosing nearly the same experts; every slot a distinct expert where B * top_k <= experts):
 //   - the route (counts, expert list, slots) must equal the host's grouping exactly;
 //   - every MoE output and shared-expert gate is compared with the host kernels (router_top_k, linear on
 //     the stored weights, swiglu, sigmoid) on the same bf16 inputs, within a bound derived per element;
@@ -22,7 +21,6 @@
 #include "check_support.h"
 #include "route_check.h"
 #include "core/dtype.h"
-#include "kernels/cuda/dense.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
 #include "kernels/host/activations.h"
@@ -149,8 +147,7 @@ struct Layer {
     CUDA_CHECK(cudaMalloc(&d_units, units.size()));
     CUDA_CHECK(cudaMemcpy(d_units, units.data(), units.size(), cudaMemcpyHostToDevice));
     shared_elems = sg.size() + su.size() + sd.size() + sgate.size();
-    // The dense group reads the 1-row gate vector as a 16-row tile: the last copy's needs 15 rows past it.
-    CUDA_CHECK(cudaMalloc(&d_shared, (shared_elems * kSharedCopies + 16 * size_t(D::kHidden)) * 2));
+    CUDA_CHECK(cudaMalloc(&d_shared, shared_elems * 2 * kSharedCopies));
     size_t at_elem = 0;
     for (const auto* v : {&sg, &su, &sd, &sgate}) {
       CUDA_CHECK(cudaMemcpy(d_shared + at_elem, v->data(), v->size() * 2, cudaMemcpyHostToDevice));
@@ -190,42 +187,28 @@ void route(Routing routing, int B, SplitMix& rng, std::vector<int>& idx, std::ve
 }
 
 struct Buffers {  // device buffers of one bucket, poisoned where the kernels must write
-  void *idx, *w, *route, *act, *shared_in, *shared_act, *shared_scale, *out, *x;
+  void *idx, *w, *route, *act, *shared_act, *shared_scale, *partial, *arrivals, *out, *x;
 };
 
 template <class D, int B, Precision P>
 struct Case {
+  using GU = cuda::MoeGateUpTraits<D, B, P>;
   using Route = cuda::MoeRoute<D, B>;
   static constexpr int kSlots = B * D::kTopK;
 
-  // Launches one step: routing i (idx/w/route at slot i), shared expert copy `copy`. what: 1 the shared
-  // expert's dense group and the dispatch, 2 moe_gate_up, 4 moe_down.
+  // Launches one step: routing i (idx/w/route at slot i), shared expert copy `copy`.
   static void step(const Layer<D, P>& L, const Buffers& d, int i, int copy, cudaStream_t s, int what = 7) {
     const int* idx = static_cast<const int*>(d.idx) + i * kSlots;
     const float* w = static_cast<const float*>(d.w) + i * kSlots;
     Route* route = static_cast<Route*>(d.route) + i;
-    float* shared_gate = static_cast<float*>(d.shared_in);
-    float* shared_up = shared_gate + B * D::kSharedInter;
-    float* shared_logit = shared_up + B * D::kSharedInter;
-    if (what & 1) {
-      cuda::dense_group<D::kHidden, B, float, D::kSharedInter, D::kSharedInter, 1>(
-          {.w = {L.shared_part(copy, 0), L.shared_part(copy, 1), L.shared_part(copy, 3)},
-           .x = static_cast<const __nv_bfloat16*>(d.x),
-           .y = {shared_gate, shared_up, shared_logit},
-           .rows = B},
-          s);
-      cuda::moe_dispatch<D, B>({.idx = idx,
-                                .route = route,
-                                .shared = {.gate = shared_gate,
-                                           .up = shared_up,
-                                           .logit = shared_logit,
-                                           .act = static_cast<__nv_bfloat16*>(d.shared_act),
-                                           .scale = static_cast<float*>(d.shared_scale)}},
-                               s);
-    }
+    if (what & 1) cuda::moe_dispatch<D, B>({.idx = idx, .route = route}, s);
     if (what & 2)
       cuda::moe_gate_up<D, B, P>({.x = static_cast<const __nv_bfloat16*>(d.x), .route = route, .experts = L.d_units,
-                                  .expert_stride = L.stride, .expert = L.at, .act = static_cast<__nv_bfloat16*>(d.act)},
+                                  .expert_stride = L.stride, .expert = L.at, .shared_gate = L.shared_part(copy, 0),
+                                  .shared_up = L.shared_part(copy, 1), .shared_expert_gate = L.shared_part(copy, 3),
+                                  .act = static_cast<__nv_bfloat16*>(d.act), .shared_act = static_cast<__nv_bfloat16*>(d.shared_act),
+                                  .shared_scale = static_cast<float*>(d.shared_scale), .partial = static_cast<float*>(d.partial),
+                                  .arrivals = static_cast<int*>(d.arrivals)},
                                  s);
     if (what & 4)
       cuda::moe_down<D, B, P>({.route = route, .route_weight = w, .experts = L.d_units, .expert_stride = L.stride,
@@ -255,6 +238,7 @@ double time_steps(const Layer<D, P>& L, const Buffers& d, int what) {
 template <class D, int B, Precision P>
 bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gbps, SplitMix& rng) {
   using C = Case<D, B, P>;
+  using GU = typename C::GU;
   using Route = typename C::Route;
   constexpr int kSlots = C::kSlots, H = D::kHidden, I = D::kInter, SI = D::kSharedInter, K = D::kTopK;
 
@@ -279,20 +263,22 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
   CUDA_CHECK(cudaMalloc(&d.w, all_w.size() * 4));
   CUDA_CHECK(cudaMalloc(&d.route, sizeof(Route) * kTimedSteps));
   CUDA_CHECK(cudaMalloc(&d.act, size_t(kSlots) * I * 2));
-  CUDA_CHECK(cudaMalloc(&d.shared_in, size_t(B) * (2 * SI + 1) * 4));
   CUDA_CHECK(cudaMalloc(&d.shared_act, size_t(B) * SI * 2));
   CUDA_CHECK(cudaMalloc(&d.shared_scale, B * 4));
+  CUDA_CHECK(cudaMalloc(&d.partial, size_t(GU::kPartialFloats) * 4));
+  CUDA_CHECK(cudaMalloc(&d.arrivals, GU::kArrivals * 4));
   CUDA_CHECK(cudaMalloc(&d.out, size_t(B) * H * 2));
   CUDA_CHECK(cudaMalloc(&d.x, x.size() * 2));
   CUDA_CHECK(cudaMemcpy(d.idx, all_idx.data(), all_idx.size() * 4, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(d.w, all_w.data(), all_w.size() * 4, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(d.x, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
-  // Poison everything the kernels write (NaN in bf16 and fp32, -1 in ints).
+  // Poison everything the kernels write (NaN in bf16 and fp32, -1 in ints); arrivals start at zero.
   CUDA_CHECK(cudaMemset(d.route, 0xff, sizeof(Route) * kTimedSteps));
   CUDA_CHECK(cudaMemset(d.act, 0xff, size_t(kSlots) * I * 2));
-  CUDA_CHECK(cudaMemset(d.shared_in, 0xff, size_t(B) * (2 * SI + 1) * 4));
   CUDA_CHECK(cudaMemset(d.shared_act, 0xff, size_t(B) * SI * 2));
   CUDA_CHECK(cudaMemset(d.shared_scale, 0xff, B * 4));
+  CUDA_CHECK(cudaMemset(d.partial, 0xff, size_t(GU::kPartialFloats) * 4));
+  CUDA_CHECK(cudaMemset(d.arrivals, 0, GU::kArrivals * 4));
   CUDA_CHECK(cudaMemset(d.out, 0xff, size_t(B) * H * 2));
 
   C::step(L, d, 0, 0, nullptr);
@@ -453,14 +439,13 @@ bool run(const char* name, const Layer<D, P>& L, Routing routing, double copy_gb
       ok = false;
     }
   }
-  const double us_route = time_steps<D, B, P>(L, d, 1);
   const double us_gu = time_steps<D, B, P>(L, d, 2);
   const double us_down = time_steps<D, B, P>(L, d, 4);
   const double gbps = (weight_bytes + act_bytes) / (us * 1e-6) / 1e9;
-  std::printf("%-5s %-5s B=%-2d %-8s %3d exp %8.1f us (shared+dispatch %5.1f, gate_up %6.1f, down %6.1f) %7.2f MB %6.0f GB/s %5.1f%%  err/bound %.2f %s\n",
-              name, precision_name(P), B, routing_name(routing), active, us, us_route, us_gu, us_down, (weight_bytes + act_bytes) / 1e6,
+  std::printf("%-5s %-5s B=%-2d %-8s %3d exp %8.1f us (gate_up %6.1f, down %6.1f) %7.2f MB %6.0f GB/s %5.1f%%  err/bound %.2f %s\n",
+              name, precision_name(P), B, routing_name(routing), active, us, us_gu, us_down, (weight_bytes + act_bytes) / 1e6,
               gbps, 100.0 * gbps / copy_gbps, worst, ok ? "ok" : "MISMATCH");
-  for (void* p : {d.idx, d.w, d.route, d.act, d.shared_in, d.shared_act, d.shared_scale, d.out, d.x}) CUDA_CHECK(cudaFree(p));
+  for (void* p : {d.idx, d.w, d.route, d.act, d.shared_act, d.shared_scale, d.partial, d.arrivals, d.out, d.x}) CUDA_CHECK(cudaFree(p));
   return ok;
 }
 

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <utility>
 
-#include "core/align.h"
 #include "engine/h200/memory_budget.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
@@ -56,10 +55,6 @@ static_assert(kBufBytes_page_tables >= uint64_t(H200Engine::kSlots) * H200Engine
 static_assert(kBufBytes_row_tables >= uint64_t(kMaxRows) * H200Engine::kPagesPerStream * 4);
 static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4 && kBufBytes_tokens_out >= uint64_t(kMaxRows) * 4);
 static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
-static_assert(kBufBytes_shared_in >= uint64_t(kMaxRows) * (2 * kSharedInter + 1) * 4);
-// The router's dense group reads shared_expert_gate (1 row) as a whole 16-row tile: it stays inside
-// the weight's own 64 KiB-aligned unit.
-static_assert(cuda::DenseGroupTraits<int(kHidden), 1, 1>::template kSegmentReadBytes<0> <= kAlign);
 static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDim : 2 * kQ) * 2);
 static_assert(kBufBytes_core >= uint64_t(kMaxRows) * (kValueDim > kQ ? kValueDim : kQ) * 2);
 static_assert(kBufBytes_hn >= uint64_t(kMaxRows) * kHidden * 2 && kMaxRows >= 8);
@@ -67,8 +62,10 @@ static_assert(kBufBytes_hn >= uint64_t(kMaxRows) * kHidden * 2 && kMaxRows >= 8)
 // A bucket's workspaces fit the plan's buffers (sized by the compiler from the same traits).
 template <int B>
 constexpr bool workspaces_fit() {
+  using GU = cuda::MoeGateUpTraits<MoeS, B, kPrecisionExperts>;
   return cuda::AttentionTiles<AttnS, B>::kPartialFloats * 4 <= int64_t(kBufBytes_attn_partial) &&
          sizeof(cuda::MoeRoute<MoeS, B>) <= kBufBytes_moe_route &&
+         uint64_t(GU::kPartialFloats) * 4 <= kBufBytes_moe_partial && uint64_t(GU::kArrivals) * 4 <= kBufBytes_moe_arrivals &&
          uint64_t(B) * kTopK * kMoeInter * 2 <= kBufBytes_moe_act && uint64_t(B) * kSharedInter * 2 <= kBufBytes_shared_act &&
          uint64_t(B) * 4 <= kBufBytes_shared_scale;
 }
@@ -333,32 +330,22 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
   float* w = buf<float>(kBuf_route_w);
   auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
   const uint8_t* experts = weight<uint8_t>(L.experts);
-  // The router logits and the shared expert's gate, up and gate logit all project hn: one launch
-  // (the shared expert's 4 MiB then stream beside the router instead of in the routed experts' wave).
-  float* shared_in = buf<float>(kBuf_shared_in);
-  float* shared_gate = shared_in;
-  float* shared_up = shared_in + int64_t(kMaxRows) * kSharedInter;
-  float* shared_logit = shared_in + 2 * int64_t(kMaxRows) * kSharedInter;
-  cuda::dense_group<int(kHidden), B, float, int(kExperts), int(kSharedInter), int(kSharedInter), 1>(
-      {.w = {weight<bf16>(L.router.weight), weight<bf16>(L.shared_gate.weight), weight<bf16>(L.shared_up.weight),
-             weight<bf16>(L.shared_expert_gate.weight)},
-       .x = hn,
-       .y = {router, shared_gate, shared_up, shared_logit},
-       .rows = B},
-      stream_);
-  cuda::moe_route<MoeS, B>({.logits = router,
-                            .idx = idx,
-                            .weight = w,
-                            .route = route,
-                            .shared = {.gate = shared_gate,
-                                       .up = shared_up,
-                                       .logit = shared_logit,
-                                       .act = buf<bf16>(kBuf_shared_act),
-                                       .scale = buf<float>(kBuf_shared_scale)}},
-                           stream_);
-  cuda::moe_gate_up<MoeS, B, kPrecisionExperts>(
-      {.x = hn, .route = route, .experts = experts, .expert_stride = kExpertStride, .expert = kExpert, .act = buf<bf16>(kBuf_moe_act)},
-      stream_);
+  project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_);
+  cuda::moe_route<MoeS, B>({.logits = router, .idx = idx, .weight = w, .route = route}, stream_);
+  cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn,
+                                                 .route = route,
+                                                 .experts = experts,
+                                                 .expert_stride = kExpertStride,
+                                                 .expert = kExpert,
+                                                 .shared_gate = weight<bf16>(L.shared_gate.weight),
+                                                 .shared_up = weight<bf16>(L.shared_up.weight),
+                                                 .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
+                                                 .act = buf<bf16>(kBuf_moe_act),
+                                                 .shared_act = buf<bf16>(kBuf_shared_act),
+                                                 .shared_scale = buf<float>(kBuf_shared_scale),
+                                                 .partial = buf<float>(kBuf_moe_partial),
+                                                 .arrivals = buf<int>(kBuf_moe_arrivals)},
+                                                stream_);
   cuda::moe_down<MoeS, B, kPrecisionExperts>({.route = route,
                                               .route_weight = w,
                                               .experts = experts,

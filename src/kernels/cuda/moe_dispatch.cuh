@@ -8,14 +8,8 @@
 // engine calls: router (router.cuh) then grouping, as one kernel up to kRouteRows rows (a step at a
 // small bucket is latency-bound, and a kernel boundary costs ~1 us per layer), as two above (one
 // block routing 32 rows is issue-bound on its SM: measured slower at bucket 32, h200-a3b.md).
-//
-// The same block also finishes the shared expert: its gate and up projections arrive from the dense
-// group that computes the router logits (they read the same normalised rows, so they ride in one
-// launch that the routed experts would otherwise wait for), and it writes the bf16 activation and the
-// output scale that moe_down reads.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -47,22 +41,10 @@ struct MoeRoute {
   int slot_of[kSlots];        // slot of (row b, choice t) at [b * top_k + t]
 };
 
-// The shared expert's gate and up projections and its gate logit (fp32, from the dense group that
-// also computes the router logits), and what the dispatch makes of them for moe_down: the activation
-// silu(gate) * up rounded once to bf16, and the output scale sigmoid(logit).
-struct SharedExpertIo {
-  const float* gate = nullptr;   // [B][shared_inter]
-  const float* up = nullptr;     // [B][shared_inter]
-  const float* logit = nullptr;  // [B]
-  __nv_bfloat16* act = nullptr;  // [B][shared_inter] out
-  float* scale = nullptr;        // [B] out
-};
-
 template <class D, int B>
 struct MoeDispatchParams {
   const int* idx = nullptr;  // [B][top_k] router choices, each in [0, experts)
   MoeRoute<D, B>* route = nullptr;
-  SharedExpertIo shared;
 };
 
 template <class D, int B>
@@ -71,7 +53,6 @@ struct MoeRouteParams {
   int32_t* idx = nullptr;         // [B][top_k] out: router choices, descending probability
   float* weight = nullptr;        // [B][top_k] out: renormalised router weights (moe_down reads them)
   MoeRoute<D, B>* route = nullptr;
-  SharedExpertIo shared;
 };
 
 template <class D, int B>
@@ -153,17 +134,6 @@ __device__ __forceinline__ void group_slots(int e, MoeRoute<D, B>* route) {
   }
 }
 
-// The shared expert's activation and output scale for every row, by the whole block (same formulas
-// as the host engine: swiglu, then sigmoid of the gate logit).
-template <class D, int B, int kThreads>
-__device__ __forceinline__ void shared_expert_act(const SharedExpertIo& io) {
-  for (int i = threadIdx.x; i < B * D::kSharedInter; i += kThreads) {
-    const float g = io.gate[i], u = io.up[i];
-    io.act[i] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
-  }
-  for (int b = threadIdx.x; b < B; b += kThreads) io.scale[b] = 1.0f / (1.0f + expf(-io.logit[b]));
-}
-
 }  // namespace moe
 
 template <class D, int B>
@@ -172,7 +142,6 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
   enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   const int tid = threadIdx.x;
   moe::group_slots<D, B>(tid < MoeDispatchTraits<D, B>::kSlots ? p.idx[tid] : -1, p.route);
-  moe::shared_expert_act<D, B, MoeDispatchTraits<D, B>::kThreads>(p.shared);
 }
 
 // Router and grouping in one block (B <= kRouteRows): warp w routes row w, keeping the choices in
@@ -189,14 +158,12 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
                                       p.weight + warp * D::kTopK, choice + warp * D::kTopK, tid % 32);
   __syncthreads();
   moe::group_slots<D, B>(tid < T::kSlots ? choice[tid] : -1, p.route);
-  moe::shared_expert_act<D, B, T::kThreads>(p.shared);
 }
 
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// REQUIRES: device pointers (shared: its inputs written before this launch); every idx in [0, experts)
-// (the router's top-k guarantees it).
+// REQUIRES: idx and route device pointers; every idx in [0, experts) (the router's top-k guarantees it).
 template <class D, int B>
 void moe_dispatch(const MoeDispatchParams<D, B>& p, cudaStream_t stream) {
   launch_dependent(moe_dispatch_kernel<D, B>, 1, MoeDispatchTraits<D, B>::kThreads, 0, stream, p);
@@ -211,7 +178,7 @@ void moe_route(const MoeRouteParams<D, B>& p, cudaStream_t stream) {
     launch_dependent(moe_route_kernel<D, B>, 1, T::kThreads, 0, stream, p);
   } else {
     router<D::kExperts, D::kTopK>({.logits = p.logits, .idx = p.idx, .weight = p.weight}, B, stream);
-    moe_dispatch<D, B>({.idx = p.idx, .route = p.route, .shared = p.shared}, stream);
+    moe_dispatch<D, B>({.idx = p.idx, .route = p.route}, stream);
   }
 }
 

@@ -1,12 +1,13 @@
 // Grouped MoE experts on the H200, after moe_dispatch: every active expert's SwiGLU over exactly its
 // routed rows, plus the shared expert scaled by sigmoid(shared_expert_gate(x)), summed into the MoE
-// output with the router weights. The shared expert's gate and up projections are dense (they run in
-// the router's launch, and moe_dispatch writes their activation); two kernels do the rest:
+// output with the router weights. Two kernels:
 //
-//   moe_gate_up  one block per (entry, group of 16-row tiles of the intermediate). Warps split K; each
-//                holds its tile's gate and up weights in registers, reused for every group of 8 routed
-//                rows; the block sums its warps in a fixed order and writes silu(gate) * up in bf16, by
-//                slot.
+//   moe_gate_up  one block per (entry, group of 16-row tiles of the intermediate, K slice). Warps split
+//                K; each holds its tile's gate and up weights in registers, reused for every group of 8
+//                routed rows; the block sums its warps in a fixed order and writes silu(gate) * up in
+//                bf16, by slot. The shared expert is one more entry over all B rows (its K may be split
+//                across blocks as well: the last block to arrive sums the slices in slice order). Block
+//                0 computes the shared expert's sigmoid gate.
 //   moe_down     one block per 16 output columns, looping over every entry: each warp takes (entry,
 //                K part) units round robin (up to bucket 8 with the next one's loads in flight during
 //                this one's math) and writes the down projection of that entry's rows to shared
@@ -46,8 +47,8 @@ namespace rocket::cuda {
 // How the 16-row tiles of one entry's matrix (kRows x K, precision Q) map onto warps and blocks. Every
 // warp holds kG stages in flight (kLoads x 16-byte loads per lane, kM tiles of two row halves); the
 // kParts warp-sized pieces of a tile's K are spread over kWarpsPerTile warps of a block, kRounds after
-// another.
-template <Precision Q, int K, int kRows, int kM, int kWarps, int kLoads = 8>
+// another, and over kSlices blocks.
+template <Precision Q, int K, int kRows, int kM, int kWarps, int kSliceCount, int kLoads = 8>
 struct ExpertTilePlan {
   using W = WeightTileTraits<Q>;
   static constexpr int kStages = W::template kStages<K>;
@@ -56,12 +57,16 @@ struct ExpertTilePlan {
   static constexpr int kParts = kStages / kG;
   static constexpr int kWarpsPerTile = kWarps < kParts ? kWarps : kParts;
   static constexpr int kTilesPerBlock = kWarps / kWarpsPerTile;
-  static constexpr int kRounds = kParts / kWarpsPerTile;
+  static constexpr int kRoundsTotal = kParts / kWarpsPerTile;
+  static constexpr int kSlices = kSliceCount;
+  static constexpr int kRounds = kRoundsTotal / kSlices;
   static constexpr int kTiles = kRows / 16;
-  static constexpr int kBlocks = (kTiles + kTilesPerBlock - 1) / kTilesPerBlock;
+  static constexpr int kGroups = (kTiles + kTilesPerBlock - 1) / kTilesPerBlock;
+  static constexpr int kBlocks = kGroups * kSlices;
   static_assert(kRows % 16 == 0, "expert tile: rows come in mma tiles of 16");
   static_assert(K % W::kLoadK == 0, "expert tile: K must be a whole number of 16-byte lane loads");
-  static_assert(kStages % kG == 0 && kParts % kWarpsPerTile == 0, "expert tile: K does not split evenly over warps");
+  static_assert(kStages % kG == 0 && kParts % kWarpsPerTile == 0 && kRoundsTotal % kSlices == 0,
+                "expert tile: K does not split evenly over warps and slices");
 };
 
 template <class D, int B>
@@ -71,7 +76,15 @@ struct MoeGateUpParams {
   const uint8_t* experts = nullptr;        // this layer's expert units: unit e at experts + e * expert_stride
   uint64_t expert_stride = 0;
   ExpertAt expert;                         // gate / up / down offsets inside a unit
+  const __nv_bfloat16* shared_gate = nullptr;         // [shared_inter][hidden]
+  const __nv_bfloat16* shared_up = nullptr;           // [shared_inter][hidden]
+  const __nv_bfloat16* shared_expert_gate = nullptr;  // [hidden]
   __nv_bfloat16* act = nullptr;            // [B * top_k][inter] silu(gate) * up by slot
+  __nv_bfloat16* shared_act = nullptr;     // [B][shared_inter]
+  float* shared_scale = nullptr;           // [B] sigmoid(shared_expert_gate . x)
+  float* partial = nullptr;                // MoeGateUpTraits::kPartialFloats scratch
+  int* arrivals = nullptr;                 // MoeGateUpTraits::kArrivals counters: zero before the first
+                                           // launch, left zero by every launch
 };
 
 template <class D, int B>
@@ -92,16 +105,24 @@ template <class D, int B, Precision P>
 struct MoeGateUpTraits {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
-  // NOTE: three resident blocks (<= 80 registers). At B = 1 the a3b NVFP4 grid is ~2 blocks per SM,
+  // NOTE: three resident blocks (<= 80 registers). At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM,
   // so that makes it one wave; at larger buckets the NVFP4 kernel is latency-bound (ncu at B = 32:
   // 0.48 issued warps per scheduler, 0.9 eligible), and 24 warps per SM instead of 16 hide more of
   // it than the ~84 bytes it spills at B = 32 cost (a3b bucket 16 MoE 3.61 -> 3.14 ms per step).
   static constexpr int kMinBlocks = 3;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
-  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps>;
-  static constexpr int kBlocks = MoeRoute<D, B>::kMaxActive * Routed::kBlocks;
+  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1>;
+  // NOTE: the bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
+  // over as many blocks as it has extra rounds keeps every block of the grid one equal round long.
+  static constexpr int kSharedRounds = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, 1>::kRoundsTotal;
+  static constexpr int kSharedSlices =
+      kSharedRounds > Routed::kRoundsTotal && kSharedRounds % Routed::kRoundsTotal == 0 ? kSharedRounds / Routed::kRoundsTotal : 1;
+  using Shared = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, kSharedSlices>;
+  static constexpr int kBlocks = 1 + Shared::kBlocks + MoeRoute<D, B>::kMaxActive * Routed::kBlocks;
   static constexpr int kSmemBytes = kWarps * kNTiles * 2 * 32 * 16;  // per-warp C fragments
+  static constexpr int kPartialFloats = kSharedSlices > 1 ? Shared::kTiles * kSharedSlices * kNTiles * 2 * 32 * 4 : 1;
+  static constexpr int kArrivals = Shared::kGroups;
   static_assert(kSmemBytes <= 227 * 1024, "moe_gate_up: shared memory exceeds the H200 per-block limit");
 };
 
@@ -119,8 +140,8 @@ struct MoeDownTraits {
   // whole-K units one at a time: two of those in flight spill, and half-K units measured slower
   // there (B=16 27.1 -> 27.7 us, B=32 39.3 -> 41.2 us).
   static constexpr bool kPipelined = B <= 8;
-  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, kPipelined ? 4 : 8>;
-  using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1>;
+  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kPipelined ? 4 : 8>;
+  using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1, 1>;
   static constexpr int kBlocks = D::kHidden / 16;
   // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
   static constexpr int kYStride = 20;
@@ -140,8 +161,8 @@ struct GateUpEntry {
   const uint8_t* gate_scale;  // nvfp4 block scales
   const uint8_t* up_scale;
   float gate_factor, up_factor;  // fp32 factors of the results (nvfp4: scale2 * 2^7; bf16: 1)
-  const int* token_rows;         // token row of activation column n
-  int rows;                      // activation columns: the expert's routed rows
+  const int* token_rows;         // token row of activation column n; nullptr: row n
+  int rows;                      // activation columns: the expert's routed rows, or B
   __nv_bfloat16* act;            // activation column n goes to act row n
 };
 
@@ -162,9 +183,10 @@ __device__ __forceinline__ void store_act(const GateUpEntry& en, int tile, int n
   }
 }
 
-// One block's share of an entry: the tiles of group `group`. red: [kWarps][kNTiles][2][32].
+// One block's share of an entry: tiles of group `group`, K slice `slice`. red: [kWarps][kNTiles][2][32].
 template <Precision Q, int K, int kInter, class Plan, int kNTiles>
-__device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_bfloat16* x, int group, float4* red) {
+__device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_bfloat16* x, int group, int slice,
+                                              float4* red, float* partial, int* arrivals) {
   using W = WeightTileTraits<Q>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int tile = group * Plan::kTilesPerBlock + warp / Plan::kWarpsPerTile;
@@ -178,11 +200,11 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
     TileStages<Q, Plan::kG> st[2];
     for (int nt = 0; nt < ntiles; ++nt) {
       const int n = min(nt * 8 + lane / 4, en.rows - 1);
-      const __nv_bfloat16* xr = x + size_t(en.token_rows[n]) * K;
+      const __nv_bfloat16* xr = x + size_t(en.token_rows ? en.token_rows[n] : n) * K;
       float acc[2][4] = {};
 #pragma unroll 1
       for (int r = 0; r < Plan::kRounds; ++r) {
-        const int part = r * Plan::kWarpsPerTile + warp % Plan::kWarpsPerTile;
+        const int part = (slice * Plan::kRounds + r) * Plan::kWarpsPerTile + warp % Plan::kWarpsPerTile;
         const int k_begin = part * Plan::kPartK;
         // With one round the weights stay in registers across row groups; with several they are
         // re-read (from L2) per group, which only happens for experts with more than 8 rows.
@@ -205,8 +227,77 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
         g = add4(g, red[((warp + w) * kNTiles + nt) * 2 * 32 + lane]);
         u = add4(u, red[(((warp + w) * kNTiles + nt) * 2 + 1) * 32 + lane]);
       }
-      store_act<kInter>(en, tile, nt, lane, g, u);
+      if constexpr (Plan::kSlices == 1) {
+        store_act<kInter>(en, tile, nt, lane, g, u);
+      } else {
+        float4* mine = reinterpret_cast<float4*>(partial) + (((size_t(tile) * Plan::kSlices + slice) * kNTiles + nt) * 2) * 32;
+        mine[lane] = g;
+        mine[32 + lane] = u;
+      }
     }
+  }
+  if constexpr (Plan::kSlices > 1) {
+    // Last block of the group to arrive sums the slices in slice order, then re-arms the counter.
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&arrivals[group], 1) == Plan::kSlices - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (leader) {
+      for (int nt = 0; nt < ntiles; ++nt) {
+        float4 g = make_float4(0, 0, 0, 0), u = g;
+        for (int s = 0; s < Plan::kSlices; ++s) {
+          const float4* src = reinterpret_cast<const float4*>(partial) + (((size_t(tile) * Plan::kSlices + s) * kNTiles + nt) * 2) * 32;
+          g = add4(g, __ldcg(src + lane));
+          u = add4(u, __ldcg(src + 32 + lane));
+        }
+        store_act<kInter>(en, tile, nt, lane, g, u);
+      }
+    }
+    if (threadIdx.x == 0) arrivals[group] = 0;
+  }
+}
+
+// Into L2, the shared-expert weights one block of moe_gate_up streams: the gate and up rows of its
+// group's tiles, over its K slice (a contiguous 1/kSlices of every row: the slice's K parts are
+// consecutive). They do not depend on the route, so this runs before the chain's wait.
+template <class Plan, int K>
+__device__ __forceinline__ void prefetch_shared_tiles(const uint8_t* gate, const uint8_t* up, int group, int slice) {
+  constexpr int kRowBytes = 2 * K, kSliceBytes = kRowBytes / Plan::kSlices, kLines = (kSliceBytes + 127) / 128;
+  const int tile0 = group * Plan::kTilesPerBlock;
+  const int rows = min(Plan::kTilesPerBlock, Plan::kTiles - tile0) * 16;
+  for (int i = threadIdx.x; i < 2 * rows * kLines; i += blockDim.x) {
+    const int r = (i / kLines) % rows, line = i % kLines;
+    const uint8_t* at = (i < rows * kLines ? gate : up) + size_t(tile0 * 16 + r) * kRowBytes + size_t(slice) * kSliceBytes +
+                        min(line * 128, kSliceBytes - 1);
+    prefetch_l2(at);
+  }
+}
+
+// sigmoid(shared_expert_gate . x[b]) for every row: one warp per row, lanes over 8 columns at a time,
+// a fixed shuffle tree.
+template <class D, int B, int kWarps>
+__device__ __forceinline__ void shared_expert_scale(const MoeGateUpParams<D, B>& p) {
+  static_assert(D::kHidden % 8 == 0, "shared expert gate: hidden must be a multiple of 8");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int b = warp; b < B; b += kWarps) {
+    float s = 0.0f;
+    for (int k = lane * 8; k < D::kHidden; k += 256) {
+      const uint4 wv = __ldg(reinterpret_cast<const uint4*>(p.shared_expert_gate + k));
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + size_t(b) * D::kHidden + k));
+      const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
+      const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 wf = __bfloat1622float2(w2[i]), xf = __bfloat1622float2(x2[i]);
+        s += wf.x * xf.x + wf.y * xf.y;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) p.shared_scale[b] = 1.0f / (1.0f + expf(-s));
   }
 }
 
@@ -278,10 +369,27 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
     moe_gate_up_kernel(const __grid_constant__ MoeGateUpParams<D, B> p) {
   using T = MoeGateUpTraits<D, B, P>;
   extern __shared__ float4 red[];
+  int local = blockIdx.x - 1;
+  if (local >= 0 && local < T::Shared::kBlocks)
+    moe::prefetch_shared_tiles<typename T::Shared, D::kHidden>(reinterpret_cast<const uint8_t*>(p.shared_gate),
+                                                                reinterpret_cast<const uint8_t*>(p.shared_up),
+                                                                local / T::kSharedSlices, local % T::kSharedSlices);
   // After moe_dispatch has completed; moe_down may launch once every block is past this: it reads
   // nothing of ours before its own wait.
   enter_chain();
-  const int a = blockIdx.x / T::Routed::kBlocks;
+  if (blockIdx.x == 0) {
+    moe::shared_expert_scale<D, B, T::kWarps>(p);
+    return;
+  }
+  if (local < T::Shared::kBlocks) {
+    const moe::GateUpEntry en{reinterpret_cast<const uint8_t*>(p.shared_gate), reinterpret_cast<const uint8_t*>(p.shared_up),
+                              nullptr, nullptr, 1.0f, 1.0f, nullptr, B, p.shared_act};
+    moe::gate_up_block<Precision::kBF16, D::kHidden, D::kSharedInter, typename T::Shared, T::kNTiles>(
+        en, p.x, local / T::kSharedSlices, local % T::kSharedSlices, red, p.partial, p.arrivals);
+    return;
+  }
+  local -= T::Shared::kBlocks;
+  const int a = local / T::Routed::kBlocks;
   // The entry in one round trip to L2 (a < kMaxActive by the grid, so every read is in bounds whether
   // or not the entry is active): its weight loads then wait for one route read, not two.
   const int active = p.route->active, start = p.route->start[a], end = p.route->start[a + 1], expert = p.route->expert[a];
@@ -295,7 +403,8 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
   const moe::GateUpEntry en{unit + p.expert.gate.weight, unit + p.expert.up.weight, unit + p.expert.gate.scale,
                             unit + p.expert.up.scale, gate_factor, up_factor, p.route->slot_row + start, end - start,
                             p.act + size_t(start) * D::kInter};
-  moe::gate_up_block<P, D::kHidden, D::kInter, typename T::Routed, T::kNTiles>(en, p.x, blockIdx.x % T::Routed::kBlocks, red);
+  moe::gate_up_block<P, D::kHidden, D::kInter, typename T::Routed, T::kNTiles>(en, p.x, local % T::Routed::kBlocks, 0, red,
+                                                                            p.partial, p.arrivals);
 }
 
 template <class D, int B, Precision P>
@@ -401,9 +510,9 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// REQUIRES: device pointers; moe_dispatch for this step already on `stream`. The first call per
-// instantiation sets the kernel's shared-memory limit, so make it before any graph capture (as every
-// launcher of this directory does).
+// REQUIRES: device pointers; moe_dispatch for this step already on `stream`; arrivals zeroed once at
+// allocation. The first call per instantiation sets the kernel's shared-memory limit, so make it before
+// any graph capture (as every launcher of this directory does).
 template <class D, int B, Precision P>
 void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
   using T = MoeGateUpTraits<D, B, P>;
