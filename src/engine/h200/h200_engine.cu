@@ -331,17 +331,7 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
   auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
   const uint8_t* experts = weight<uint8_t>(L.experts);
   project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_);
-  using WE = cuda::WeightTileTraits<kPrecisionExperts>;
-  cuda::moe_route<MoeS, B>({.logits = router,
-                            .idx = idx,
-                            .weight = w,
-                            .route = route,
-                            .prefetch = {.experts = experts,
-                                         .stride = kExpertStride,
-                                         .at = kExpert,
-                                         .weight_bytes = uint32_t(WE::template kRowBytes<int(kHidden)> * kMoeInter),
-                                         .scale_bytes = WE::kNvfp4 ? uint32_t(WE::template kScaleRowBytes<int(kHidden)> * kMoeInter) : 0u}},
-                           stream_);
+  cuda::moe_route<MoeS, B>({.logits = router, .idx = idx, .weight = w, .route = route}, stream_);
   cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn,
                                                  .route = route,
                                                  .experts = experts,

@@ -17,7 +17,6 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/router.cuh"
-#include "plan/layout.h"
 
 namespace rocket::cuda {
 
@@ -48,30 +47,17 @@ struct MoeDispatchParams {
   MoeRoute<D, B>* route = nullptr;
 };
 
-// Where the chosen experts' gate and up matrices are, for moe_route's L2 prefetch (see the kernel).
-struct ExpertPrefetch {
-  const uint8_t* experts = nullptr;  // this layer's expert units (unit e at experts + e * stride); nullptr: none
-  uint64_t stride = 0;
-  ExpertAt at;
-  uint32_t weight_bytes = 0;  // one gate or up matrix, 16-byte multiple
-  uint32_t scale_bytes = 0;   // its nvfp4 block scales (0 for bf16), 16-byte multiple
-};
-
 template <class D, int B>
 struct MoeRouteParams {
   const float* logits = nullptr;  // [B][experts] router logits
   int32_t* idx = nullptr;         // [B][top_k] out: router choices, descending probability
   float* weight = nullptr;        // [B][top_k] out: renormalised router weights (moe_down reads them)
   MoeRoute<D, B>* route = nullptr;
-  ExpertPrefetch prefetch;
 };
 
 template <class D, int B>
 struct MoeDispatchTraits {
   static constexpr int kRouteRows = 8;  // moe_route: one kernel up to this many rows, one row per warp
-  // NOTE: moe_route prefetches the chosen experts' gate and up matrices into L2 up to this many rows:
-  // at 2 rows that is 16 x 1.1 MiB (a3b NVFP4), a third of L2; at 8 rows it would be more than L2.
-  static constexpr int kPrefetchRows = 2;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kWidest = D::kExperts > kSlots ? D::kExperts : kSlots;
   // One thread per slot and per expert; when routing here, also one warp per row.
@@ -158,15 +144,8 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
   moe::group_slots<D, B>(tid < MoeDispatchTraits<D, B>::kSlots ? p.idx[tid] : -1, p.route);
 }
 
-// Bulk prefetch of bytes [p, p + bytes) into L2 (sm_90): one instruction per contiguous range.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 // Router and grouping in one block (B <= kRouteRows): warp w routes row w, keeping the choices in
-// shared memory for the grouping. Up to kPrefetchRows rows, each row's lanes then start its chosen
-// experts' gate and up matrices on their way into L2: the grouping, moe_gate_up's launch and its
-// read of the route overlap that transfer instead of preceding it.
+// shared memory for the grouping.
 template <class D, int B>
 __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
     moe_route_kernel(const __grid_constant__ MoeRouteParams<D, B> p) {
@@ -174,24 +153,9 @@ __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
   enter_chain();
   __shared__ int choice[T::kSlots];
   const int tid = threadIdx.x, warp = tid / 32;
-  if (warp < B) {
-    const int lane = tid % 32;
+  if (warp < B)
     router_row<D::kExperts, D::kTopK>(p.logits + int64_t(warp) * D::kExperts, p.idx + warp * D::kTopK,
-                                      p.weight + warp * D::kTopK, choice + warp * D::kTopK, lane);
-    if constexpr (B <= T::kPrefetchRows) {
-      __syncwarp();  // lane 0 wrote the row's choices
-      const ExpertPrefetch& f = p.prefetch;
-      if (f.experts && lane < D::kTopK) {
-        const uint8_t* unit = f.experts + uint64_t(choice[warp * D::kTopK + lane]) * f.stride;
-        bulk_prefetch_l2(unit + f.at.gate.weight, f.weight_bytes);
-        bulk_prefetch_l2(unit + f.at.up.weight, f.weight_bytes);
-        if (f.scale_bytes) {
-          bulk_prefetch_l2(unit + f.at.gate.scale, f.scale_bytes);
-          bulk_prefetch_l2(unit + f.at.up.scale, f.scale_bytes);
-        }
-      }
-    }
-  }
+                                      p.weight + warp * D::kTopK, choice + warp * D::kTopK, tid % 32);
   __syncthreads();
   moe::group_slots<D, B>(tid < T::kSlots ? choice[tid] : -1, p.route);
 }
