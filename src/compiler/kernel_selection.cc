@@ -53,7 +53,8 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
                  {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}}});
     k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
-                 {{"warps", 24}, {"columns_per_block", 16}, {"launch", "programmatic dependent on moe_gate_up"}}});
+                 {{"warps", 24}, {"columns_per_block", 16}, {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
+                  {"launch", "programmatic dependent on moe_gate_up"}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);
