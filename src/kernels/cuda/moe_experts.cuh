@@ -136,7 +136,7 @@ struct MoeDownTraits {
   static constexpr int kNTiles = (B + 7) / 8;
   // NOTE: up to bucket 8, half an expert's K per unit (4 loads of 16 bytes per lane) with two units in
   // flight per warp (the next one's loads issued before this one's math): bucket 1 keeps 20 warps per
-  // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.7 us, B=8 unchanged). From 16,
+  // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.8 us, B=8 unchanged). From 16,
   // whole-K units one at a time: two of those in flight spill, and half-K units measured slower
   // there (B=16 27.1 -> 27.7 us, B=32 39.3 -> 41.2 us).
   static constexpr bool kPipelined = B <= 8;
