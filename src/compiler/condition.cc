@@ -5,35 +5,98 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
+#include "compiler/nvfp4_code.h"
 #include "core/error.h"
 #include "core/progress.h"
 
 namespace rocket {
+namespace {
+
+// What conditioning does to one part. An h200 plan's NVFP4 parts (packed e2m1 `weight` with an e4m3
+// `weight_scale` sibling) go into the register code its kernels decode (nvfp4_code.h); every other
+// part, and every part of a host plan, is the checkpoint's bytes.
+enum class Coding { kAsIs, kNvfp4Weights, kNvfp4Scales };
+
+constexpr std::string_view kScaleSuffix = "_scale";
+
+Coding coding_of(const Plan& plan, const PlanTensor& t) {
+  if (plan.booster != "h200") return Coding::kAsIs;
+  if (t.dtype == DType::kU8) {
+    const PlanTensor* s = plan.find_tensor(t.name + std::string(kScaleSuffix));
+    if (s && s->dtype == DType::kF8E4M3) return Coding::kNvfp4Weights;
+  }
+  if (t.dtype == DType::kF8E4M3 && t.name.ends_with(kScaleSuffix)) {
+    const PlanTensor* w = plan.find_tensor(t.name.substr(0, t.name.size() - kScaleSuffix.size()));
+    if (w && w->dtype == DType::kU8) return Coding::kNvfp4Scales;
+  }
+  return Coding::kAsIs;
+}
+
+// The coded bytes of an NVFP4 part, in pieces of whole rows (a fused tensor may be gigabytes).
+template <class Write>
+void encode_nvfp4(const Fuel& fuel, const PlanTensor& t, Coding coding, Write&& write) {
+  const std::string weight_name = coding == Coding::kNvfp4Weights ? t.name : t.name.substr(0, t.name.size() - kScaleSuffix.size());
+  const TensorView w = fuel.tensor(weight_name), s = fuel.tensor(weight_name + std::string(kScaleSuffix));
+  CHECK(t.shape.size() == 2, t.name + ": an NVFP4 part is a matrix");
+  const int64_t rows = t.shape[0];
+  const int64_t cols = coding == Coding::kNvfp4Weights ? 2 * t.shape[1] : 16 * t.shape[1];
+  if (cols % 16 != 0 || w.nbytes != uint64_t(rows * cols / 2) || s.nbytes != uint64_t(rows * cols / 16))
+    fail("{}: NVFP4 weight {} x {} does not match its parts ({} packed bytes, {} scales)", weight_name, rows, cols, w.nbytes,
+         s.nbytes);
+  const int64_t row_bytes = coding == Coding::kNvfp4Weights ? cols / 2 : cols / 16;
+  const int64_t piece_rows = std::max<int64_t>(1, (64 << 20) / row_bytes);
+  std::vector<uint8_t> out;
+  for (int64_t r0 = 0; r0 < rows; r0 += piece_rows) {
+    const int64_t n = std::min(piece_rows, rows - r0);
+    out.resize(size_t(n * row_bytes));
+    const uint8_t* packed = w.data + r0 * cols / 2;
+    const uint8_t* scales = s.data + r0 * cols / 16;
+    if (coding == Coding::kNvfp4Weights)
+      nvfp4_code::encode_matrix(packed, scales, n, cols, out.data(), nullptr);
+    else
+      nvfp4_code::encode_matrix(packed, scales, n, cols, nullptr, out.data());
+    write(out.data(), uint64_t(r0 * row_bytes), out.size());
+  }
+}
+
+}  // namespace
 
 void condition_weights(const Fuel& fuel, const Plan& plan, const std::string& blob_path) {
-  int fd = ::open(blob_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("{}: cannot create: {}", blob_path, std::strerror(errno));
-  auto close_and_fail = [&](const std::string& what) {
-    ::close(fd);
-    fail("{}: {}: {}", blob_path, what, std::strerror(errno));
-  };
+  struct File {  // closed on every way out
+    int fd;
+    ~File() {
+      if (fd >= 0) ::close(fd);
+    }
+  } file{::open(blob_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (file.fd < 0) fail("{}: cannot create: {}", blob_path, std::strerror(errno));
+  auto io_fail = [&](const std::string& what) { fail("{}: {}: {}", blob_path, what, std::strerror(errno)); };
   // Sparse-extend to the full size first: the padding between units reads as zeros.
-  if (::ftruncate(fd, off_t(plan.blob_bytes)) != 0) close_and_fail("cannot size the blob");
+  if (::ftruncate(file.fd, off_t(plan.blob_bytes)) != 0) io_fail("cannot size the blob");
   Progress progress("condition weights", plan.blob_bytes);
   for (const PlanTensor& t : plan.tensors) {
     TensorView v = fuel.tensor(t.name);
     CHECK(v.nbytes == t.bytes, t.name);
-    uint64_t done = 0;
-    while (done < t.bytes) {
-      ssize_t w = ::pwrite(fd, v.data + done, std::min<uint64_t>(t.bytes - done, 1u << 30), off_t(t.offset + done));
-      if (w <= 0) close_and_fail("write of " + t.name + " failed");
-      done += uint64_t(w);
-    }
+    // Writes bytes [at, at + n) of the part.
+    auto write = [&](const uint8_t* data, uint64_t at, uint64_t n) {
+      uint64_t done = 0;
+      while (done < n) {
+        ssize_t w = ::pwrite(file.fd, data + done, std::min<uint64_t>(n - done, 1u << 30), off_t(t.offset + at + done));
+        if (w <= 0) io_fail("write of " + t.name + " failed");
+        done += uint64_t(w);
+      }
+    };
+    if (const Coding c = coding_of(plan, t); c == Coding::kAsIs)
+      write(v.data, 0, t.bytes);
+    else
+      encode_nvfp4(fuel, t, c, write);
     progress.advance(t.bytes);
   }
-  if (::fsync(fd) != 0) close_and_fail("fsync failed");
-  if (::close(fd) != 0) fail("{}: close failed: {}", blob_path, std::strerror(errno));
+  if (::fsync(file.fd) != 0) io_fail("fsync failed");
+  const int fd = file.fd;
+  file.fd = -1;
+  if (::close(fd) != 0) io_fail("close failed");
   progress.finish();
 }
 

@@ -18,7 +18,8 @@
 
 namespace rocket {
 
-constexpr int kPlanVersion = 1;
+// Version 2: an h200 plan's NVFP4 parts are stored in the register code (compiler/nvfp4_code.h).
+constexpr int kPlanVersion = 2;
 
 // One stored part of one weight in the blob (a quantised weight has several parts).
 struct PlanTensor {

@@ -20,6 +20,7 @@
 
 #include "check_support.h"
 #include "route_check.h"
+#include "compiler/nvfp4_code.h"
 #include "core/dtype.h"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
@@ -144,8 +145,18 @@ struct Layer {
     fill(sd, abs_sd, size_t(D::kHidden) * D::kSharedInter);
     fill(sgate, abs_sgate, D::kHidden);
 
-    CUDA_CHECK(cudaMalloc(&d_units, units.size()));
-    CUDA_CHECK(cudaMemcpy(d_units, units.data(), units.size(), cudaMemcpyHostToDevice));
+    // The device reads what an h200 plan's blob holds: NVFP4 parts in the register code.
+    std::vector<uint8_t> coded = units;
+    if (kNvfp4)
+      for (int e = 0; e < D::kExperts; ++e)
+        for (const LinearAt* l : {&at.gate, &at.up, &at.down}) {
+          const int rows = l == &at.down ? D::kHidden : D::kInter, cols = l == &at.down ? D::kInter : D::kHidden;
+          const uint64_t base = uint64_t(e) * stride;
+          nvfp4_code::encode_matrix(units.data() + base + l->weight, units.data() + base + l->scale, rows, cols,
+                                    coded.data() + base + l->weight, coded.data() + base + l->scale);
+        }
+    CUDA_CHECK(cudaMalloc(&d_units, coded.size()));
+    CUDA_CHECK(cudaMemcpy(d_units, coded.data(), coded.size(), cudaMemcpyHostToDevice));
     shared_elems = sg.size() + su.size() + sd.size() + sgate.size();
     CUDA_CHECK(cudaMalloc(&d_shared, shared_elems * 2 * kSharedCopies));
     size_t at_elem = 0;

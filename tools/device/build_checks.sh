@@ -73,7 +73,7 @@ mkdir -p .carry/checks
 (
   obj=.carry/checks/obj/moe_check
   rm -rf "$obj" && mkdir -p "$obj"
-  for src in core/dtype fuel/chemistry kernels/host/linear kernels/host/weights kernels/host/moe; do
+  for src in core/dtype fuel/chemistry compiler/nvfp4_code kernels/host/linear kernels/host/weights kernels/host/moe; do
     g++ -std=c++20 -O2 -fopenmp -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
   # libgomp statically too: the GPU machine has only the CUDA driver.

@@ -309,7 +309,11 @@ __device__ __forceinline__ void down_rows(const TileStages<Q, kG> (&st)[1], cons
   for (int nt = 0; nt < (rows + 7) / 8; ++nt) {
     const int n = min(nt * 8 + lane / 4, rows - 1);
     float acc[1][4] = {};
-    mma_tile_stages<Q, K, kG, 1>(st, act + size_t(n) * K, k_begin, lane, acc);
+    // NOTE: the weights pass through an empty asm per row group, so that the decode is redone per
+    // group rather than hoisted out of the loop: the decoded stages would need ~256 registers.
+    TileStages<Q, kG> fresh[1] = {st[0]};
+    opaque(fresh[0]);
+    mma_tile_stages<Q, K, kG, 1>(fresh, act + size_t(n) * K, k_begin, lane, acc);
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int col = nt * 8 + 2 * (lane & 3) + (q & 1);

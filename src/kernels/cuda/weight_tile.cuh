@@ -38,13 +38,23 @@ struct WeightTileTraits {
 template <Precision P, int kG>
 struct TileStages {
   uint4 w[2][kG];
-  // nvfp4: the two e4m3 block scales of the 32 weights in w[h][s], in 16-bit half s % 2 of
+  // nvfp4: the two block scale codes (nvfp4_code.h) of the 32 weights in w[h][s], in 16-bit half s % 2 of
   // scale[h][s / 2] (packed: registers are what limits resident warps).
   uint32_t scale[2][(kG + 1) / 2];
 };
 
 // ---------------------------------------------------------------------------------------------------
 // Device helpers
+
+// Hides the stages' values from the optimiser (an empty asm that "may change" them): what is computed
+// from them after this point cannot be hoisted above it.
+template <Precision P, int kG>
+__device__ __forceinline__ void opaque(TileStages<P, kG>& t) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int s = 0; s < kG; ++s) asm volatile("" : "+r"(t.w[h][s].x), "+r"(t.w[h][s].y), "+r"(t.w[h][s].z), "+r"(t.w[h][s].w));
+}
 
 // Weights are read exactly once per step: keep them out of L1 so activations stay there.
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
@@ -114,24 +124,16 @@ __device__ __forceinline__ void mma_tile_stages(const TileStages<P, kG> (&t)[kM]
 #pragma unroll
       for (int m = 0; m < kM; ++m)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) nvfp4_scale_words(uint16_t(t[m].scale[h][s / 2] >> (16 * (s % 2))), sw[m][h][0], sw[m][h][1]);
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int q = 0; q < 2; ++q) sw[m][h][q] = nvfp4_scale_word(t[m].scale[h][s / 2], 2 * (s % 2) + q);
     }
 #pragma unroll
     for (int o = 0; o < T::kOctets; ++o) {
       const uint4 xv = in ? __ldg(reinterpret_cast<const uint4*>(x + k0 + 8 * o)) : make_uint4(0, 0, 0, 0);
-      // B fragments [mma half][b0, b1]: nvfp4 pairs columns (j, j + 4) as e2m1x8_images does.
-      uint32_t b[2][2];
-      if constexpr (T::kNvfp4) {
-        b[0][0] = __byte_perm(xv.x, xv.z, 0x5410);
-        b[0][1] = __byte_perm(xv.x, xv.z, 0x7632);
-        b[1][0] = __byte_perm(xv.y, xv.w, 0x5410);
-        b[1][1] = __byte_perm(xv.y, xv.w, 0x7632);
-      } else {
-        b[0][0] = xv.x;
-        b[0][1] = xv.y;
-        b[1][0] = xv.z;
-        b[1][1] = xv.w;
-      }
+      // B fragments [mma half][b0, b1]: columns in pairs (2j, 2j + 1), as the weight words (and the
+      // nvfp4 images, nvfp4_code::images) hold them.
+      const uint32_t b[2][2] = {{xv.x, xv.y}, {xv.z, xv.w}};
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
         uint32_t a[2][4];  // [row half][word]: word j covers this octet's columns per the pairing above
@@ -141,7 +143,7 @@ __device__ __forceinline__ void mma_tile_stages(const TileStages<P, kG> (&t)[kM]
           if constexpr (T::kNvfp4) {
             const uint32_t q = o == 0 ? raw.x : o == 1 ? raw.y : o == 2 ? raw.z : raw.w;
             uint32_t img[4];
-            e2m1x8_images(q, img);
+            nvfp4_code::images(q, img);
 #pragma unroll
             for (int j = 0; j < 4; ++j) a[h][j] = nvfp4_scaled(img[j], sw[m][h][o / 2]);
           } else {
