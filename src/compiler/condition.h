@@ -9,9 +9,9 @@
 
 namespace rocket {
 
-// Writes `blob_path` (exactly plan.blob_bytes; padding zeroed). Both boosters' kernels currently
-// read every part in the checkpoint's own row-major layout, so conditioning is a placement: each
-// part lands 64 KiB-aligned within its unit. Error on I/O failure.
+// Writes `blob_path` (exactly plan.blob_bytes; padding zeroed). Each part lands 64 KiB-aligned within
+// its unit in the checkpoint's row-major layout; an h200 plan's NVFP4 parts are re-encoded on the way
+// into the register code its kernels decode (nvfp4_code.h). Error on I/O failure or a NaN block scale.
 void condition_weights(const Fuel& fuel, const Plan& plan, const std::string& blob_path);
 
 }  // namespace rocket

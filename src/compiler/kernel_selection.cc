@@ -28,8 +28,12 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     // The kernels src/engine/h200/h200_engine.cu is built from (src/kernels/cuda/*.cuh), each with the
     // tiles its traits pin. Decode is bandwidth-bound: every weight byte is read once per step and
     // reused for the bucket's rows from registers; NVFP4 experts are weight-only, dequantised in
-    // registers for bf16 tensor-core math. Activations and KV are bf16, recurrent state fp32.
+    // registers for bf16 tensor-core math, from the register code conditioning stores them in
+    // (nvfp4_code.h). Activations and KV are bf16, recurrent state fp32.
     const std::string experts = precision_name(c.precision(Role::kExperts));
+    const std::string expert_code = c.precision(Role::kExperts) == Precision::kNVFP4
+                                        ? "register code: 4 rotations + 4 logic ops per 8 weights, e5m3 block scales"
+                                        : "checkpoint layout";
     k.push_back({"linear", "bf16", "h200_dense_mma",
                  {{"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "min(4, K/32); 2 at 32 rows"},
                   {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
@@ -51,10 +55,10 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}, {"fused_into_dispatch_up_to_rows", 8}}});
     k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
     k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
-                 {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}}});
+                 {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}, {"weights", expert_code}}});
     k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
                  {{"warps", 24}, {"columns_per_block", 16}, {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
-                  {"launch", "programmatic dependent on moe_gate_up"}}});
+                  {"launch", "programmatic dependent on moe_gate_up"}, {"weights", expert_code}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
     fail("unknown booster '{}' (expected host or h200)", booster);
