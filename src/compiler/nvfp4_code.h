@@ -2,17 +2,17 @@
 // the kernels (kernels/cuda/nvfp4.cuh) turn eight weights into bf16 tensor-core operands with eight
 // integer instructions, and a block scale into its bf16 multiplier with two.
 //
-// Why: at decode buckets of 16 and more the expert kernels are issue-bound, not memory-bound. From
-// ModelOpt's layout (element i of a 32-bit word in nibble i) a bf16 image of two weights costs a mask,
-// a multiply and a mask, and an e4m3 scale ~5 conversions. Conditioning is free at run time, so the
-// blob stores a layout the registers can decode cheaply instead.
+// Why: decoding ModelOpt's layout (element i of a 32-bit word in nibble i) made the expert kernels
+// issue-bound at decode buckets of 16 and more (3.35 instructions per weight): a bf16 image of two
+// weights cost a mask, a multiply and a mask, an e4m3 scale ~5 conversions. Conditioning is free at
+// run time, so the blob stores a layout the registers decode cheaply instead.
 //
 // Weights. An image word j (j = 0..3) of a 32-bit code word is the bf16 pair (element 2j, element
 // 2j + 1) of the same eight weights: each weight's e2m1 magnitude bits (e e m) at bf16 bits 8..6 of
 // its half and its sign at bit 15, so the half reads e2m1 * 2^-126 exactly (see nvfp4.cuh). The
 // decoder (images() below: four rotations and four three-input logic ops) is linear over GF(2) and
 // invertible, so conditioning stores code = decoder^-1(images), per word, by four byte-table lookups.
-// No code needs fewer rotations: with three, the four images read 32 bit positions of four registers,
+// No code with fewer rotations exists: with three, the four images read 32 bit positions of four registers,
 // so each of the word's 32 bits would have to feed exactly one image bit, a tiling of the word by the
 // image pattern, which an exhaustive search shows does not exist.
 //
