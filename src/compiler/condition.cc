@@ -39,9 +39,11 @@ template <class Write>
 void encode_nvfp4(const Fuel& fuel, const PlanTensor& t, Coding coding, Write&& write) {
   const std::string weight_name = coding == Coding::kNvfp4Weights ? t.name : t.name.substr(0, t.name.size() - kScaleSuffix.size());
   const TensorView w = fuel.tensor(weight_name), s = fuel.tensor(weight_name + std::string(kScaleSuffix));
-  CHECK(t.shape.size() == 2, t.name + ": an NVFP4 part is a matrix");
-  const int64_t rows = t.shape[0];
-  const int64_t cols = coding == Coding::kNvfp4Weights ? 2 * t.shape[1] : 16 * t.shape[1];
+  // Rows are every index but the last (a fused expert tensor is [experts][rows][...]).
+  CHECK(t.shape.size() >= 2, t.name + ": an NVFP4 part has rows and columns");
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= t.shape[d];
+  const int64_t cols = coding == Coding::kNvfp4Weights ? 2 * t.shape.back() : 16 * t.shape.back();
   if (cols % 16 != 0 || w.nbytes != uint64_t(rows * cols / 2) || s.nbytes != uint64_t(rows * cols / 16))
     fail("{}: NVFP4 weight {} x {} does not match its parts ({} packed bytes, {} scales)", weight_name, rows, cols, w.nbytes,
          s.nbytes);
@@ -53,10 +55,14 @@ void encode_nvfp4(const Fuel& fuel, const PlanTensor& t, Coding coding, Write&& 
     out.resize(size_t(n * row_bytes));
     const uint8_t* packed = w.data + r0 * cols / 2;
     const uint8_t* scales = s.data + r0 * cols / 16;
-    if (coding == Coding::kNvfp4Weights)
-      nvfp4_code::encode_matrix(packed, scales, n, cols, out.data(), nullptr);
-    else
-      nvfp4_code::encode_matrix(packed, scales, n, cols, nullptr, out.data());
+    try {
+      if (coding == Coding::kNvfp4Weights)
+        nvfp4_code::encode_matrix(packed, scales, n, cols, out.data(), nullptr);
+      else
+        nvfp4_code::encode_matrix(packed, scales, n, cols, nullptr, out.data());
+    } catch (const Error& e) {
+      fail("{}: {}", weight_name, e.what());
+    }
     write(out.data(), uint64_t(r0 * row_bytes), out.size());
   }
 }
