@@ -112,7 +112,7 @@ TEST(H200Plan, ConditioningWritesNvfp4PartsInTheRegisterCode) {
       std::memcpy(&code, h200_blob.data() + t.offset + 4 * word, 4);
       const int64_t block = word * 8 / 16;
       const uint8_t scale_code = h200_blob[scale->offset + block];
-      const uint32_t scale_word = (uint32_t(scale_code) | uint32_t(scale_code) << 16) * 16u + nvfp4_code::kScaleWordBias;
+      const uint32_t scale_word = nvfp4_code::scale_word(scale_code);
       uint32_t img[4];
       nvfp4_code::images(code, img);
       for (int i = 0; i < 8; ++i) {

@@ -17,12 +17,10 @@ namespace {
 
 // The weight the kernels compute from a code word's image half and a scale word half, as a number:
 // image (e2m1 * 2^-126) times scale word (s * 2^119) times 2^7.
-double decoded(uint32_t image_word, int half, uint32_t scale_word) {
-  const uint16_t img = uint16_t(image_word >> (16 * half)), sw = uint16_t(scale_word >> (16 * half));
+double decoded(uint32_t image_word, int half, uint32_t multiplier) {
+  const uint16_t img = uint16_t(image_word >> (16 * half)), sw = uint16_t(multiplier >> (16 * half));
   return double(bf16_to_f32(img)) * double(bf16_to_f32(sw)) * 0x1p7;
 }
-
-uint32_t scale_word(uint8_t code) { return (uint32_t(code) | uint32_t(code) << 16) * 16u + kScaleWordBias; }
 
 TEST(Nvfp4Code, EveryNibbleInEveryPositionDecodesExactly) {
   std::mt19937 rng(7);

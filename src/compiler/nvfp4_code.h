@@ -50,6 +50,12 @@ ROCKET_HOST_DEVICE constexpr void images(uint32_t code, uint32_t w[4]) {
   w[3] = (r2 ^ r8) & kImageBits;
 }
 
+// The bf16x2 multiplier word of one scale code byte: s * 2^119 in both halves. (The kernels build the
+// same word from a byte of a packed register: nvfp4.cuh nvfp4_scale_word.)
+ROCKET_HOST_DEVICE constexpr uint32_t scale_word(uint8_t code) {
+  return (uint32_t(code) | uint32_t(code) << 16) * 16u + kScaleWordBias;
+}
+
 // The code word of eight e2m1 weights (element i in nibble i of q, ModelOpt's order).
 uint32_t encode_word(uint32_t q);
 

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "check_support.h"
@@ -66,6 +67,10 @@ struct Layer {
   size_t shared_elems = 0;
 
   static constexpr bool kNvfp4 = P == Precision::kNVFP4;
+  // [rows, cols] of one of an expert's matrices: down is hidden x inter, gate and up inter x hidden.
+  std::pair<int, int> dims(const LinearAt& l) const {
+    return &l == &at.down ? std::pair{D::kHidden, D::kInter} : std::pair{D::kInter, D::kHidden};
+  }
   static uint64_t weight_bytes(int rows, int cols) { return kNvfp4 ? uint64_t(rows) * cols / 2 : uint64_t(rows) * cols * 2; }
   uint64_t unit_read_bytes() const {  // what one expert's gate, up and down cost to stream
     const uint64_t w = 2 * weight_bytes(D::kInter, D::kHidden) + weight_bytes(D::kHidden, D::kInter);
@@ -103,7 +108,7 @@ struct Layer {
     for (int e = 0; e < D::kExperts; ++e) {
       uint8_t* u = units.data() + uint64_t(e) * stride;
       for (const LinearAt* l : {&at.gate, &at.up, &at.down}) {
-        const int rows = l == &at.down ? D::kHidden : D::kInter, cols = l == &at.down ? D::kInter : D::kHidden;
+        const auto [rows, cols] = dims(*l);
         const uint64_t n = uint64_t(rows) * cols;
         if (kNvfp4) {
           for (uint64_t i = 0; i < n / 2; ++i) u[l->weight + i] = uint8_t(rng.next());
@@ -127,7 +132,7 @@ struct Layer {
     for (size_t i = 0; i < units.size(); ++i) abs_units[i] = units[i];
     for (int e = 0; e < D::kExperts; ++e)
       for (const LinearAt* l : {&at.gate, &at.up, &at.down}) {
-        const int rows = l == &at.down ? D::kHidden : D::kInter, cols = l == &at.down ? D::kInter : D::kHidden;
+        const auto [rows, cols] = dims(*l);
         uint8_t* a = abs_units.data() + uint64_t(e) * stride + l->weight;
         if (kNvfp4) {
           for (uint64_t i = 0; i < uint64_t(rows) * cols / 2; ++i) a[i] &= 0x77;
@@ -150,7 +155,7 @@ struct Layer {
     if (kNvfp4)
       for (int e = 0; e < D::kExperts; ++e)
         for (const LinearAt* l : {&at.gate, &at.up, &at.down}) {
-          const int rows = l == &at.down ? D::kHidden : D::kInter, cols = l == &at.down ? D::kInter : D::kHidden;
+          const auto [rows, cols] = dims(*l);
           const uint64_t base = uint64_t(e) * stride;
           nvfp4_code::encode_matrix(units.data() + base + l->weight, units.data() + base + l->scale, rows, cols,
                                     coded.data() + base + l->weight, coded.data() + base + l->scale);

@@ -145,6 +145,8 @@ struct MoeDownTraits {
   static constexpr int kBlocks = D::kHidden / 16;
   // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
   static constexpr int kYStride = 20;
+  // Each warp takes at most one of the shared expert's units before the routed ones (moe_down_kernel).
+  static_assert(Shared::kParts <= kWarps, "moe_down: more shared-expert K parts than warps");
   static constexpr int kSmemBytes = (Routed::kParts * kSlots + Shared::kParts * B) * kYStride * 4;
   static_assert(kSmemBytes <= 227 * 1024, "moe_down: shared memory exceeds the H200 per-block limit");
 };
