@@ -39,9 +39,10 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.buffer("attn_partial").bytes, 128u * 16 * 258 * 4);
   // MoeRoute<32>: active + expert[256] + start[257] + slot_row[256] + slot_of[256].
   EXPECT_EQ(p.buffer("moe_route").bytes, 4u * (1 + 256 + 257 + 256 + 256));
-  // The bf16 shared expert takes 4 rounds of K to the NVFP4 experts' 1: 4 slices of 32 tiles, 4 row
-  // groups at bucket 32, two float4 fragments per lane.
-  EXPECT_EQ(p.buffer("moe_partial").bytes, 32u * 4 * 4 * 2 * 32 * 4 * 4);
+  // The bf16 shared expert takes 4 rounds of K to the NVFP4 experts' 1 below bucket 8 and 2 from 8
+  // (MoeGateUpTraits::kNarrow): the most partials are 2 slices of 32 tiles at bucket 32 (4 row
+  // groups), two float4 fragments per lane.
+  EXPECT_EQ(p.buffer("moe_partial").bytes, 32u * 2 * 4 * 2 * 32 * 4 * 4);
   EXPECT_EQ(p.buffer("moe_arrivals").bytes, 32u * 4);  // one counter per group of shared-expert tiles
   EXPECT_EQ(p.buffer("moe_act").bytes, 32u * 8 * 512 * 2);
   EXPECT_EQ(p.buffer("shared_act").bytes, 32u * 512 * 2);

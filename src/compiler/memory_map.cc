@@ -53,9 +53,9 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
     const uint64_t max_active = std::min<uint64_t>(c.experts, route_slots);
     route = std::max(route, 4 * (1 + max_active + max_active + 1 + 2 * route_slots));
     // moe_experts.cuh MoeGateUpTraits<D, b, P>: the shared expert's K slices and their partial sums.
-    const auto rounds_total = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps) {  // ExpertTilePlan
+    const auto rounds_total = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps, uint64_t loads) {  // ExpertTilePlan
       const uint64_t stage_k = 4 * (nvfp4 ? 32 : 8), stages = ceil_div(k, stage_k);
-      const uint64_t g = std::min<uint64_t>(8 / (2 * m), stages), parts = stages / g;
+      const uint64_t g = std::min<uint64_t>(loads / (2 * m), stages), parts = stages / g;
       return parts / std::min(warps, parts);
     };
     const auto tile_groups = [](uint64_t k, uint64_t rows, uint64_t warps) {
@@ -63,8 +63,10 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
       return ceil_div(rows / 16, warps / std::min(warps, parts));
     };
     constexpr uint64_t kGateUpWarps = 8;
-    const uint64_t routed_rounds = rounds_total(c.precision(Role::kExperts) == Precision::kNVFP4, c.hidden, 2, kGateUpWarps);
-    const uint64_t shared_rounds = rounds_total(false, c.hidden, 2, kGateUpWarps);
+    // MoeGateUpTraits::kNarrow: NVFP4 experts from bucket 8 take one stage per round (4 loads per lane).
+    const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4;
+    const uint64_t routed_rounds = rounds_total(nvfp4, c.hidden, 2, kGateUpWarps, nvfp4 && b >= 8 ? 4 : 8);
+    const uint64_t shared_rounds = rounds_total(false, c.hidden, 2, kGateUpWarps, 8);
     const uint64_t shared_slices =
         shared_rounds > routed_rounds && shared_rounds % routed_rounds == 0 ? shared_rounds / routed_rounds : 1;
     const uint64_t n_tiles = ceil_div(b, 8);

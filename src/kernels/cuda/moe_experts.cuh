@@ -105,14 +105,18 @@ template <class D, int B, Precision P>
 struct MoeGateUpTraits {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
-  // NOTE: three resident blocks (<= 80 registers). At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM,
-  // so that makes it one wave; at larger buckets the NVFP4 kernel is latency-bound (ncu at B = 32:
-  // 0.48 issued warps per scheduler, 0.9 eligible), and 24 warps per SM instead of 16 hide more of
-  // it than the ~84 bytes it spills at B = 32 cost (a3b bucket 16 MoE 3.61 -> 3.14 ms per step).
-  static constexpr int kMinBlocks = 3;
+  // NOTE: three resident blocks (<= 80 registers), each warp two stages of gate and up (8 loads of 16
+  // bytes per lane) in one round. At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM, so that makes it
+  // one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as much as on
+  // HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls): one stage
+  // per round (4 loads per lane, two rounds per warp) fits 64 registers, so four blocks (32 warps)
+  // per SM decode side by side (moe_check a3b nvfp4 random: B=16 gate_up 41.4 -> 39.9 us, B=32 77.6
+  // -> 63.3 us; B=1 7.6 -> 8.2 us, so not there). bf16 experts have no decode to hide.
+  static constexpr bool kNarrow = P == Precision::kNVFP4 && B >= 8;
+  static constexpr int kMinBlocks = kNarrow ? 4 : 3;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
-  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1>;
+  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kNarrow ? 4 : 8>;
   // NOTE: the bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
   // over as many blocks as it has extra rounds keeps every block of the grid one equal round long.
   static constexpr int kSharedRounds = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, 1>::kRoundsTotal;
@@ -128,19 +132,22 @@ struct MoeGateUpTraits {
 
 template <class D, int B, Precision P>
 struct MoeDownTraits {
-  // NOTE: one block per 16 output columns is 128 blocks, one per SM: 24 warps (<= 85 registers)
-  // rather than 16 keep more units in flight per SM.
-  static constexpr int kWarps = 24;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kSlots = B * D::kTopK;
-  static constexpr int kNTiles = (B + 7) / 8;
   // NOTE: up to bucket 8, half an expert's K per unit (4 loads of 16 bytes per lane) with two units in
   // flight per warp (the next one's loads issued before this one's math): bucket 1 keeps 20 warps per
   // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.8 us, B=8 unchanged). From 16,
-  // whole-K units one at a time: two of those in flight spill, and half-K units measured slower
-  // there (B=16 27.1 -> 27.7 us, B=32 39.3 -> 41.2 us).
+  // one unit at a time: NVFP4 half-K units at 32 warps (64 registers) decode side by side, as
+  // moe_gate_up's narrow rounds (moe_check a3b nvfp4 random B=16 down 24.1 -> 22.0 us, B=32 35.0 ->
+  // 33.3 us; half-K at 24 warps was slower than whole-K, 24.1 -> 24.5 us); bf16 experts keep whole-K
+  // units at 24 warps (at 64 registers they spill).
   static constexpr bool kPipelined = B <= 8;
-  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kPipelined ? 4 : 8>;
+  static constexpr bool kNarrow = P == Precision::kNVFP4 && !kPipelined;
+  // NOTE: one block per 16 output columns is 128 blocks, one per SM: 24 warps (<= 85 registers)
+  // rather than 16 keep more units in flight per SM; 32 for the narrow units.
+  static constexpr int kWarps = kNarrow ? 32 : 24;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kSlots = B * D::kTopK;
+  static constexpr int kNTiles = (B + 7) / 8;
+  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kPipelined || kNarrow ? 4 : 8>;
   using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1, 1>;
   static constexpr int kBlocks = D::kHidden / 16;
   // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
