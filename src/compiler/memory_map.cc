@@ -52,27 +52,29 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
     const uint64_t route_slots = uint64_t(b) * c.top_k;
     const uint64_t max_active = std::min<uint64_t>(c.experts, route_slots);
     route = std::max(route, 4 * (1 + max_active + max_active + 1 + 2 * route_slots));
-    // moe_experts.cuh MoeGateUpTraits<D, b, P>: the shared expert's K slices and their partial sums.
-    const auto rounds_total = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps, uint64_t loads) {  // ExpertTilePlan
+    // moe_experts.cuh MoeGateUpTraits<D, b, P>: the shared expert's K slices and their partial sums,
+    // and its tile groups (one arrival counter each), from ExpertTilePlan's arithmetic.
+    struct TilePlan {
+      uint64_t rounds_total, tiles_per_block;
+    };
+    const auto tile_plan = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps, uint64_t loads) {
       const uint64_t stage_k = 4 * (nvfp4 ? 32 : 8), stages = ceil_div(k, stage_k);
       const uint64_t g = std::min<uint64_t>(loads / (2 * m), stages), parts = stages / g;
-      return parts / std::min(warps, parts);
-    };
-    const auto tile_groups = [](uint64_t k, uint64_t rows, uint64_t warps) {
-      const uint64_t stages = ceil_div(k, 32), g = std::min<uint64_t>(2, stages), parts = stages / g;
-      return ceil_div(rows / 16, warps / std::min(warps, parts));
+      const uint64_t warps_per_tile = std::min(warps, parts);
+      return TilePlan{parts / warps_per_tile, warps / warps_per_tile};
     };
     constexpr uint64_t kGateUpWarps = 8;
     // MoeGateUpTraits::kNarrow: NVFP4 experts from bucket 8 take one stage per round (4 loads per lane).
     const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4;
-    const uint64_t routed_rounds = rounds_total(nvfp4, c.hidden, 2, kGateUpWarps, nvfp4 && b >= 8 ? 4 : 8);
-    const uint64_t shared_rounds = rounds_total(false, c.hidden, 2, kGateUpWarps, 8);
+    const uint64_t routed_rounds = tile_plan(nvfp4, c.hidden, 2, kGateUpWarps, nvfp4 && b >= 8 ? 4 : 8).rounds_total;
+    const TilePlan shared = tile_plan(false, c.hidden, 2, kGateUpWarps, 8);
+    const uint64_t shared_rounds = shared.rounds_total;
     const uint64_t shared_slices =
         shared_rounds > routed_rounds && shared_rounds % routed_rounds == 0 ? shared_rounds / routed_rounds : 1;
     const uint64_t n_tiles = ceil_div(b, 8);
     if (shared_slices > 1)
       moe_partial = std::max(moe_partial, (c.shared_inter / 16) * shared_slices * n_tiles * 2 * 32 * 4 * 4);
-    arrivals = std::max(arrivals, 4 * tile_groups(c.hidden, c.shared_inter, kGateUpWarps));
+    arrivals = std::max(arrivals, 4 * ceil_div(c.shared_inter / 16, shared.tiles_per_block));
   }
   act.add("attn_partial", attn_partial);
   act.add("moe_route", route);
