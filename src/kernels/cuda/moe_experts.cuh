@@ -103,17 +103,19 @@ struct MoeDownParams {
 
 template <class D, int B, Precision P>
 struct MoeGateUpTraits {
-  static constexpr int kWarps = 8;
-  static constexpr int kThreads = kWarps * 32;
-  // NOTE: three resident blocks (<= 80 registers), each warp two stages of gate and up (8 loads of 16
-  // bytes per lane) in one round. At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM, so that makes it
-  // one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as much as on
-  // HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls): one stage
-  // per round (4 loads per lane, two rounds per warp) fits 64 registers, so four blocks (32 warps)
-  // per SM decode side by side (moe_check a3b nvfp4 random: B=16 gate_up 41.4 -> 39.9 us, B=32 77.6
-  // -> 63.3 us; B=1 7.6 -> 8.2 us, so not there). bf16 experts have no decode to hide.
+  // NOTE: blocks of 8 warps, three resident (<= 80 registers), each warp two stages of gate and up (8
+  // loads of 16 bytes per lane) in one round. At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM, so
+  // that makes it one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as
+  // much as on HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls):
+  // narrow rounds of one stage (4 loads per lane) fit 64 registers, so 32 warps per SM decode side by
+  // side, and blocks of 4 warps taking a tile's K in four rounds each (eight blocks per SM) beat 8
+  // warps in two rounds (moe_check a3b nvfp4 random, gate_up: B=16 41.4 wide -> 39.8 (8 warps) ->
+  // 37.9 us (4 warps); B=32 77.6 -> 63.0 -> 57.9 us; B=1 7.6 -> 8.2 us narrow, so not there). bf16
+  // experts have no decode to hide.
   static constexpr bool kNarrow = P == Precision::kNVFP4 && B >= 8;
-  static constexpr int kMinBlocks = kNarrow ? 4 : 3;
+  static constexpr int kWarps = kNarrow ? 4 : 8;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kMinBlocks = kNarrow ? 8 : 3;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
   using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kNarrow ? 4 : 8>;
