@@ -63,10 +63,10 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
       const uint64_t warps_per_tile = std::min(warps, parts);
       return TilePlan{parts / warps_per_tile, warps / warps_per_tile};
     };
-    // MoeGateUpTraits::kNarrow: NVFP4 experts from bucket 8 take one stage per round (4 loads per
-    // lane) in blocks of 4 warps; otherwise 8 warps, 8 loads.
+    // MoeGateUpTraits: NVFP4 experts from bucket 8 take one stage per round (4 loads per lane, kNarrow),
+    // in blocks of 4 warps except at bucket 16 (kQuarterBlocks); otherwise 8 warps, 8 loads.
     const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4, narrow = nvfp4 && b >= 8;
-    const uint64_t warps = narrow ? 4 : 8;
+    const uint64_t warps = narrow && b != 16 ? 4 : 8;
     const uint64_t routed_rounds = tile_plan(nvfp4, c.hidden, 2, warps, narrow ? 4 : 8).rounds_total;
     const TilePlan shared = tile_plan(false, c.hidden, 2, warps, 8);
     const uint64_t shared_rounds = shared.rounds_total;

@@ -108,14 +108,18 @@ struct MoeGateUpTraits {
   // that makes it one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as
   // much as on HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls):
   // narrow rounds of one stage (4 loads per lane) fit 64 registers, so 32 warps per SM decode side by
-  // side, and blocks of 4 warps taking a tile's K in four rounds each (eight blocks per SM) beat 8
-  // warps in two rounds (moe_check a3b nvfp4 random, gate_up: B=16 41.4 wide -> 39.8 (8 warps) ->
-  // 37.9 us (4 warps); B=32 77.6 -> 63.0 -> 57.9 us; B=1 7.6 -> 8.2 us narrow, so not there). bf16
-  // experts have no decode to hide.
+  // side (moe_check a3b nvfp4 random, gate_up: B=16 41.4 -> 39.8 us, B=32 77.6 -> 63.0 us; B=1 7.6 ->
+  // 8.2 us, so not there). bf16 experts have no decode to hide.
+  // Blocks of 4 warps taking a tile's K in four narrow rounds each (eight blocks per SM) are faster
+  // still alone (moe_check: B=8 24.0 -> 22.8, B=16 39.8 -> 37.9, B=32 63.0 -> 57.9 us), and in the
+  // engine's step at buckets 8 and 32 (3.79 -> 3.74, 8.12 -> 8.03 ms), but not at 16: there the
+  // step got slower (5.42 -> 5.45 ms) although its MoE timed alone got faster (2.78 -> 2.68 ms), the
+  // loss is in how it meets its neighbours, cause not found (h200-a3b.md History 00:20Z).
   static constexpr bool kNarrow = P == Precision::kNVFP4 && B >= 8;
-  static constexpr int kWarps = kNarrow ? 4 : 8;
+  static constexpr bool kQuarterBlocks = kNarrow && B != 16;
+  static constexpr int kWarps = kQuarterBlocks ? 4 : 8;
   static constexpr int kThreads = kWarps * 32;
-  static constexpr int kMinBlocks = kNarrow ? 8 : 3;
+  static constexpr int kMinBlocks = kQuarterBlocks ? 8 : kNarrow ? 4 : 3;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
   using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kNarrow ? 4 : 8>;
