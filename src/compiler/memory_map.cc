@@ -64,7 +64,7 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
       return TilePlan{parts / warps_per_tile, warps / warps_per_tile};
     };
     // MoeGateUpTraits: NVFP4 experts from bucket 8 take one stage per round (4 loads per lane, kNarrow),
-    // in blocks of 4 warps except at bucket 16 (kQuarterBlocks); otherwise 8 warps, 8 loads.
+    // in blocks of 4 warps except at bucket 16 (kSmallBlocks); otherwise 8 warps, 8 loads.
     const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4, narrow = nvfp4 && b >= 8;
     const uint64_t warps = narrow && b != 16 ? 4 : 8;
     const uint64_t routed_rounds = tile_plan(nvfp4, c.hidden, 2, warps, narrow ? 4 : 8).rounds_total;

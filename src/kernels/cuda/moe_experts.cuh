@@ -116,10 +116,10 @@ struct MoeGateUpTraits {
   // step got slower (5.42 -> 5.45 ms) although its MoE timed alone got faster (2.78 -> 2.68 ms), the
   // loss is in how it meets its neighbours, cause not found (h200-a3b.md History 00:20Z).
   static constexpr bool kNarrow = P == Precision::kNVFP4 && B >= 8;
-  static constexpr bool kQuarterBlocks = kNarrow && B != 16;
-  static constexpr int kWarps = kQuarterBlocks ? 4 : 8;
+  static constexpr bool kSmallBlocks = kNarrow && B != 16;  // blocks of 4 warps
+  static constexpr int kWarps = kSmallBlocks ? 4 : 8;
   static constexpr int kThreads = kWarps * 32;
-  static constexpr int kMinBlocks = kQuarterBlocks ? 8 : kNarrow ? 4 : 3;
+  static constexpr int kMinBlocks = kSmallBlocks ? 8 : kNarrow ? 4 : 3;
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
   using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kNarrow ? 4 : 8>;
