@@ -119,7 +119,7 @@ struct MoeGateUpTraits {
   static constexpr bool kSmallBlocks = kNarrow && B != 16;  // blocks of 4 warps
   static constexpr int kWarps = kSmallBlocks ? 4 : 8;
   static constexpr int kThreads = kWarps * 32;
-  static constexpr int kMinBlocks = kSmallBlocks ? 8 : kNarrow ? 4 : 3;
+  static constexpr int kMinBlocks = kNarrow ? 32 / kWarps : 3;  // narrow: 32 warps per SM at 64 registers
   static constexpr int kSlots = B * D::kTopK;
   static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
   using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kNarrow ? 4 : 8>;
