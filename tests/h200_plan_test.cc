@@ -49,7 +49,6 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 32));
   EXPECT_EQ(p.kv_page_tokens, 64);  // 2 KV heads × 256 × bf16 = 1 KiB per token
   EXPECT_EQ(p.buffer("page_tables").bytes, 33u * (9216 / 64) * 4);
-  EXPECT_EQ(p.buffer("row_tables").bytes, 32u * (9216 / 64) * 4);
   // With bf16 experts the shared expert streams as many rounds as a routed one: no slices, no partials.
   EXPECT_EQ(a3b_plan(WeightFormat::kBF16).buffer("moe_partial").bytes, 4u);
 }
@@ -58,7 +57,7 @@ TEST(H200Plan, HostPlansHaveNoH200Buffers) {
   const Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
   const Plan host = plan_memory(c, PlanOptions{.booster = "host"});
   const Plan h200 = plan_memory(c, PlanOptions{.booster = "h200"});
-  for (const char* name : {"step_inputs", "tokens_out", "page_tables", "row_tables", "attn_partial", "moe_route", "moe_act",
+  for (const char* name : {"step_inputs", "tokens_out", "page_tables", "attn_partial", "moe_route", "moe_act",
                            "shared_act", "moe_partial", "moe_arrivals"}) {
     EXPECT_FALSE(has_buffer(host, name)) << name;
     EXPECT_TRUE(has_buffer(h200, name)) << name;

@@ -37,10 +37,8 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   // positions (int32 each), then one 32-byte cuda::SampleRow per row.
   act.add("step_inputs", M * (3 * 4 + 32));
   act.add("tokens_out", M * 4);
-  // KV page tables on the device: every slot's (bind_pages), and the decode rows' copy of their
-  // slot's table gathered at the start of each step (attention_decode reads [rows][table_width]).
+  // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);
-  act.add("row_tables", M * pages_per_stream * 4);
   uint64_t attn_partial = 0, route = 0, moe_partial = 0, arrivals = 0;
   for (int b : p.buckets) {
     // attention_decode.cuh AttentionTiles<S, b>: kSplits = max(1, kTargetBlocks 256 / (b · kv_heads)),

@@ -127,7 +127,16 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   auto* d_v = to_device(v);
   auto* d_qn = to_device(q_norm);
   auto* d_kn = to_device(k_norm);
-  auto* d_table = to_device(table);
+  // Decode rows find their table through their slot: slots 1..streams shuffled over the rows, and a
+  // slot 0 whose table (all unmapped) no row may read.
+  std::vector<int32_t> slot_of(streams);
+  std::iota(slot_of.begin(), slot_of.end(), 1);
+  std::shuffle(slot_of.begin(), slot_of.end(), std::mt19937_64(seed + 1));
+  std::vector<int32_t> slot_tables(size_t(streams + 1) * width, -1);
+  for (int s = 0; s < streams; ++s)
+    std::copy_n(table.begin() + int64_t(s) * width, width, slot_tables.begin() + int64_t(slot_of[s]) * width);
+  auto* d_table = to_device(kPrefill ? table : slot_tables);
+  auto* d_slots = to_device(slot_of);
   auto* d_pos = to_device(pos);
   float* d_partial;
   __nv_bfloat16* d_out;
@@ -138,7 +147,7 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   auto bf = [](void* p) { return static_cast<__nv_bfloat16*>(p); };
   const cuda::AttentionParams<S> prm{.qg = bf(d_qg), .k = bf(d_k), .v = bf(d_v), .q_norm = bf(d_qn), .k_norm = bf(d_kn),
                                      .k_cache = bf(d_cache) + kKOff, .v_cache = bf(d_cache) + kVOff, .page_stride = kStride,
-                                     .page_table = d_table, .table_width = width, .pos = d_pos, .partial = d_partial,
+                                     .page_table = d_table, .table_width = width, .slots = d_slots, .pos = d_pos, .partial = d_partial,
                                      .out = bf(d_out), .eps = kEps, .rope = cuda::RopeTable<ROT>::make(kTheta)};
   auto launch = [&](cudaStream_t st) {
     if constexpr (kPrefill) cuda::attention_prefill<S, kRows>(prm, st);
@@ -284,7 +293,7 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   }
   std::printf("  %s\n", ok ? "ok" : "MISMATCH");
   for (void* p : {static_cast<void*>(d_cache), static_cast<void*>(d_qg), static_cast<void*>(d_k), static_cast<void*>(d_v),
-                  static_cast<void*>(d_qn), static_cast<void*>(d_kn), static_cast<void*>(d_table), static_cast<void*>(d_pos),
+                  static_cast<void*>(d_qn), static_cast<void*>(d_kn), static_cast<void*>(d_table), static_cast<void*>(d_slots), static_cast<void*>(d_pos),
                   static_cast<void*>(d_partial), static_cast<void*>(d_out)})
     CUDA_CHECK(cudaFree(p));
   return ok;

@@ -52,7 +52,6 @@ static_assert(kPrecisionExperts == Precision::kBF16 || kPrecisionExperts == Prec
 static_assert(kBuckets[0] == 1, "prefill pieces need a bucket of 1 to cover any chunk length");
 static_assert(kKvPageBytes >= uint64_t(kKvPageTokens) * kKV * sizeof(bf16) && kPageElems % 8 == 0);
 static_assert(kBufBytes_page_tables >= uint64_t(H200Engine::kSlots) * H200Engine::kPagesPerStream * 4);
-static_assert(kBufBytes_row_tables >= uint64_t(kMaxRows) * H200Engine::kPagesPerStream * 4);
 static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4 && kBufBytes_tokens_out >= uint64_t(kMaxRows) * 4);
 static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
 static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDim : 2 * kQ) * 2);
@@ -85,14 +84,6 @@ void with_bucket(int b, F&& f) {
 const cuda::RopeTable<int(kRotaryDim)>& rope_table() {
   static const cuda::RopeTable<int(kRotaryDim)> t = cuda::RopeTable<int(kRotaryDim)>::make(kRopeTheta);
   return t;
-}
-
-// Decode row r reads its KV through row_tables[r] = page_tables[slots[r]] (attention_decode takes one
-// table per row); gathered on the device at the start of every step, so a graph replays any slot mix.
-__global__ void gather_row_tables_kernel(const int32_t* page_tables, const int32_t* slots, int32_t* row_tables, int width) {
-  cuda::enter_chain();  // a no-op in its ordinary launch, kept so the kernel keeps the chain contract
-  const int32_t* src = page_tables + int64_t(slots[blockIdx.x]) * width;
-  for (int j = threadIdx.x; j < width; j += blockDim.x) row_tables[int64_t(blockIdx.x) * width + j] = src[j];
 }
 
 std::string gib(uint64_t bytes) {
@@ -307,8 +298,9 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
         .k_cache = kv + (layer * 2 + 0) * kPageElems,
         .v_cache = kv + (layer * 2 + 1) * kPageElems,
         .page_stride = kFullLayers * 2 * kPageElems,
-        .page_table = kPrefill ? buf<int32_t>(kBuf_page_tables) + int64_t(slot) * kPagesPerStream : buf<int32_t>(kBuf_row_tables),
+        .page_table = buf<int32_t>(kBuf_page_tables) + (kPrefill ? int64_t(slot) * kPagesPerStream : 0),
         .table_width = kPagesPerStream,
+        .slots = in->slots,
         .pos = in->pos,
         .partial = buf<float>(kBuf_attn_partial),
         .out = core,
@@ -362,12 +354,6 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
 template <int B>
 void H200Engine::enqueue_decode(uint32_t kinds) {
   const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
-  if (kinds & kKindAttention) {
-    // The step's first kernel, right after the copy of its inputs: an ordinary launch (dependent_launch.cuh).
-    gather_row_tables_kernel<<<B, 128, 0, stream_>>>(buf<int32_t>(kBuf_page_tables), in->slots, buf<int32_t>(kBuf_row_tables),
-                                                     kPagesPerStream);
-    CUDA_CHECK_LAUNCH();
-  }
   enqueue_layers<B, false>(kinds, -1);
   float* logits = buf<float>(kBuf_logits);
   // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are

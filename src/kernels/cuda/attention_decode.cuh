@@ -79,8 +79,9 @@ struct AttentionParams {
   __nv_bfloat16* k_cache = nullptr;       // this layer's K plan page of cache page 0
   __nv_bfloat16* v_cache = nullptr;       // this layer's V plan page of cache page 0
   int64_t page_stride = 0;                // elements from one cache page to the next
-  const int32_t* page_table = nullptr;    // decode: [rows][table_width]; prefill: [table_width]
+  const int32_t* page_table = nullptr;    // decode: [slots][table_width]; prefill: [table_width]
   int table_width = 0;
+  const int32_t* slots = nullptr;         // decode: [rows], the slot whose page table row r reads
   const int32_t* pos = nullptr;           // decode: [rows], each row's position; prefill: [1], the chunk's first
   float* partial = nullptr;               // AttentionTiles::kPartialFloats
   __nv_bfloat16* out = nullptr;           // [rows][heads·hd]
@@ -149,17 +150,17 @@ __device__ __forceinline__ void fold_heads(float* v, int lane) {
 template <class S, int kRows, bool kChunked>
 __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
     attention_split_kernel(const __grid_constant__ AttentionParams<S> p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = AttentionTiles<S, kRows>;
   constexpr int kG = T::kGroup, kHd = S::kHeadDim, kL = T::kLanesPerToken, kTps = T::kTokensPerStep;
   const int split = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
+  // Positions, slots and page tables are step inputs (dependent_launch.cuh, rule 1): read before the
+  // chain's wait.
   const int pos = attention_detail::row_position<kChunked>(p.pos, row);
   const int ctx = pos + 1;
   const int len = attention_detail::split_tokens<T>(ctx);
   const int t0 = split * len;
-  if (t0 >= ctx) return;  // this row's context needs fewer splits; the combine kernel skips them
   const int t1 = min(ctx, t0 + len);
-  const int32_t* table = p.page_table + (kChunked ? 0 : int64_t(row) * p.table_width);
+  const int32_t* table = p.page_table + (kChunked ? 0 : int64_t(__ldg(p.slots + row)) * p.table_width);
 
   __shared__ __align__(16) float qs[kG][kHd];
   __shared__ __align__(16) float ks[kHd];
@@ -169,6 +170,34 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
   __shared__ float wm[T::kWarps][kG], wl[T::kWarps][kG];
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int d0 = (lane % kL) * 8;  // this lane's dims
+  const int tok_in_step = lane / kL;
+  const int head = (lane % kL) / (kL / kG);            // the head whose score this lane ends with
+  const bool writer = lane % (kL / kG) == 0;           // one lane per (token, head) publishes it
+  const int64_t kv_lane = int64_t(kvh) * kHd + d0;
+  // Token u of the lane's share of the chunk at c; past the range it re-reads the range's last token
+  // (always mapped), whose score is masked.
+  auto kv_offset = [&](int c, int u) {
+    const int t = min(c + u * kTps + tok_in_step, t1 - 1);
+    return int64_t(__ldg(table + t / S::kPageTokens)) * p.page_stride + int64_t(t % S::kPageTokens) * S::kKvHeads * kHd + kv_lane;
+  };
+  auto load = [&](const __nv_bfloat16* cache, int c, uint4 (&r)[T::kSteps]) {
+#pragma unroll
+    for (int u = 0; u < T::kSteps; ++u) r[u] = __ldcg(reinterpret_cast<const uint4*>(cache + kv_offset(c, u)));
+  };
+  // A decode warp's first chunk, when it lies below the row's position, was written in earlier steps
+  // by this kernel alone (rule 1): its loads go out before the chain's wait, so the wait and the query
+  // setup below hide their latency. (A prefill chunk's own K and V are appended by the kernel before.)
+  uint4 kr[T::kSteps], vr[T::kSteps];
+  int c0 = t0 + warp * T::kChunk;
+  const bool early = !kChunked && c0 + T::kChunk <= pos;
+  if (early) {
+    load(p.k_cache, c0, kr);
+    load(p.v_cache, c0, vr);
+  }
+  enter_chain();
+  if (t0 >= ctx) return;  // this row's context needs fewer splits; the combine kernel skips them
+
   // HF: scaling = head_dim ** -0.5 on fp32 scores; folded into q with log2 e for exp2f.
   const float q_scale = float(1.0 / sqrt(double(kHd))) * 1.4426950408889634f;
   if (!kChunked && pos < t1 && warp < 2) {
@@ -188,10 +217,6 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
   }
   __syncthreads();
 
-  const int d0 = (lane % kL) * 8;  // this lane's dims
-  const int tok_in_step = lane / kL;
-  const int head = (lane % kL) / (kL / kG);            // the head whose score this lane ends with
-  const bool writer = lane % (kL / kG) == 0;           // one lane per (token, head) publishes it
   float q[kG][8], acc[kG][8];
 #pragma unroll
   for (int g = 0; g < kG; ++g)
@@ -202,22 +227,9 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
     }
   float m = -INFINITY, l = 0.0f;  // running max (log2 units) and sum for `head` over this lane's tokens
 
-  const int64_t kv_lane = int64_t(kvh) * kHd + d0;
-  // Token u of the lane's share of the chunk at c; past the range it re-reads the range's last token
-  // (always mapped), whose score is masked.
-  auto kv_offset = [&](int c, int u) {
-    const int t = min(c + u * kTps + tok_in_step, t1 - 1);
-    return int64_t(__ldg(table + t / S::kPageTokens)) * p.page_stride + int64_t(t % S::kPageTokens) * S::kKvHeads * kHd + kv_lane;
-  };
-  auto load = [&](const __nv_bfloat16* cache, int c, uint4 (&r)[T::kSteps]) {
-#pragma unroll
-    for (int u = 0; u < T::kSteps; ++u) r[u] = __ldcg(reinterpret_cast<const uint4*>(cache + kv_offset(c, u)));
-  };
   // Software pipeline without extra registers: the next chunk's K is loaded once this chunk's scores
   // are taken (in flight during softmax and P·V), its V once P·V is done (in flight during its scores).
-  uint4 kr[T::kSteps], vr[T::kSteps];
-  int c0 = t0 + warp * T::kChunk;
-  if (c0 < t1) {
+  if (!early && c0 < t1) {
     load(p.k_cache, c0, kr);
     load(p.v_cache, c0, vr);
   }
@@ -338,10 +350,24 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_con
   const int64_t slot0 = (int64_t(row) * S::kHeads + h) * T::kSplits;
   const float2* ml_part = reinterpret_cast<const float2*>(p.partial + int64_t(kRows) * S::kHeads * T::kSplits * kHd) + slot0;
 
+  // The gate is the only operand of the tail: loaded first, so the store waits for no load.
+  const float gate = tid < kHd ? __bfloat162float(p.qg[(int64_t(row) * S::kHeads + h) * 2 * kHd + kHd + tid]) : 0.0f;
   __shared__ float weight[T::kSplits];
   __shared__ float red[2][kWarps];
   __shared__ __align__(16) float sums[kParts][kHd];
   const float2 ml = tid < active ? ml_part[tid] : make_float2(-INFINITY, 0.0f);
+  // This thread's first kPre partial outputs are loaded with the (max, sum) pairs, not after the
+  // reductions that weigh them: the kernel then waits for one round trip of loads, not two.
+  const int part = tid / kDimThreads, d = (tid % kDimThreads) * 4;
+  const float* o_part = p.partial + slot0 * kHd + d;
+  constexpr int kPerThread = (T::kSplits + kParts - 1) / kParts;
+  constexpr int kPre = kPerThread < 4 ? kPerThread : 4;
+  float4 pre[kPre];
+#pragma unroll
+  for (int u = 0; u < kPre; ++u) {
+    const int s = part + u * kParts;
+    pre[u] = s < active ? *reinterpret_cast<const float4*>(o_part + int64_t(s) * kHd) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
   float mx = ml.x;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -361,11 +387,20 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_con
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) total += red[1][w];
 
-  const int part = tid / kDimThreads, d = (tid % kDimThreads) * 4;
-  const float* o_part = p.partial + slot0 * kHd + d;
   float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int u = 0; u < kPre; ++u) {
+    const int s = part + u * kParts;
+    if (s < active) {
+      const float w = weight[s];
+      o.x += w * pre[u].x;
+      o.y += w * pre[u].y;
+      o.z += w * pre[u].z;
+      o.w += w * pre[u].w;
+    }
+  }
 #pragma unroll 4
-  for (int s = part; s < active; s += kParts) {
+  for (int s = part + kPre * kParts; s < active; s += kParts) {
     const float w = weight[s];
     const float4 x = *reinterpret_cast<const float4*>(o_part + int64_t(s) * kHd);
     o.x += w * x.x;
@@ -379,7 +414,6 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_con
     float acc = 0.0f;
 #pragma unroll
     for (int q = 0; q < kParts; ++q) acc += sums[q][tid];
-    const float gate = __bfloat162float(p.qg[(int64_t(row) * S::kHeads + h) * 2 * kHd + kHd + tid]);
     p.out[(int64_t(row) * S::kHeads + h) * kHd + tid] = __float2bfloat16_rn(acc / total * (1.0f / (1.0f + expf(-gate))));
   }
 }
@@ -394,12 +428,14 @@ void attention_paged(const AttentionParams<S>& p, cudaStream_t stream) {
   launch_dependent(attention_combine_kernel<S, kRows, kChunked>, dim3(S::kHeads, kRows), 256, 0, stream, p);
 }
 
-// Decode for one bucket of B rows. REQUIRES: device pointers; pos[r] + 1 <= table_width · kPageTokens;
-// the page holding pos[r] belongs to row r alone (copy-on-extend), pages below it may be shared;
-// k_cache, v_cache, page_stride 16-byte aligned; partial holds AttentionTiles<S, B>::kPartialFloats.
+// Decode for one bucket of B rows, row r through the page table of slot slots[r]. REQUIRES: device
+// pointers; pos[r] + 1 <= table_width · kPageTokens; the page holding pos[r] belongs to row r alone
+// (copy-on-extend), pages below it may be shared and are not written during the step; k_cache,
+// v_cache, page_stride 16-byte aligned; partial holds AttentionTiles<S, B>::kPartialFloats.
 template <class S, int B>
 void attention_decode(const AttentionParams<S>& p, cudaStream_t stream) {
-  CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos && p.partial && p.out,
+  CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.slots && p.pos && p.partial &&
+            p.out,
         "attention_decode: null pointer");
   CHECK(p.page_stride % 8 == 0 && p.table_width > 0, "attention_decode: page stride must keep 16-byte alignment");
   attention_paged<S, B, false>(p, stream);

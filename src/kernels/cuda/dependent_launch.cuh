@@ -6,10 +6,11 @@
 // The contract every kernel of the chain keeps, in this order:
 //   1. before wait_prerequisites(): only reads of weights (never written during a step) — prefetching
 //      or loading into registers the first weights it will use — and of state that this kernel alone
-//      reads and writes within a step (a linear layer's conv history and recurrent state: the last
-//      kernel to touch it was this one, in an earlier step, and a step starts only after everything
-//      before it on the stream completed), with the step inputs that locate it. Nothing written by
-//      an earlier kernel of the step is read, and nothing is written (an earlier kernel may still read it).
+//      reads and writes within a step (a linear layer's conv history and recurrent state, a full
+//      layer's KV cache below each row's position: the last kernel to touch it was this one, in an
+//      earlier step, and a step starts only after everything before it on the stream completed), with
+//      the step inputs that locate it (positions, slots, page tables). Nothing written by an earlier
+//      kernel of the step is read, and nothing is written (an earlier kernel may still read it).
 //   2. wait_prerequisites(): returns once the kernel before this one has completed and its writes are
 //      visible. Every block calls it, including blocks that then have nothing to do, so that this
 //      kernel completing implies the one before it completed, and so on down the chain.

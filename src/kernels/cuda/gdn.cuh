@@ -99,6 +99,8 @@ struct GdnSmem {
   float gate[kMaxTokens][2];               // decay, beta
   float o_sq[kMaxTokens];                  // this block's share of sum(o²); read by the whole cluster
   float inv_o[kMaxTokens];
+  float gain[S::kColumns];                  // the gated norm's gain of this block's columns
+  __nv_bfloat16 z[kMaxTokens][S::kColumns];  // the gated norm's gate input
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -129,24 +131,53 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
 #pragma unroll
   for (int r = 0; r < S::kRows; ++r)
     st[r] = __ldcs(reinterpret_cast<const float4*>(state + int64_t(rg + r * S::kRowGroups) * S::kVDim + col0) + cv);
+  // The gate constants and the gated norm's gain are weights: read before the wait as well.
+  const float a_log = __bfloat162float(p.a_log[h]), dt_bias = __bfloat162float(p.dt_bias[h]);
+  if (tid < S::kColumns) sm.gain[tid] = __bfloat162float(p.norm_w[col0 + tid]);
   enter_chain();
-
-  for (int i = tid; i < tokens * 2 * S::kKDim; i += S::kThreads) {
-    const int t = i / (2 * S::kKDim), which = i / S::kKDim % 2, d = i % S::kKDim;
-    sm.qk[t][which][d] = __bfloat162float(p.qkv[(row0 + t) * S::kConvDim + which * S::kKeyDim + kh * S::kKDim + d]);
+  // Everything this block reads of the step's activations, in one round trip: a and b into registers,
+  // then each token's q, k, this block's v and z columns (kPerToken values) in batches whose loads are
+  // all issued before any is stored to shared memory (a loop that stores each value as it loads it
+  // waits for every load in turn). The kernel's tail then waits for no load.
+  float a_in = 0.0f, b_in = 0.0f;
+  if (tid < tokens) {
+    a_in = __bfloat162float(p.a[(row0 + tid) * S::kVHeads + h]);
+    b_in = __bfloat162float(p.b[(row0 + tid) * S::kVHeads + h]);
   }
-  for (int i = tid; i < tokens * S::kColumns; i += S::kThreads) {
-    const int t = i / S::kColumns, c = i % S::kColumns;
-    sm.v[t][c] = __bfloat162float(p.qkv[(row0 + t) * S::kConvDim + 2 * S::kKeyDim + h * S::kVDim + col0 + c]);
+  {
+    constexpr int kPerToken = 2 * S::kKDim + 2 * S::kColumns;
+    constexpr int kPerThread = (kMaxTokens * kPerToken + S::kThreads - 1) / S::kThreads;
+    constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
+    const auto source = [&](int i) {
+      const int t = i / kPerToken, j = i % kPerToken;
+      if (j < 2 * S::kKDim)
+        return p.qkv + (row0 + t) * S::kConvDim + (j / S::kKDim) * S::kKeyDim + kh * S::kKDim + j % S::kKDim;
+      if (j < 2 * S::kKDim + S::kColumns) return p.qkv + (row0 + t) * S::kConvDim + 2 * S::kKeyDim + h * S::kVDim + col0 + j - 2 * S::kKDim;
+      return p.z + (row0 + t) * S::kValueDim + h * S::kVDim + col0 + j - 2 * S::kKDim - S::kColumns;
+    };
+    for (int i0 = tid; i0 < tokens * kPerToken; i0 += kBatch * S::kThreads) {
+      __nv_bfloat16 in[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * S::kThreads;
+        if (i < tokens * kPerToken) in[u] = *source(i);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * S::kThreads, t = i / kPerToken, j = i % kPerToken;
+        if (i >= tokens * kPerToken) break;
+        if (j < 2 * S::kKDim) sm.qk[t][j / S::kKDim][j % S::kKDim] = __bfloat162float(in[u]);
+        else if (j < 2 * S::kKDim + S::kColumns) sm.v[t][j - 2 * S::kKDim] = __bfloat162float(in[u]);
+        else sm.z[t][j - 2 * S::kKDim - S::kColumns] = in[u];
+      }
+    }
   }
   if (tid < tokens) {
     // Same formulas as the host engine: beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias).
-    const float a = __bfloat162float(p.a[(row0 + tid) * S::kVHeads + h]);
-    const float b = __bfloat162float(p.b[(row0 + tid) * S::kVHeads + h]);
-    const float x = a + __bfloat162float(p.dt_bias[h]);
+    const float x = a_in + dt_bias;
     const float softplus = x > 20.0f ? x : log1pf(expf(x));
-    sm.gate[tid][0] = expf(-expf(__bfloat162float(p.a_log[h])) * softplus);
-    sm.gate[tid][1] = 1.0f / (1.0f + expf(-b));
+    sm.gate[tid][0] = expf(-expf(a_log) * softplus);
+    sm.gate[tid][1] = 1.0f / (1.0f + expf(-b_in));
   }
   __syncthreads();
   for (int vec = warp; vec < tokens * 2; vec += S::kWarps) {
@@ -232,8 +263,8 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
   for (int i = tid; i < tokens * S::kColumns; i += S::kThreads) {
     const int t = i / S::kColumns, c = i % S::kColumns, j = col0 + c;
     const int64_t at = (row0 + t) * S::kValueDim + h * S::kVDim + j;
-    const float z = __bfloat162float(p.z[at]);
-    const float y = __bfloat162float(p.norm_w[j]) * (sm.o[t][c] * sm.inv_o[t]) * (z / (1.0f + expf(-z)));
+    const float z = __bfloat162float(sm.z[t][c]);
+    const float y = sm.gain[c] * (sm.o[t][c] * sm.inv_o[t]) * (z / (1.0f + expf(-z)));
     p.out[at] = __float2bfloat16_rn(y);
   }
 }

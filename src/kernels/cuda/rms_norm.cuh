@@ -58,8 +58,16 @@ __device__ __forceinline__ uint4 pack8(const float f[8]) {
 
 template <int kDim, bool kFused>
 __global__ void __launch_bounds__(RmsNormTraits<kDim>::kThreads) rms_norm_kernel(const __grid_constant__ RmsNormParams p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = RmsNormTraits<kDim>;
+  // The gain is a weight (dependent_launch.cuh, rule 1): in registers before the chain's wait, so the
+  // block's tail after its sum has no load left to wait for.
+  uint4 w_raw[T::kPerThread];
+#pragma unroll
+  for (int k = 0; k < T::kPerThread; ++k) {
+    const int v = threadIdx.x + k * T::kThreads;
+    if (v < T::kVectors) w_raw[k] = __ldg(reinterpret_cast<const uint4*>(p.w) + v);
+  }
+  enter_chain();
   __shared__ float scratch[T::kThreads / 32];
   const int64_t base = int64_t(blockIdx.x) * kDim;
   float x[T::kPerThread][8];
@@ -87,7 +95,7 @@ __global__ void __launch_bounds__(RmsNormTraits<kDim>::kThreads) rms_norm_kernel
     const int v = threadIdx.x + k * T::kThreads;
     if (v >= T::kVectors) break;
     float w[8], y[8];
-    unpack8(__ldg(reinterpret_cast<const uint4*>(p.w) + v), w);
+    unpack8(w_raw[k], w);
 #pragma unroll
     for (int i = 0; i < 8; ++i) y[i] = x[k][i] * inv * (1.0f + w[i]);
     reinterpret_cast<uint4*>(p.y + base)[v] = pack8(y);
