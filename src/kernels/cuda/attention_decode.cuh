@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
 // splits round-robin in kParts groups, so a thread has at most kSplits / kParts loads to wait for.
 template <class S, int kRows, bool kChunked>
 __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_constant__ AttentionParams<S> p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  release_then_wait();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = AttentionTiles<S, kRows>;
   constexpr int kHd = S::kHeadDim, kThreads = 256, kWarps = kThreads / 32;
   constexpr int kDimThreads = kHd / 4, kParts = kThreads / kDimThreads;

@@ -28,7 +28,7 @@ namespace rocket::cuda {
 // warp 1 copies its value.
 template <class S, int kT>
 __global__ void __launch_bounds__(64) attention_append_kernel(const __grid_constant__ AttentionParams<S> p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  release_then_wait();  // dependent_launch.cuh: nothing of the step is touched before this
   const int r = blockIdx.x, kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int pos = __ldg(p.pos) + r;
   const int64_t src = (int64_t(r) * S::kKvHeads + kvh) * S::kHeadDim;

@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(Conv1dTraits<kChannels, kKernel>::kThreads)
   const int group = blockIdx.x / T::kBlocksPerGroup;
   const int c = (blockIdx.x % T::kBlocksPerGroup) * T::kThreads + threadIdx.x;
   if (c >= kChannels) {
-    enter_chain();  // dependent_launch.cuh: every block waits
+    release_then_wait();  // dependent_launch.cuh: every block waits
     return;
   }
   // Weights and this layer's history before the chain's wait: the history is read and written by
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(Conv1dTraits<kChannels, kKernel>::kThreads)
     const float2 w01 = __bfloat1622float2(h[0]), w23 = __bfloat1622float2(h[1]);
     w[0] = w01.x, w[1] = w01.y, w[2] = w23.x, w[3] = w23.y;
   }
-  enter_chain();
+  release_then_wait();
   const int64_t row0 = int64_t(group) * p.tokens;
   for (int t = 0; t < p.tokens; ++t) {
     const int64_t at = (row0 + t) * kChannels + c;

@@ -15,7 +15,11 @@
 //      visible. Every block calls it, including blocks that then have nothing to do, so that this
 //      kernel completing implies the one before it completed, and so on down the chain.
 //   3. release_dependents(): the next kernel may launch once every block of this one has called it.
-//      Called right after the wait, so at most one kernel waits ahead of the one running.
+//      A long kernel calls it right after the wait. A short one (a norm, the routing, the conv step,
+//      the attention combine) calls it before the wait (release_then_wait), so the long kernel after
+//      it launches and loads its first weights during the tail of the long kernel before it, not
+//      after. Either way no kernel can wait on one that is not resident: a kernel launches only once
+//      every block of the one before it has released, i.e. has started.
 // A kernel launched without the attribute (a plain <<<>>>, or the first kernel after a copy) keeps
 // the contract trivially: griddepcontrol is then a no-op.
 #pragma once
@@ -32,6 +36,11 @@ __device__ __forceinline__ void release_dependents() { asm volatile("griddepcont
 __device__ __forceinline__ void enter_chain() {
   wait_prerequisites();
   release_dependents();
+}
+// Steps 3 and 2, for a short kernel between two long ones (rule 3).
+__device__ __forceinline__ void release_then_wait() {
+  release_dependents();
+  wait_prerequisites();
 }
 
 // Launches `kernel` on `stream` as a programmatic dependent of the kernel before it.

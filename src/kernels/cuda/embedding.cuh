@@ -31,7 +31,7 @@ struct EmbeddingTraits {
 template <int kHidden>
 __global__ void __launch_bounds__(EmbeddingTraits<kHidden>::kThreads)
     embedding_kernel(const __grid_constant__ EmbeddingParams p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  release_then_wait();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = EmbeddingTraits<kHidden>;
   const int row = blockIdx.x;
   const uint4* src = reinterpret_cast<const uint4*>(p.table + int64_t(__ldg(p.ids + row)) * kHidden);

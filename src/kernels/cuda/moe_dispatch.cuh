@@ -139,7 +139,7 @@ __device__ __forceinline__ void group_slots(int e, MoeRoute<D, B>* route) {
 template <class D, int B>
 __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
     moe_dispatch_kernel(const __grid_constant__ MoeDispatchParams<D, B> p) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  release_then_wait();  // dependent_launch.cuh: nothing of the step is touched before this
   const int tid = threadIdx.x;
   moe::group_slots<D, B>(tid < MoeDispatchTraits<D, B>::kSlots ? p.idx[tid] : -1, p.route);
 }
@@ -150,7 +150,7 @@ template <class D, int B>
 __global__ void __launch_bounds__(MoeDispatchTraits<D, B>::kThreads)
     moe_route_kernel(const __grid_constant__ MoeRouteParams<D, B> p) {
   using T = MoeDispatchTraits<D, B>;
-  enter_chain();
+  release_then_wait();
   __shared__ int choice[T::kSlots];
   const int tid = threadIdx.x, warp = tid / 32;
   if (warp < B)

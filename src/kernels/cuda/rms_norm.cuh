@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(RmsNormTraits<kDim>::kThreads) rms_norm_kernel
     const int v = threadIdx.x + k * T::kThreads;
     if (v < T::kVectors) w_raw[k] = __ldg(reinterpret_cast<const uint4*>(p.w) + v);
   }
-  enter_chain();
+  release_then_wait();
   __shared__ float scratch[T::kThreads / 32];
   const int64_t base = int64_t(blockIdx.x) * kDim;
   float x[T::kPerThread][8];

@@ -92,7 +92,7 @@ __device__ __forceinline__ void router_row(const float* l, int32_t* idx, float* 
 template <int kExperts, int kTopK>
 __global__ void __launch_bounds__(RouterTraits<kExperts, kTopK>::kWarps * 32)
     router_kernel(const __grid_constant__ RouterParams p, int rows) {
-  enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
+  release_then_wait();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = RouterTraits<kExperts, kTopK>;
   const int row = blockIdx.x * T::kWarps + threadIdx.x / 32;
   if (row >= rows) return;
