@@ -200,20 +200,30 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
 
   // HF: scaling = head_dim ** -0.5 on fp32 scores; folded into q with log2 e for exp2f.
   const float q_scale = float(1.0 / sqrt(double(kHd))) * 1.4426950408889634f;
+  // Every query head of this warp is loaded before any is normalised (and before the append waits for
+  // the key): one round trip for all of them.
+  constexpr int kHeadsPerWarp = (kG + T::kWarps - 1) / T::kWarps;
+  HeadOperands<kHd> qin[kHeadsPerWarp];
+#pragma unroll
+  for (int j = 0; j < kHeadsPerWarp; ++j) {
+    const int g = warp + j * T::kWarps;
+    if (g < kG) qin[j] = load_head<kHd>(p.qg + (int64_t(row) * S::kHeads + kvh * kG + g) * 2 * kHd, p.q_norm);
+  }
   if (!kChunked && pos < t1 && warp < 2) {
     const int64_t src = (int64_t(row) * S::kKvHeads + kvh) * kHd;
     const int64_t dst = int64_t(__ldg(table + pos / S::kPageTokens)) * p.page_stride +
                         (int64_t(pos % S::kPageTokens) * S::kKvHeads + kvh) * kHd;
     if (warp == 0) {
-      norm_rope_head<kHd, S::kRotaryDim>(p.k + src, p.k_norm, p.rope, pos, p.eps, 1.0f, ks);
+      norm_rope_head<kHd, S::kRotaryDim>(load_head<kHd>(p.k + src, p.k_norm), p.rope, pos, p.eps, 1.0f, ks);
       for (int d = lane; d < kHd; d += 32) p.k_cache[dst + d] = __float2bfloat16_rn(ks[d]);
     } else {
       for (int d = lane; d < kHd; d += 32) p.v_cache[dst + d] = p.v[src + d];
     }
   }
-  for (int g = warp; g < kG; g += T::kWarps) {
-    const __nv_bfloat16* qh = p.qg + (int64_t(row) * S::kHeads + kvh * kG + g) * 2 * kHd;
-    norm_rope_head<kHd, S::kRotaryDim>(qh, p.q_norm, p.rope, pos, p.eps, q_scale, qs[g]);
+#pragma unroll
+  for (int j = 0; j < kHeadsPerWarp; ++j) {
+    const int g = warp + j * T::kWarps;
+    if (g < kG) norm_rope_head<kHd, S::kRotaryDim>(qin[j], p.rope, pos, p.eps, q_scale, qs[g]);
   }
   __syncthreads();
 

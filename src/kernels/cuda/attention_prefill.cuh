@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(64) attention_append_kernel(const __grid_const
                       (int64_t(pos % S::kPageTokens) * S::kKvHeads + kvh) * S::kHeadDim;
   __shared__ float ks[S::kHeadDim];
   if (warp == 0) {
-    norm_rope_head<S::kHeadDim, S::kRotaryDim>(p.k + src, p.k_norm, p.rope, pos, p.eps, 1.0f, ks);
+    norm_rope_head<S::kHeadDim, S::kRotaryDim>(load_head<S::kHeadDim>(p.k + src, p.k_norm), p.rope, pos, p.eps, 1.0f, ks);
     for (int d = lane; d < S::kHeadDim; d += 32) p.k_cache[dst + d] = __float2bfloat16_rn(ks[d]);
   } else {
     for (int d = lane; d < S::kHeadDim; d += 32) p.v_cache[dst + d] = p.v[src + d];

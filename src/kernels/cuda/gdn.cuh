@@ -95,7 +95,8 @@ struct GdnSmem {
   float v[kMaxTokens][S::kColumns];        // this block's value columns
   float o[kMaxTokens][S::kColumns];        // core output before the gated norm
   float part[2][S::kWarps][S::kColumns];   // cross-warp partial sums: [0] Sᵀk, [1] Sᵀq
-  float inv_qk[kMaxTokens][2];             // l2 norm inverses of q and k
+  float ss_part[kMaxTokens][2][S::kKDim / 32];  // sums of squares of q and k, one per 32 dims
+  float inv_qk[kMaxTokens][2];                   // l2 norm inverses of q and k
   float gate[kMaxTokens][2];               // decay, beta
   float o_sq[kMaxTokens];                  // this block's share of sum(o²); read by the whole cluster
   float inv_o[kMaxTokens];
@@ -148,6 +149,9 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
     constexpr int kPerToken = 2 * S::kKDim + 2 * S::kColumns;
     constexpr int kPerThread = (kMaxTokens * kPerToken + S::kThreads - 1) / S::kThreads;
     constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
+    // A warp's 32 consecutive values then lie in one 32-dim piece of one q or k (or in v, z), so the
+    // warp sums that piece's squares for the l2 norms as it stores it.
+    static_assert(kPerToken % 32 == 0 && S::kThreads % 32 == 0, "gdn gather: pieces of 32 values per warp");
     const auto source = [&](int i) {
       const int t = i / kPerToken, j = i % kPerToken;
       if (j < 2 * S::kKDim)
@@ -166,8 +170,12 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
       for (int u = 0; u < kBatch; ++u) {
         const int i = i0 + u * S::kThreads, t = i / kPerToken, j = i % kPerToken;
         if (i >= tokens * kPerToken) break;
-        if (j < 2 * S::kKDim) sm.qk[t][j / S::kKDim][j % S::kKDim] = __bfloat162float(in[u]);
-        else if (j < 2 * S::kKDim + S::kColumns) sm.v[t][j - 2 * S::kKDim] = __bfloat162float(in[u]);
+        if (j < 2 * S::kKDim) {
+          const float f = __bfloat162float(in[u]);
+          sm.qk[t][j / S::kKDim][j % S::kKDim] = f;
+          const float ss = warp_sum(f * f);
+          if (lane == 0) sm.ss_part[t][j / S::kKDim][j % S::kKDim / 32] = ss;
+        } else if (j < 2 * S::kKDim + S::kColumns) sm.v[t][j - 2 * S::kKDim] = __bfloat162float(in[u]);
         else sm.z[t][j - 2 * S::kKDim - S::kColumns] = in[u];
       }
     }
@@ -180,13 +188,11 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
     sm.gate[tid][1] = 1.0f / (1.0f + expf(-b_in));
   }
   __syncthreads();
-  for (int vec = warp; vec < tokens * 2; vec += S::kWarps) {
-    const float* x = sm.qk[vec / 2][vec % 2];
+  if (tid < 2 * tokens) {
     float ss = 0.0f;
 #pragma unroll
-    for (int d = lane; d < S::kKDim; d += 32) ss += x[d] * x[d];
-    ss = warp_sum(ss);
-    if (lane == 0) sm.inv_qk[vec / 2][vec % 2] = 1.0f / sqrtf(ss + 1e-6f);
+    for (int c = 0; c < S::kKDim / 32; ++c) ss += sm.ss_part[tid / 2][tid % 2][c];
+    sm.inv_qk[tid / 2][tid % 2] = 1.0f / sqrtf(ss + 1e-6f);
   }
   __syncthreads();
 

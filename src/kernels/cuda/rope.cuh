@@ -29,33 +29,47 @@ struct RopeTable {
   }
 };
 
-// One warp: y = rope(x · rsqrt(mean(x²) + eps) · (1 + w), pos) · out_scale for one head, x and w bf16,
-// y fp32 in shared memory. Rotates the first kRotaryDim dims: pair (i, i + kRotaryDim/2) by angle
-// float(pos) · inv_freq_i. Lane l owns dims l, l + 32, ... (a head is read once per kernel, so the
-// 2-byte strided loads cost nothing that matters). REQUIRES: all 32 lanes of the warp call it.
-template <int kHeadDim, int kRotaryDim>
-__device__ __forceinline__ void norm_rope_head(const __nv_bfloat16* x, const __nv_bfloat16* w, const RopeTable<kRotaryDim>& rope,
-                                               int pos, float eps, float out_scale, float* y) {
+// One head's operands as lane l of a warp holds them: dims l, l + 32, ... of x and of the gain w,
+// loaded by load_head (a head is read once per kernel, so the 2-byte strided loads cost nothing that
+// matters). Loading is split from the math so a warp can have several heads' loads in flight.
+template <int kHeadDim>
+struct HeadOperands {
   static_assert(kHeadDim % 32 == 0, "a warp normalises a head in whole passes of 32 dims");
+  static constexpr int kPer = kHeadDim / 32;
+  float x[kPer], w[kPer];
+};
+
+template <int kHeadDim>
+__device__ __forceinline__ HeadOperands<kHeadDim> load_head(const __nv_bfloat16* x, const __nv_bfloat16* w) {
+  const int lane = threadIdx.x % 32;
+  HeadOperands<kHeadDim> h;
+#pragma unroll
+  for (int i = 0; i < h.kPer; ++i) {
+    h.x[i] = __bfloat162float(x[i * 32 + lane]);
+    h.w[i] = __bfloat162float(w[i * 32 + lane]);
+  }
+  return h;
+}
+
+// One warp: y = rope(x · rsqrt(mean(x²) + eps) · (1 + w), pos) · out_scale for one head, y fp32 in
+// shared memory. Rotates the first kRotaryDim dims: pair (i, i + kRotaryDim/2) by angle
+// float(pos) · inv_freq_i. REQUIRES: all 32 lanes of the warp call it.
+template <int kHeadDim, int kRotaryDim>
+__device__ __forceinline__ void norm_rope_head(const HeadOperands<kHeadDim>& in, const RopeTable<kRotaryDim>& rope, int pos,
+                                               float eps, float out_scale, float* y) {
   static_assert(kRotaryDim <= kHeadDim, "rotary dims exceed the head");
   constexpr int kPer = kHeadDim / 32, kHalf = kRotaryDim / 2;
   const int lane = threadIdx.x % 32;
-  float v[kPer], g[kPer];
+  float v[kPer];
   float ss = 0.0f;
-  // The gain is loaded with x, not after the sum: one round trip instead of two.
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    v[i] = __bfloat162float(x[i * 32 + lane]);
-    g[i] = __bfloat162float(w[i * 32 + lane]);
-  }
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) ss += v[i] * v[i];
+  for (int i = 0; i < kPer; ++i) ss += in.x[i] * in.x[i];
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   const float inv = 1.0f / sqrtf(ss / float(kHeadDim) + eps);
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
-    v[i] = v[i] * inv * (1.0f + g[i]);
+    v[i] = in.x[i] * inv * (1.0f + in.w[i]);
     y[i * 32 + lane] = v[i];
   }
   __syncwarp();
