@@ -1,5 +1,6 @@
 #include "compiler/kernel_selection.h"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -40,7 +41,12 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
                   {"lm_head_x_rows", "8 below 8 rows (every mma column reads a row of hn)"},
                   {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
-    k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
+    k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm",
+                 {{"block", "row"}, {"math", "fp32"}, {"residual", "x + attention output + MoE output, rounded after each add"}}});
+    k.push_back({"moe_entry", "bf16", "h200_norm_router",
+                 {{"fused", "post-attention norm + router projection (fp32 logits)"},
+                  {"experts_per_block", std::min(c.experts, 16)},
+                  {"blocks_per_row", c.experts / std::min(c.experts, 16)}}});
     k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
     // gdn.cuh GdnDecodeTiling: 32 columns per block below 8 rows, 64 from 8; four threads per column.
     const int narrow = std::min(c.lin_v_dim, 32), wide = std::min(c.lin_v_dim, 64);
@@ -55,9 +61,10 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
     k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}, {"fused_into_dispatch_up_to_rows", 8}}});
     k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
     k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
-                 {{"warps", 8}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"}, {"weights", expert_code}}});
+                 {{"warps", "8; 4 at buckets 8 and 32 (nvfp4)"}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"},
+                  {"weights", expert_code}}});
     k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
-                 {{"warps", 24}, {"columns_per_block", 16}, {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
+                 {{"warps", "24; 32 from bucket 16 (nvfp4)"}, {"columns_per_block", 16}, {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
                   {"launch", "programmatic dependent on moe_gate_up"}, {"weights", expert_code}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {
