@@ -1,6 +1,5 @@
 #include "compiler/kernel_selection.h"
 
-#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -41,12 +40,7 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
                   {"lm_head_x_rows", "8 below 8 rows (every mma column reads a row of hn)"},
                   {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
     k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
-    k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm",
-                 {{"block", "row"}, {"math", "fp32"}, {"residual", "x + attention output + MoE output, rounded after each add"}}});
-    k.push_back({"moe_entry", "bf16", "h200_norm_router",
-                 {{"fused", "post-attention norm + router projection (fp32 logits)"},
-                  {"experts_per_block", std::min(c.experts, 16)},
-                  {"blocks_per_row", c.experts / std::min(c.experts, 16)}}});
+    k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
     k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
     // gdn.cuh GdnDecodeTiling: 32 columns per block below 8 rows, 64 from 8; four threads per column.
     const int narrow = std::min(c.lin_v_dim, 32), wide = std::min(c.lin_v_dim, 64);

@@ -19,7 +19,6 @@
 #include "kernels/cuda/gdn.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
-#include "kernels/cuda/norm_router.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/sample.cuh"
 
@@ -195,34 +194,24 @@ void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
   bf16* x = buf<bf16>(kBuf_x);
   bf16* hn = buf<bf16>(kBuf_hn);
   const bool norm = kinds & kKindNorm;
-  // The MoE block's entry (norm_router) leaves x as it was, so the norm after the block adds both
-  // sub-layer outputs: x = bf16(bf16(x + attn_out) + moe_out).
-  bf16* attn_out = buf<bf16>(kBuf_attn_out);
-  bf16* moe_out = buf<bf16>(kBuf_moe_out);
-  auto add_norm = [&](uint64_t w) {
+  auto add_norm = [&](const bf16* delta, uint64_t w) {
     if (norm)
       cuda::add_rms_norm<int(kHidden)>(
-          {.x = x, .delta = attn_out, .delta2 = moe_out, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, B,
-          stream_);
+          {.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, B, stream_);
   };
   if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x}, B, stream_);
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
       if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, B, stream_);
     } else {
-      add_norm(kLayer[l].input_norm);
+      add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
     if (kIsFull[l]) attention_layer<B, kPrefill>(l, kinds, slot);
     else gdn_layer<B, kPrefill>(l, kinds);
-    if (norm)
-      cuda::norm_router<int(kHidden), int(kExperts)>({.norm = {.x = x, .delta = attn_out, .w = weight<bf16>(kLayer[l].post_norm),
-                                                               .y = hn, .eps = kNormEps},
-                                                      .router = weight<bf16>(kLayer[l].router.weight),
-                                                      .logits = buf<float>(kBuf_router)},
-                                                     B, stream_);
+    add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
     moe_block<B>(l, kinds);
   }
-  add_norm(kFinalNorm);
+  add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
 }
 
 template <int B, bool kPrefill>
@@ -333,6 +322,7 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
   float* w = buf<float>(kBuf_route_w);
   auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
   const uint8_t* experts = weight<uint8_t>(L.experts);
+  project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_);
   cuda::moe_route<MoeS, B>({.logits = router, .idx = idx, .weight = w, .route = route}, stream_);
   cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn,
                                                  .route = route,

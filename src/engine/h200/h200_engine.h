@@ -35,10 +35,9 @@
 namespace rocket {
 
 // The kernel kinds a step is made of, as the benchmark splits it. Router top-k, dispatch and the
-// expert kernels are kMoe (the router projection is fused into the norm before them, kNorm); every
-// other projection but the LM head is kDense.
+// expert kernels (with the router projection) are kMoe; every other projection but the LM head is kDense.
 enum StepKind : uint32_t {
-  kKindNorm = 1,       // embedding gather, the (fused residual) RMSNorms, the MoE entry's norm + router
+  kKindNorm = 1,       // embedding gather and the (fused residual) RMSNorms
   kKindGdn = 2,        // conv1d + recurrent step
   kKindAttention = 4,  // split-K attention + combine (prefill: KV append)
   kKindDense = 8,

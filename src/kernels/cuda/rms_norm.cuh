@@ -21,9 +21,6 @@ namespace rocket::cuda {
 struct RmsNormParams {
   const __nv_bfloat16* x = nullptr;      // [rows][kDim]
   const __nv_bfloat16* delta = nullptr;  // fused form only: [rows][kDim], added into x first
-  // Fused form, optional: a second sub-layer output added after delta (each sum rounded to bf16, as HF
-  // adds them one at a time), for when the norm before this one left x as it was (norm_router.cuh).
-  const __nv_bfloat16* delta2 = nullptr;
   __nv_bfloat16* residual = nullptr;     // fused form only: receives x + delta (may alias x)
   const __nv_bfloat16* w = nullptr;      // [kDim], zero-centred gain
   __nv_bfloat16* y = nullptr;            // [rows][kDim]; may not alias x or residual
@@ -85,12 +82,6 @@ __global__ void __launch_bounds__(RmsNormTraits<kDim>::kThreads) rms_norm_kernel
       unpack8(reinterpret_cast<const uint4*>(p.delta + base)[v], d);
 #pragma unroll
       for (int i = 0; i < 8; ++i) x[k][i] += d[i];
-      if (p.delta2) {
-        unpack8(pack8(x[k]), x[k]);
-        unpack8(reinterpret_cast<const uint4*>(p.delta2 + base)[v], d);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) x[k][i] += d[i];
-      }
       const uint4 sum = pack8(x[k]);
       reinterpret_cast<uint4*>(p.residual + base)[v] = sum;
       unpack8(sum, x[k]);  // normalise what the residual stream holds
