@@ -1,7 +1,8 @@
 // Dense projection on the H200: y[b][n] = sum_k W[n][k] x[b][k] for the `rows` token rows of one
 // bucket, every bf16 projection of the residual stream but the experts' (attention q/k/v/o, GDN in/out
-// projections, router, LM head; the shared expert runs in moe_experts.cuh). W is bf16 row-major [N][K] (HF layout), x bf16 [rows][K], y [rows][N] in
-// bf16 or fp32 (router and LM-head logits); fp32 accumulation on the tensor cores (weight_tile.cuh).
+// projections, router, LM head; the shared expert runs in moe_experts.cuh). W is bf16 row-major
+// [N][K] (HF layout), x bf16 [rows][K], y [rows][N] in bf16 or fp32 (router and LM-head logits); fp32
+// accumulation on the tensor cores (weight_tile.cuh).
 //
 // Decode is weight-streaming bound, so the kernel is shaped around keeping HBM busy: a warp owns one
 // 16-row weight tile over one K part (kG stages, up to 8 16-byte loads per lane issued before any math,
