@@ -111,7 +111,7 @@ template <class S, int kMaxTokens>
 __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
     gdn_kernel(const __grid_constant__ GdnParams p) {
   static_assert(sizeof(GdnSmem<S, kMaxTokens>) <= 48 * 1024, "gdn: static shared memory over 48 KiB");
-  static_assert(kMaxTokens <= S::kThreads, "one thread per token computes its gates");
+  static_assert(2 * kMaxTokens <= S::kThreads, "one thread per token computes its gates, one per q or k its l2 norm");
   __shared__ GdnSmem<S, kMaxTokens> sm;
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
