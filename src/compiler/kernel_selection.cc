@@ -58,7 +58,8 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
                  {{"warps", "8; 4 at buckets 8 and 32 (nvfp4)"}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"},
                   {"weights", expert_code}}});
     k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
-                 {{"warps", "24; 32 from bucket 16 (nvfp4)"}, {"columns_per_block", 16}, {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
+                 {{"warps", "24; 32 from bucket 16 (nvfp4)"}, {"columns_per_block", 16},
+                  {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
                   {"launch", "programmatic dependent on moe_gate_up"}, {"weights", expert_code}}});
     k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
   } else {

@@ -293,8 +293,8 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   }
   std::printf("  %s\n", ok ? "ok" : "MISMATCH");
   for (void* p : {static_cast<void*>(d_cache), static_cast<void*>(d_qg), static_cast<void*>(d_k), static_cast<void*>(d_v),
-                  static_cast<void*>(d_qn), static_cast<void*>(d_kn), static_cast<void*>(d_table), static_cast<void*>(d_slots), static_cast<void*>(d_pos),
-                  static_cast<void*>(d_partial), static_cast<void*>(d_out)})
+                  static_cast<void*>(d_qn), static_cast<void*>(d_kn), static_cast<void*>(d_table), static_cast<void*>(d_slots),
+                  static_cast<void*>(d_pos), static_cast<void*>(d_partial), static_cast<void*>(d_out)})
     CUDA_CHECK(cudaFree(p));
   return ok;
 }

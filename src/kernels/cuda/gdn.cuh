@@ -156,7 +156,8 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
       const int t = i / kPerToken, j = i % kPerToken;
       if (j < 2 * S::kKDim)
         return p.qkv + (row0 + t) * S::kConvDim + (j / S::kKDim) * S::kKeyDim + kh * S::kKDim + j % S::kKDim;
-      if (j < 2 * S::kKDim + S::kColumns) return p.qkv + (row0 + t) * S::kConvDim + 2 * S::kKeyDim + h * S::kVDim + col0 + j - 2 * S::kKDim;
+      if (j < 2 * S::kKDim + S::kColumns)
+        return p.qkv + (row0 + t) * S::kConvDim + 2 * S::kKeyDim + h * S::kVDim + col0 + j - 2 * S::kKDim;
       return p.z + (row0 + t) * S::kValueDim + h * S::kVDim + col0 + j - 2 * S::kKDim - S::kColumns;
     };
     for (int i0 = tid; i0 < tokens * kPerToken; i0 += kBatch * S::kThreads) {

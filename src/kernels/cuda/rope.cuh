@@ -58,7 +58,7 @@ template <int kHeadDim, int kRotaryDim>
 __device__ __forceinline__ void norm_rope_head(const HeadOperands<kHeadDim>& in, const RopeTable<kRotaryDim>& rope, int pos,
                                                float eps, float out_scale, float* y) {
   static_assert(kRotaryDim <= kHeadDim, "rotary dims exceed the head");
-  constexpr int kPer = kHeadDim / 32, kHalf = kRotaryDim / 2;
+  constexpr int kPer = HeadOperands<kHeadDim>::kPer, kHalf = kRotaryDim / 2;
   const int lane = threadIdx.x % 32;
   float v[kPer];
   float ss = 0.0f;
