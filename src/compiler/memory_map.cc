@@ -33,10 +33,9 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   const uint64_t M = p.max_rows, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
-  // Per-step inputs, one host-to-device copy before each launch: token ids, stream slots and
-  // positions (int32 each), then one 32-byte cuda::SampleRow per row.
+  // Per-step inputs: token ids, stream slots and positions (int32 each), then one 32-byte
+  // cuda::SampleRow per row; the step's first kernel copies them here from the host's pinned staging.
   act.add("step_inputs", M * (3 * 4 + 32));
-  act.add("tokens_out", M * 4);
   // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);
   uint64_t attn_partial = 0, route = 0, moe_partial = 0, arrivals = 0;

@@ -3,6 +3,7 @@
 // add (src/kernels/cuda/rms_norm.cuh). Runs on the H200 machine (CI only compiles it): a3b and tiny
 // shapes at buckets 1, 8, 32, random data, poisoned outputs, every output compared against the host
 // kernels; times each kernel against a device copy measured in the same run. Exit 1 on a mismatch.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -20,8 +21,9 @@ namespace {
 constexpr float kEps = 1e-6f;
 
 // The embedding is a copy: bitwise equality with the table's row, the host engine's dequantised
-// row rounded back to bf16 (exact, the table is bf16).
-template <int kHidden, int B>
+// row rounded back to bf16 (exact, the table is bf16). kMapped: as a decode step runs it, ids read
+// from mapped pinned host memory and a block of step inputs copied from there to the device.
+template <int kHidden, int B, bool kMapped = false>
 bool run_embedding(const char* name, int vocab, double copy, std::mt19937& rng) {
   std::vector<uint16_t> table(size_t(vocab) * kHidden);
   uint64_t z = rng();
@@ -36,6 +38,21 @@ bool run_embedding(const char* name, int vocab, double copy, std::mt19937& rng) 
   DeviceBuffer<uint16_t> dx(size_t(B) * kHidden);
   cuda::EmbeddingParams p{.table = reinterpret_cast<const __nv_bfloat16*>(dt.ptr), .ids = di.ptr,
                           .x = reinterpret_cast<__nv_bfloat16*>(dx.ptr)};
+  // The engine's step inputs are 88 vectors at 32 rows; an odd count covers a partial last pass.
+  constexpr int kInputVectors = 91;
+  std::vector<uint32_t> inputs(kInputVectors * 4);
+  for (auto& v : inputs) v = uint32_t(rng());
+  DeviceBuffer<uint32_t> landed(inputs.size());
+  uint32_t* pinned = nullptr;
+  if (kMapped) {
+    CUDA_CHECK(cudaHostAlloc(&pinned, (inputs.size() + B) * 4, cudaHostAllocMapped));
+    std::copy(inputs.begin(), inputs.end(), pinned);
+    std::copy(ids.begin(), ids.end(), reinterpret_cast<int32_t*>(pinned + inputs.size()));
+    p.ids = reinterpret_cast<const int32_t*>(pinned + inputs.size());
+    p.inputs_from = reinterpret_cast<const uint4*>(pinned);
+    p.inputs_to = reinterpret_cast<uint4*>(landed.ptr);
+    p.input_vectors = kInputVectors;
+  }
   cuda::embedding<kHidden>(p, B, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> x = dx.download();
@@ -43,7 +60,12 @@ bool run_embedding(const char* name, int vocab, double copy, std::mt19937& rng) 
   for (int i = 0; i < B && bad < 0; ++i)
     for (int c = 0; c < kHidden; ++c)
       if (x[size_t(i) * kHidden + c] != table[size_t(ids[i]) * kHidden + c]) { bad = long(i) * kHidden + c; break; }
+  if (kMapped && landed.download() != inputs) {
+    std::printf("  the step inputs landed on the device differ from the pinned staging\n");
+    bad = bad < 0 ? 0 : bad;
+  }
   const double us = check::time_us([&] { cuda::embedding<kHidden>(p, B, nullptr); });
+  if (pinned) CUDA_CHECK(cudaFreeHost(pinned));
   check::report(name, B, us, 2.0 * B * kHidden * 2, copy, bad < 0 ? 0.0 : 1.0, bad < 0);
   if (bad >= 0) std::printf("  first mismatch at row %ld col %ld\n", bad / kHidden, bad % kHidden);
   return bad < 0;
@@ -107,6 +129,7 @@ int main() {
     bool ok = true;
     ok &= run_embedding<2048, 1>("embedding a3b 248320x2048", 248320, copy, rng);
     ok &= run_embedding<2048, 32>("embedding a3b 248320x2048", 248320, copy, rng);
+    ok &= run_embedding<2048, 16, true>("embedding a3b, mapped inputs", 248320, copy, rng);
     ok &= run_embedding<128, 8>("embedding tiny 151936x128", 151936, copy, rng);
     ok &= run_norm<2048, 1, false>("rms_norm a3b 2048", copy, rng);
     ok &= run_norm<2048, 8, false>("rms_norm a3b 2048", copy, rng);

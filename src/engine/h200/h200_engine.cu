@@ -52,7 +52,7 @@ static_assert(kPrecisionExperts == Precision::kBF16 || kPrecisionExperts == Prec
 static_assert(kBuckets[0] == 1, "prefill pieces need a bucket of 1 to cover any chunk length");
 static_assert(kKvPageBytes >= uint64_t(kKvPageTokens) * kKV * sizeof(bf16) && kPageElems % 8 == 0);
 static_assert(kBufBytes_page_tables >= uint64_t(H200Engine::kSlots) * H200Engine::kPagesPerStream * 4);
-static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4 && kBufBytes_tokens_out >= uint64_t(kMaxRows) * 4);
+static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4);
 static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
 static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDim : 2 * kQ) * 2);
 static_assert(kBufBytes_core >= uint64_t(kMaxRows) * (kValueDim > kQ ? kValueDim : kQ) * 2);
@@ -125,9 +125,16 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
   const uint64_t free0 = device_free_bytes();
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
-  CUDA_CHECK(cudaMallocHost(&host_step_, sizeof(StepInputs)));
+  // The step inputs and the sampled tokens cross in mapped pinned memory, read and written by the
+  // step's kernels through the same address (unified addressing), so a step needs no copies.
+  CUDA_CHECK(cudaHostAlloc(&host_step_, sizeof(StepInputs), cudaHostAllocMapped));
   CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kMaxRows * kVocab));
-  CUDA_CHECK(cudaMallocHost(&host_tokens_, sizeof(int32_t) * kMaxRows));
+  CUDA_CHECK(cudaHostAlloc(&host_tokens_, sizeof(int32_t) * kMaxRows, cudaHostAllocMapped));
+  for (void* h : {static_cast<void*>(host_step_), static_cast<void*>(host_tokens_)}) {
+    void* d = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
+    if (d != h) throw Error("upright: mapped pinned memory has a device address of its own (no unified addressing)");
+  }
   MemoryBudget budget = measure_budget(free0);
   budget.reserve += reserve_bytes;
   upright_summary_ = "memory: " + budget.describe() + "; plan residency " + gib(kArenaBytes);
@@ -165,14 +172,17 @@ int H200Engine::bucket_for(int n) const {
 }
 
 H200Engine::StepInputs& H200Engine::staging() {
-  // The previous step's copy reads the pinned twin asynchronously: wait for it before rewriting.
+  // The previous step reads the pinned twin asynchronously (prefill's copy, decode's embedding): wait
+  // for that before rewriting it.
   CUDA_CHECK(cudaEventSynchronize(staged_));
   return *host_step_;
 }
 
+void H200Engine::staged_read_enqueued() { CUDA_CHECK(cudaEventRecord(staged_, stream_)); }
+
 void H200Engine::upload_step() {
   CUDA_CHECK(cudaMemcpyAsync(buf<StepInputs>(kBuf_step_inputs), host_step_, sizeof(StepInputs), cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaEventRecord(staged_, stream_));
+  staged_read_enqueued();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -199,7 +209,18 @@ void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
       cuda::add_rms_norm<int(kHidden)>(
           {.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, B, stream_);
   };
-  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x}, B, stream_);
+  // Decode: the embedding reads the step's inputs from the pinned staging and lands them in
+  // step_inputs for the kernels after it; prefill copies them before its pieces (upload_step).
+  static_assert(sizeof(StepInputs) % 16 == 0);
+  if (norm && kPrefill) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x}, B, stream_);
+  if (norm && !kPrefill)
+    cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight),
+                                   .ids = host_step_->ids,
+                                   .x = x,
+                                   .inputs_from = reinterpret_cast<const uint4*>(host_step_),
+                                   .inputs_to = buf<uint4>(kBuf_step_inputs),
+                                   .input_vectors = int(sizeof(StepInputs) / 16)},
+                                  B, stream_);
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
       if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, B, stream_);
@@ -361,7 +382,7 @@ void H200Engine::enqueue_decode(uint32_t kinds) {
   if (kinds & kKindLmHead)
     project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_, int(kMaxRows));
   if (kinds & kKindSampling)
-    cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = buf<int32_t>(kBuf_tokens_out)}, stream_);
+    cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = host_tokens_}, stream_);
 }
 
 template <int B>
@@ -402,7 +423,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void H200Engine::stage_decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs) {
+void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs) {
   CHECK(n >= 1);
   const int b = bucket_for(n);
   for (int i = 0; i < n; ++i) {
@@ -421,17 +442,14 @@ void H200Engine::stage_decode(int n, const int32_t* ids, const int* slots, const
     s.sample[i] = real && knobs ? knobs[i] : cuda::SampleRow{.temperature = 0.0f};
     s.sample[i].reserved = 0;
   }
-  upload_step();
+  // The graph's embedding reads the staging itself (enqueue_layers).
+  CUDA_CHECK(cudaGraphLaunch(graph(b, kKindAll), stream_));
+  staged_read_enqueued();
   step_rows_ = b;
 }
 
-void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs) {
-  stage_decode(n, ids, slots, pos, knobs);
-  CUDA_CHECK(cudaGraphLaunch(graph(step_rows_, kKindAll), stream_));
-}
-
 const int32_t* H200Engine::tokens() {
-  CUDA_CHECK(cudaMemcpyAsync(host_tokens_, buf<int32_t>(kBuf_tokens_out), sizeof(int32_t) * step_rows_, cudaMemcpyDeviceToHost, stream_));
+  // The sampler wrote them to the mapped host_tokens_; the step's end makes them visible here.
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   return host_tokens_;
 }
@@ -470,8 +488,8 @@ std::string H200Engine::static_fire() {
       s.pos[i] = 0;
       s.sample[i] = cuda::SampleRow{.temperature = 0.0f};
     }
-    upload_step();
     with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindAll); });
+    staged_read_enqueued();
     graph(b, kKindAll);
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -8,9 +8,10 @@
 // golden token when the plan has one (static_fire_passed()). Nothing is allocated on the device after
 // that.
 //
-// Decode is one CUDA graph launch per step: the step's per-row inputs (token ids, slots, positions,
-// sampling knobs) live in a fixed device buffer (the plan's step_inputs) that one cudaMemcpyAsync
-// fills before the launch. Inside a step every kernel after the first is a programmatic dependent
+// Decode is one CUDA graph launch per step and nothing else: the step's per-row inputs (token ids,
+// slots, positions, sampling knobs) are staged in mapped pinned host memory, from which the step's
+// first kernel, the embedding, copies them into a fixed device buffer (the plan's step_inputs) for the
+// kernels after it; the sampler writes the picked tokens straight to mapped pinned host memory. Inside a step every kernel after the first is a programmatic dependent
 // launch of the one before it (kernels/cuda/dependent_launch.cuh): it starts, and loads its first
 // weights, while its predecessor finishes. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
 // sizes (n = 13 runs 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row
@@ -101,11 +102,9 @@ class H200Engine {
   void restore_state(int snapshot, int slot);
   void copy_state(int from_slot, int to_slot);
 
-  // For the benchmark and the replay check. A graph of bucket b holding only the kernels of `kinds`
-  // (captured on first use); the decode graph is kinds == kKindAll.
+  // For the benchmark. A graph of bucket b holding only the kernels of `kinds` (captured on first
+  // use); the decode graph is kinds == kKindAll. Launched again, it reads the last decode's inputs.
   cudaGraphExec_t graph(int b, uint32_t kinds);
-  // Stages decode inputs for bucket b without launching (what decode does before its launch).
-  void stage_decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs);
   cudaStream_t stream() const { return stream_; }
   const Arena& arena() const { return *arena_; }
 
@@ -123,9 +122,11 @@ class H200Engine {
   void attention_layer(int l, uint32_t kinds, int slot);
   template <int B>
   void moe_block(int l, uint32_t kinds);
-  // The pinned twin of step_inputs, once the previous step's copy out of it has finished; then
-  // upload_step() copies it to the device on the stream.
+  // The pinned twin of step_inputs, once the previous step's reads of it have finished. A decode's
+  // embedding reads it; prefill's upload_step() copies it to the device on the stream. Whatever reads
+  // it is followed by staged_read_enqueued().
   StepInputs& staging();
+  void staged_read_enqueued();
   void upload_step();
 
   template <typename T>
@@ -137,12 +138,12 @@ class H200Engine {
   std::string upright_summary_;
   Plan plan_;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t staged_ = nullptr;     // recorded after each copy out of host_step_
+  cudaEvent_t staged_ = nullptr;     // recorded after each read of host_step_ is enqueued
   std::unique_ptr<Arena> arena_;
   LoadReport load_report_;
-  StepInputs* host_step_ = nullptr;  // pinned
+  StepInputs* host_step_ = nullptr;  // pinned, mapped
   float* host_logits_ = nullptr;     // pinned [kMaxRows][kVocab]
-  int32_t* host_tokens_ = nullptr;   // pinned [kMaxRows]
+  int32_t* host_tokens_ = nullptr;   // pinned, mapped [kMaxRows]: the sampler's output
   int step_rows_ = 0;                // rows of the last decode staged
   bool static_fire_passed_ = true;
   std::vector<int> page_tables_;     // host mirror of the device page tables [slot][kPagesPerStream]

@@ -1,6 +1,11 @@
 // Token embedding for the B rows of a decode bucket (or the tokens of a prefill chunk): row i of x
 // is row ids[i] of the bf16 table, copied bit for bit. The activation stream x is bf16 on the H200
 // (the plan's activation dtype), so the gather is a pure copy of 16-byte vectors.
+//
+// A decode step's first kernel, it also lands the step's inputs: the ids and the rest of the step's
+// per-row inputs are read from the host's pinned staging (mapped, over PCIe) rather than put on the
+// device by a copy before the step, which would cost a copy-engine operation and its hand-off to the
+// step's graph on every step.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,8 +19,13 @@ namespace rocket::cuda {
 
 struct EmbeddingParams {
   const __nv_bfloat16* table = nullptr;  // [vocab][kHidden]
-  const int32_t* ids = nullptr;          // [rows], device memory; REQUIRES: 0 <= id < vocab
+  const int32_t* ids = nullptr;          // [rows], device or mapped pinned host memory; REQUIRES: 0 <= id < vocab
   __nv_bfloat16* x = nullptr;            // [rows][kHidden]
+  // Copied by block 0 once the kernels before have completed (their reads of `inputs_to` are done):
+  // input_vectors 16-byte vectors from inputs_from (mapped pinned host memory) to inputs_to (device).
+  const uint4* inputs_from = nullptr;
+  uint4* inputs_to = nullptr;
+  int input_vectors = 0;
 };
 
 template <int kHidden>
@@ -34,7 +44,10 @@ __global__ void __launch_bounds__(EmbeddingTraits<kHidden>::kThreads)
   release_then_wait();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = EmbeddingTraits<kHidden>;
   const int row = blockIdx.x;
-  const uint4* src = reinterpret_cast<const uint4*>(p.table + int64_t(__ldg(p.ids + row)) * kHidden);
+  if (row == 0)
+    for (int v = threadIdx.x; v < p.input_vectors; v += T::kThreads) p.inputs_to[v] = p.inputs_from[v];
+  // A plain load: ids may live in host memory the host rewrites between launches.
+  const uint4* src = reinterpret_cast<const uint4*>(p.table + int64_t(p.ids[row]) * kHidden);
   uint4* dst = reinterpret_cast<uint4*>(p.x + int64_t(row) * kHidden);
   for (int v = threadIdx.x; v < T::kVectors; v += T::kThreads) dst[v] = __ldg(src + v);
 }

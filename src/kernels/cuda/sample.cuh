@@ -1,7 +1,8 @@
 // Token selection on the H200 for the B rows of a decode step: greedy argmax and temperature / top-k /
 // top-p sampling, drawing with the host sampler's counter-based generator (kernels/host/sample.h) so a
 // seeded request picks the same token on either booster. Per-row knobs come from a device array, so one
-// captured graph serves any mix of requests; tokens are written as int32 to device memory.
+// captured graph serves any mix of requests; tokens are written as int32 to device memory or, as the
+// engine does, straight to mapped pinned host memory (no copy back after the step).
 //
 // A row is one cluster of kBlocks blocks; each block owns a contiguous slice of the vocabulary, and a
 // thread a contiguous chunk of it (so "index order" is (block, thread, element) order). The sampler
@@ -46,7 +47,7 @@ struct SampleRow {
 struct SampleParams {
   const float* logits = nullptr;     // [rows][kVocab]
   const SampleRow* knobs = nullptr;  // [rows]
-  int32_t* tokens = nullptr;         // [rows]
+  int32_t* tokens = nullptr;         // [rows], device or mapped pinned host memory
 };
 
 template <int kVocab>
