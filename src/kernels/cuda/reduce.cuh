@@ -19,11 +19,17 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
+// A float's bits as an unsigned key in the float's order (-0 just below +0; finite values and
+// infinities, not NaN), so one redux instruction finds a warp's maximum instead of a shuffle tree.
+__device__ __forceinline__ unsigned ordered_key(float v) {
+  const unsigned u = __float_as_uint(v);
+  return u & 0x80000000u ? ~u : u | 0x80000000u;
 }
+
+__device__ __forceinline__ float from_ordered_key(unsigned k) { return __uint_as_float(k & 0x80000000u ? k & 0x7fffffffu : ~k); }
+
+// Maximum over the warp, every lane gets it. REQUIRES: no NaN.
+__device__ __forceinline__ float warp_max(float v) { return from_ordered_key(__reduce_max_sync(0xffffffffu, ordered_key(v))); }
 
 // Sum over a block of kThreads threads; every thread gets the total. `scratch` holds kThreads / 32
 // floats and may be reused after the call (the trailing barrier protects it).

@@ -52,6 +52,9 @@ __device__ __forceinline__ void router_row(const float* l, int32_t* idx, float* 
 
   // k rounds of a warp argmax over (probability desc, expert asc); the winner's slot is retired (-1 is
   // below every probability). Probabilities, not logits, are compared, as the host kernel does.
+  // NOTE: a round is two redux instructions (the largest probability's bits, then the lowest expert
+  // holding it) rather than a five-step shuffle tree of (value, index) pairs: the routing sits on
+  // every MoE layer's critical path, and the tree's dependent shuffles were most of its latency.
   float top[kTopK];
   int top_idx[kTopK];
 #pragma unroll
@@ -61,12 +64,11 @@ __device__ __forceinline__ void router_row(const float* l, int32_t* idx, float* 
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k)
       if (v[k] > best) best = v[k], best_e = lane + 32 * k;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-      if (ob > best || (ob == best && oe < best_e)) best = ob, best_e = oe;
-    }
+    // Probabilities are >= 0, so their bits order as unsigned; a retired or empty lane (-1) is 0.
+    const unsigned key = best >= 0.0f ? __float_as_uint(best) + 1u : 0u;
+    const unsigned top_key = __reduce_max_sync(0xffffffffu, key);
+    best_e = int(__reduce_min_sync(0xffffffffu, unsigned(key == top_key ? best_e : kExperts)));
+    best = __uint_as_float(top_key - 1u);
     top[r] = best;
     top_idx[r] = best_e;
 #pragma unroll
