@@ -161,8 +161,7 @@ struct MoeDownTraits {
   // Each warp takes at most one of the shared expert's units before the routed ones (moe_down_kernel).
   static_assert(Shared::kParts <= kWarps, "moe_down: more shared-expert K parts than warps");
   static constexpr int kSmemBytes = (Routed::kParts * kSlots + Shared::kParts * B) * kYStride * 4;
-  static constexpr int kStaticSmemBytes = kSlots * 8 + B * 4;  // the combine's operands (moe_down_kernel)
-  static_assert(kSmemBytes + kStaticSmemBytes <= 227 * 1024, "moe_down: shared memory exceeds the H200 per-block limit");
+  static_assert(kSmemBytes <= 227 * 1024, "moe_down: shared memory exceeds the H200 per-block limit");
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -435,20 +434,8 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
   using S = typename T::Shared;
   extern __shared__ float ys[];  // routed [R::kParts][kSlots][kYStride], then shared [S::kParts][B][kYStride]
   float* ys_shared = ys + R::kParts * T::kSlots * T::kYStride;
-  // The combine's operands, one per thread, in shared memory for the tail: (row, choice) pair i's slot
-  // and router weight, row b's shared-expert scale.
-  __shared__ int slot_of[T::kSlots];
-  __shared__ float route_weight[T::kSlots];
-  __shared__ float shared_scale[B];
-  static_assert(T::kSlots <= T::kThreads && B * 16 <= T::kThreads, "moe_down: one combine operand and one output per thread");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int j0 = blockIdx.x * 16;
-  // Stored before the wait, so that the tail waits on no load: the route and its weights were complete
-  // before this kernel launched (see the prefetch below).
-  if (threadIdx.x < T::kSlots) {
-    slot_of[threadIdx.x] = __ldcg(&p.route->slot_of[threadIdx.x]);
-    route_weight[threadIdx.x] = __ldcg(&p.route_weight[threadIdx.x]);
-  }
   // Before gate_up completes, into L2 where the units below read them: this block's 16 rows of the
   // shared down projection and of the first active experts' down projection (weights, nvfp4 block
   // scales and scale2; each a contiguous range). Weights only, and the route: moe_dispatch completed
@@ -491,8 +478,6 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
   }
   wait_prerequisites();
   release_dependents();
-  // Gate_up block 0 wrote it: read now, held through the units, stored for the tail.
-  const float my_scale = threadIdx.x < B ? p.shared_scale[threadIdx.x] : 0.0f;
   // Units: the shared expert's S::kParts, then every active entry's R::kParts, dealt round robin.
   int u = warp;
   if (u < S::kParts) {
@@ -522,21 +507,20 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
       moe::down_mma<D, B, P, R, T::kSlots, T::kYStride>(p.act, ua, ys, lane);
     }
   }
-  if (threadIdx.x < B) shared_scale[threadIdx.x] = my_scale;
   __syncthreads();
-  if (threadIdx.x < B * 16) {
-    const int b = threadIdx.x / 16, r = threadIdx.x % 16;
+  for (int o = threadIdx.x; o < B * 16; o += T::kThreads) {
+    const int b = o / 16, r = o % 16;
     float shared = 0.0f;
 #pragma unroll
     for (int part = 0; part < S::kParts; ++part) shared += ys_shared[(part * B + b) * T::kYStride + r];
-    float y = shared_scale[b] * shared;
+    float y = p.shared_scale[b] * shared;
 #pragma unroll
     for (int t = 0; t < D::kTopK; ++t) {
-      const int slot = slot_of[b * D::kTopK + t];
+      const int slot = p.route->slot_of[b * D::kTopK + t];
       float v = 0.0f;
 #pragma unroll
       for (int part = 0; part < R::kParts; ++part) v += ys[(part * T::kSlots + slot) * T::kYStride + r];
-      y += route_weight[b * D::kTopK + t] * v;
+      y += p.route_weight[b * D::kTopK + t] * v;
     }
     p.out[size_t(b) * D::kHidden + j0 + r] = __float2bfloat16_rn(y);
   }
