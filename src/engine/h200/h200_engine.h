@@ -86,7 +86,8 @@ class H200Engine {
   // slot). `knobs` (n rows, or nullptr for greedy) pick each row's next token into tokens(). Logits
   // stay on the device until download_logits.
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs);
-  // The tokens the last decode picked, row order (waits for the step).
+  // The tokens the last decode picked, row order (waits for the step). The sampler writes them to
+  // this pinned buffer, so they hold until the next decode is issued.
   const int32_t* tokens();
   // Copies decode rows [0, n) of the logits to the host (waits for the step).
   void download_logits(int n);
