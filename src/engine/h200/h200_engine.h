@@ -11,9 +11,10 @@
 // Decode is one CUDA graph launch per step and nothing else: the step's per-row inputs (token ids,
 // slots, positions, sampling knobs) are staged in mapped pinned host memory, from which the step's
 // first kernel, the embedding, copies them into a fixed device buffer (the plan's step_inputs) for the
-// kernels after it; the sampler writes the picked tokens straight to mapped pinned host memory. Inside a step every kernel after the first is a programmatic dependent
-// launch of the one before it (kernels/cuda/dependent_launch.cuh): it starts, and loads its first
-// weights, while its predecessor finishes. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
+// kernels after it; the sampler writes the picked tokens straight to mapped pinned host memory.
+// Inside a step every kernel after the first is a programmatic dependent launch of the one before it
+// (kernels/cuda/dependent_launch.cuh): it starts, and loads its first weights, while its predecessor
+// finishes. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
 // sizes (n = 13 runs 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row
 // of a piece is padding (the MoE kernels route every row they are given).
 //

@@ -31,6 +31,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/reduce.cuh"
 
 namespace rocket::cuda {
 
@@ -72,11 +73,6 @@ struct SampleTraits {
 namespace sample_detail {
 
 namespace cg = cooperative_groups;
-
-__device__ __forceinline__ uint32_t ordered_bits(float f) {
-  const uint32_t u = __float_as_uint(f);
-  return u ^ ((u >> 31) ? 0xffffffffu : 0x80000000u);
-}
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -228,7 +224,7 @@ __device__ __forceinline__ int32_t row_argmax(const float* row, Exchange<kThread
     const float e[4] = {f.x, f.y, f.z, f.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint64_t k = uint64_t(ordered_bits(e[i])) << 32 | (0xffffffffu - uint32_t(4 * v + i));
+      const uint64_t k = uint64_t(ordered_key(e[i])) << 32 | (0xffffffffu - uint32_t(4 * v + i));
       best[0] = k > best[0] ? k : best[0];
     }
   }
@@ -283,14 +279,14 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   const auto real = [&](int j) { return chunk0 + j < kVocab; };
 
   uint64_t mx[1] = {0};
-  for (int j = 0; j < T::kPerThread; ++j) mx[0] = max(mx[0], uint64_t(sd::ordered_bits(mine[j])));
+  for (int j = 0; j < T::kPerThread; ++j) mx[0] = max(mx[0], uint64_t(ordered_key(mine[j])));
   sd::cluster_reduce<1, true>(mx, x, cluster);
-  const float top = __uint_as_float(uint32_t(mx[0]) ^ ((uint32_t(mx[0]) >> 31) ? 0x80000000u : 0xffffffffu));
+  const float top = from_ordered_key(uint32_t(mx[0]));
 
   const bool top_k = knobs.top_k > 0 && knobs.top_k < kVocab;
   if (top_k) {
     // Keep the top_k by (scaled logit desc, index asc): every key above θ, and the lowest-index ties.
-    const auto key = [&](int j) { return sd::ordered_bits(mine[j]); };
+    const auto key = [&](int j) { return ordered_key(mine[j]); };
     const auto one = [&](int j) { return uint64_t(real(j)); };
     uint64_t above;
     const uint32_t theta = sd::radix_search<T::kThreads, T::kPerThread>(key, one, uint64_t(knobs.top_k), above, x, cluster);
