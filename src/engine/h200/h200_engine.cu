@@ -212,15 +212,14 @@ void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
   // Decode: the embedding reads the step's inputs from the pinned staging and lands them in
   // step_inputs for the kernels after it; prefill copies them before its pieces (upload_step).
   static_assert(sizeof(StepInputs) % 16 == 0);
-  if (norm && kPrefill) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x}, B, stream_);
-  if (norm && !kPrefill)
-    cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight),
-                                   .ids = host_step_->ids,
-                                   .x = x,
-                                   .inputs_from = reinterpret_cast<const uint4*>(host_step_),
-                                   .inputs_to = buf<uint4>(kBuf_step_inputs),
-                                   .input_vectors = int(sizeof(StepInputs) / 16)},
-                                  B, stream_);
+  cuda::EmbeddingParams embed{.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x};
+  if constexpr (!kPrefill) {
+    embed.ids = host_step_->ids;
+    embed.inputs_from = reinterpret_cast<const uint4*>(host_step_);
+    embed.inputs_to = buf<uint4>(kBuf_step_inputs);
+    embed.input_vectors = int(sizeof(StepInputs) / 16);
+  }
+  if (norm) cuda::embedding<int(kHidden)>(embed, B, stream_);
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
       if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, B, stream_);

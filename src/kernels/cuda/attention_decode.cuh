@@ -27,6 +27,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/rope.cuh"
 
 namespace rocket::cuda {
@@ -378,9 +379,7 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_con
     const int s = part + u * kParts;
     pre[u] = s < active ? *reinterpret_cast<const float4*>(o_part + int64_t(s) * kHd) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
-  float mx = ml.x;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float mx = warp_max(ml.x);
   if (lane == 0) red[0][warp] = mx;
   __syncthreads();
   mx = red[0][0];
@@ -388,9 +387,7 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const __grid_con
   for (int w = 1; w < kWarps; ++w) mx = fmaxf(mx, red[0][w]);
   const float wgt = tid < active ? exp2f(ml.x - mx) : 0.0f;
   if (tid < active) weight[tid] = wgt;
-  float sum = wgt * ml.y;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float sum = warp_sum(wgt * ml.y);
   if (lane == 0) red[1][warp] = sum;
   __syncthreads();
   float total = 0.0f;

@@ -39,6 +39,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/weight_tile.cuh"
 #include "plan/layout.h"
 
@@ -310,8 +311,7 @@ __device__ __forceinline__ void shared_expert_scale(const MoeGateUpParams<D, B>&
         s += wf.x * xf.x + wf.y * xf.y;
       }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    s = warp_sum(s);
     if (lane == 0) p.shared_scale[b] = 1.0f / (1.0f + expf(-s));
   }
 }

@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "kernels/cuda/reduce.cuh"
+
 namespace rocket::cuda {
 
 // RoPE frequencies inv_freq_i = 1 / theta^(2i / rotary_dim), computed on the host in fp32 exactly as
@@ -64,8 +66,7 @@ __device__ __forceinline__ void norm_rope_head(const HeadOperands<kHeadDim>& in,
   float ss = 0.0f;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) ss += in.x[i] * in.x[i];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  ss = warp_sum(ss);
   const float inv = 1.0f / sqrtf(ss / float(kHeadDim) + eps);
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
