@@ -1,6 +1,6 @@
 // GPU check + benchmark for gated full attention over the paged KV cache (decode:
 // src/kernels/cuda/attention_decode.cuh; prefill: attention_prefill.cuh). Runs on the H200 machine
-// only (CI compiles it). For tiny and a3b shapes, decode buckets 1/8/32 and a 32-token prefill chunk,
+// only (CI compiles it). For tiny and a3b shapes, decode buckets 1/8/16/32 and a 32-token prefill chunk,
 // at contexts 1, 31, 32, 33, page edges, 512 and 8192:
 //  - page tables are a random permutation of the pool, neighbouring streams share their even prefix
 //    pages, and the layer under test is the second of two (so the page stride is not the page size);
@@ -322,6 +322,7 @@ bool run_shape(const char* name, const std::vector<int>& edges, double copy) {
   ok &= run<S, 32, false>(name, mixed(32, edges, 101), true, false, copy, seed++);
   for (int c : {512, 8192}) {
     ok &= run<S, 8, false>(name, std::vector<int>(8, c), false, true, copy, seed++);
+    ok &= run<S, 16, false>(name, std::vector<int>(16, c), false, true, copy, seed++);
     ok &= run<S, 32, false>(name, std::vector<int>(32, c), false, true, copy, seed++);
   }
   for (int pos0 : {0, 1, 31, 33, 500, 8160}) ok &= run<S, 32, true>(name, chunk(pos0, 32), false, pos0 == 8160, copy, seed++);

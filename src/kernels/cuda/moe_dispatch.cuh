@@ -8,7 +8,9 @@
 // engine calls: router (router.cuh) then grouping, as one kernel up to kRouteRows rows (a step at a
 // small bucket is latency-bound, and a kernel boundary costs ~1 us per layer), as two above (one
 // block routing 32 rows is issue-bound on its SM: measured slower at bucket 32, and at 16 rows too,
-// 5.29-5.38 against 5.25-5.29 ms per step, h200-a3b.md History 03:58Z and 04:08Z).
+// 5.29-5.38 against 5.25-5.29 ms per step, h200-a3b.md History 03:58Z and 04:08Z). NOTE: no kernel
+// at all, each moe_gate_up warp grouping the choices itself, was slower still (bucket 16 5.76 ms:
+// the redundant derivation costs gate_up more issue than this kernel's launch costs; History 06:10Z).
 #pragma once
 
 #include <cuda_runtime.h>
