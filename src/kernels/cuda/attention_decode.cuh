@@ -14,6 +14,9 @@
 // group's query for those dims in registers (fp32), and folds the kGroup partial dot products across
 // the lanes of a token so each lane ends with one head's score (fold_heads). Scores are in log2 units
 // (the softmax scale · log2 e is folded into q), so exponentials are exp2f.
+// NOTE: neither twice the tokens in flight per lane (kSteps 8), twice the splits, nor scores and P·V
+// on the tensor cores (~8x fewer instructions per token; wip/attention-mma) made the step faster, at
+// 512 or 8192 tokens (h200-a3b.md History 05:45Z-06:30Z on 2026-11-30).
 //
 // KV cache: a cache page holds kPageTokens tokens; a layer's K (and V) plan page is
 // [kPageTokens][kv_heads][hd] bf16 (src/cache/geometry.h). The launch sees the layer's K and V page
