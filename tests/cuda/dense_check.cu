@@ -31,6 +31,7 @@
 #include "kernels/host/linear.h"
 
 using namespace rocket;
+using cuda::DenseForm;
 
 namespace {
 
@@ -201,10 +202,16 @@ bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_
     const double us = time_launches<N, K, B, Out>(w, xp, dy.ptr, x_rows);
     const double moved = 2.0 * N * K + 2.0 * rows * K + double(sizeof(Out)) * rows * N;
     const double gbps = moved / (us * 1e-6) / 1e9;
-    std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  %5d blk x %2d warps (%d tile/blk, %2d warp/tile, "
-                "%d round) err/bound %.2f %s\n",
-                label, B, rows, us, moved / 1e6, gbps, 100.0 * gbps / copy_gbps, T::kBlocks, T::kWarps, T::kTilesPerBlock,
-                T::kWarpsPerTile, T::kRounds, worst, ok ? "ok" : "MISMATCH");
+    std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  ", label, B, rows, us, moved / 1e6, gbps,
+                100.0 * gbps / copy_gbps);
+    if constexpr (cuda::kDenseForm<K, B, N> == DenseForm::kStream) {
+      using R = cuda::DenseStreamTraits<K, B, N>;
+      std::printf("stream: %d blk x %d+1 warps, ring %d x %d B", R::kBlocks, R::kConsumers, R::kRing, R::kStageBytes);
+    } else {
+      std::printf("%5d blk x %2d warps (%d tile/blk, %2d warp/tile, %d round)", T::kBlocks, T::kWarps, T::kTilesPerBlock,
+                  T::kWarpsPerTile, T::kRounds);
+    }
+    std::printf(" err/bound %.2f %s\n", worst, ok ? "ok" : "MISMATCH");
   } else {
     std::printf("%-40s B=%-2d rows=%-2d %9s    %9s    %6s      %5s   (partial rows) err/bound %.2f %s\n", label, B, rows, "-",
                 "-", "-", "-", worst, ok ? "ok" : "MISMATCH");
@@ -246,8 +253,20 @@ bool shape(const char* name, double copy_gbps, uint64_t seed) {
 template <int... Ns>
 using Group = std::integer_sequence<int, Ns...>;
 
+// A group launch in the shape's own form (kAuto, as the engine launches it) or in a given one.
+constexpr int kAuto = -1;
+const char* form_name(DenseForm f) { return f == DenseForm::kStream ? "stream" : "registers"; }
+
+template <int kForm, int K, int B, typename Out, int... Ns>
+constexpr DenseForm form_of = kForm == kAuto ? cuda::kDenseForm<K, B, Ns...> : DenseForm(kForm);
+
+template <int kForm, int K, int B, typename Out, int... Ns>
+void launch_group(const cuda::DenseGroupParams<K, B, Out, Ns...>& p, cudaStream_t s) {
+  cuda::dense_group_in<form_of<kForm, K, B, Out, Ns...>>(p, 0, s);
+}
+
 // One group launch as a graph of many over weight copies from HBM (as time_launches).
-template <int K, int B, typename Out, int... Ns>
+template <int kForm, int K, int B, typename Out, int... Ns>
 double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* const* ys) {
   int copies = 1;
   for (const Weights& w : ws) copies = std::max(copies, w.copies);
@@ -259,7 +278,7 @@ double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* c
         p.w[j] = ws[j].copy(i % ws[j].copies);
         p.y[j] = ys[j];
       }
-      cuda::dense_group<K, B, Out, Ns...>(p, s);
+      launch_group<kForm>(p, s);
     }
   }, 3);
   return 1e3 * ms / launches;
@@ -269,7 +288,7 @@ double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* c
 // and, where the split of K is the same, bit for bit against its separate launch; graph replay
 // bit-exact with the direct launch; and (rows == B) the group timed against the sum of
 // the segments' separate dense launches.
-template <int K, int B, typename Out, int... Ns>
+template <int kForm, int K, int B, typename Out, int... Ns>
 bool run_group(const char* name, const std::vector<Weights>& ws, int rows, double copy_gbps, uint64_t seed) {
   using T = cuda::DenseGroupTraits<K, B, Ns...>;
   constexpr int kS = sizeof...(Ns);
@@ -285,7 +304,7 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
     p.w[j] = ws[j].copy(0);
     p.y[j] = dy[j].ptr;
   }
-  cuda::dense_group<K, B, Out, Ns...>(p, nullptr);
+  launch_group<kForm>(p, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<std::vector<Out>> y;
   for (int j = 0; j < kS; ++j) y.push_back(dy[j].download());
@@ -297,12 +316,15 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
     std::snprintf(seg, sizeof seg, "%s segment %d (%dx%d)", name, j, kN[j], K);
     ok &= check_rows(seg, B, rows, ws[j].host, kN[j], K, xf, y[j], worst);
   }
-  // A segment whose separate launch splits K the same way (same warps per tile, hence the same
-  // rounds) sums in the same order: the group must match that launch bit for bit.
+  // A segment whose separate launch sums in the same order (the stream form always: its split of K
+  // depends on K alone; the register form when the split is the same: warps per tile, hence rounds)
+  // must match that launch bit for bit.
+  constexpr DenseForm kF = form_of<kForm, K, B, Out, Ns...>;
   [&]<int... J>(std::integer_sequence<int, J...>) {
     (([&] {
        using S = cuda::DenseTraits<kN[J], K, B>;
-       if constexpr (S::kWarpsPerTile == T::kWarpsPerTile && S::kG == T::kG) {
+       constexpr DenseForm kSF = cuda::kDenseForm<K, B, kN[J]>;
+       if constexpr (kSF == kF && (kF == DenseForm::kStream || (S::kWarpsPerTile == T::kWarpsPerTile && S::kG == T::kG))) {
          check::DeviceBuffer<Out> alone(size_t(B) * kN[J]);
          cuda::dense<kN[J], K, B, Out>({.w = ws[J].copy(0), .x = xp, .y = alone.ptr, .rows = rows}, nullptr);
          CUDA_CHECK(cudaDeviceSynchronize());
@@ -320,7 +342,7 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     cudaGraph_t g;
     CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    cuda::dense_group<K, B, Out, Ns...>(p, s);
+    launch_group<kForm>(p, s);
     CUDA_CHECK(cudaStreamEndCapture(s, &g));
     cudaGraphExec_t ge;
     CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
@@ -342,25 +364,32 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
   if (rows == B) {
     Out* ys[kS];
     for (int j = 0; j < kS; ++j) ys[j] = dy[j].ptr;
-    const double us = time_group<K, B, Out, Ns...>(ws, xp, ys);
-    double separate = 0, moved = 2.0 * rows * K;
-    [&]<int... J>(std::integer_sequence<int, J...>) {
-      ((separate += time_launches<kN[J], K, B, Out>(ws[J], xp, ys[J])), ...);
-    }(std::make_integer_sequence<int, kS>{});
+    const double us = time_group<kForm, K, B, Out, Ns...>(ws, xp, ys);
+    double moved = 2.0 * rows * K;
     for (int j = 0; j < kS; ++j) moved += 2.0 * kN[j] * K + double(sizeof(Out)) * rows * kN[j];
     const double gbps = moved / (us * 1e-6) / 1e9;
-    std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  %5d blk x %2d warps; separate launches %.2f us "
-                "(saves %.2f us) err/bound %.2f %s\n",
-                name, B, rows, us, moved / 1e6, gbps, 100.0 * gbps / copy_gbps, T::kBlocks, T::kWarps, separate, separate - us,
-                worst, ok ? "ok" : "MISMATCH");
+    std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  ", name, B, rows, us, moved / 1e6, gbps,
+                100.0 * gbps / copy_gbps);
+    if constexpr (kF == DenseForm::kRegisters) {
+      double separate = 0;
+      [&]<int... J>(std::integer_sequence<int, J...>) {
+        ((separate += time_launches<kN[J], K, B, Out>(ws[J], xp, ys[J])), ...);
+      }(std::make_integer_sequence<int, kS>{});
+      std::printf("%5d blk x %2d warps; separate launches %.2f us (saves %.2f us)", T::kBlocks, T::kWarps, separate, separate - us);
+    } else {
+      using R = cuda::DenseStreamTraits<K, B, Ns...>;
+      std::printf("stream: %d blk x %d+1 warps, ring %d x %d B", R::kBlocks, R::kConsumers, R::kRing, R::kStageBytes);
+    }
+    std::printf(" err/bound %.2f %s\n", worst, ok ? "ok" : "MISMATCH");
   } else {
-    std::printf("%-40s B=%-2d rows=%-2d (partial rows) err/bound %.2f %s\n", name, B, rows, worst, ok ? "ok" : "MISMATCH");
+    std::printf("%-40s B=%-2d rows=%-2d (partial rows, %s) err/bound %.2f %s\n", name, B, rows, form_name(kF), worst,
+                ok ? "ok" : "MISMATCH");
   }
   return ok;
 }
 
 // Every listed bucket of one group (segments Ns over K), rows = B then a partial rows, as shape().
-template <int K, typename Out, int... Ns, int... Bs>
+template <int K, typename Out, int kForm = kAuto, int... Ns, int... Bs>
 bool group(const char* name, Group<Ns...>, std::integer_sequence<int, Bs...>, double copy_gbps, uint64_t seed) {
   // Every segment gets as many copies as make the whole group span kRotateBytes, so a timed launch
   // reads all its segments from HBM (a separate launch of a small segment may then hit L2: the
@@ -373,18 +402,42 @@ bool group(const char* name, Group<Ns...>, std::integer_sequence<int, Bs...>, do
     ws.push_back(make_weights(kN[j], K, uint64_t((kN[j] + 15) / 16) * 16 * K * 2, seed * 16 + j, copies));
   bool ok = true;
   uint64_t s = seed;
-  ((ok &= run_group<K, Bs, Out, Ns...>(name, ws, Bs, copy_gbps, ++s)), ...);
-  ((ok &= Bs < 2 || run_group<K, Bs, Out, Ns...>(name, ws, std::max(1, 3 * Bs / 4 - 1), copy_gbps, ++s)), ...);
+  ((ok &= run_group<kForm, K, Bs, Out, Ns...>(name, ws, Bs, copy_gbps, ++s)), ...);
+  ((ok &= Bs < 2 || run_group<kForm, K, Bs, Out, Ns...>(name, ws, std::max(1, 3 * Bs / 4 - 1), copy_gbps, ++s)), ...);
   for (Weights& w : ws) CUDA_CHECK(cudaFree(w.dev));
   return ok;
 }
 
 }  // namespace
 
-int main() {
+// The register and stream forms side by side on the a3b shapes the engine launches at buckets where the
+// stream form fits, and on partial tiles for correctness.
+template <int kForm>
+bool forms(double copy) {
+  using bf16 = __nv_bfloat16;
+  using Buckets = std::integer_sequence<int, 1, 8, 16>;
+  bool ok = true;
+  ok &= group<2048, bf16, kForm>("a3b gdn in_proj qkv|z|b|a", Group<8192, 4096, 32, 32>{}, Buckets{}, copy, 14);
+  ok &= group<2048, bf16, kForm>("a3b attention q|k|v", Group<8192, 512, 512>{}, Buckets{}, copy, 15);
+  ok &= group<4096, bf16, kForm>("a3b o_proj | gdn out_proj", Group<2048>{}, std::integer_sequence<int, 1, 8>{}, copy, 3);
+  ok &= group<2048, float, kForm>("a3b router", Group<256>{}, Buckets{}, copy, 8);
+  ok &= group<2048, float, kForm>("a3b lm_head", Group<248320>{}, Buckets{}, copy, 9);
+  ok &= group<128, bf16, kForm>("tiny partial tiles 24|256|1", Group<24, 256, 1>{}, Buckets{}, copy, 16);
+  ok &= group<2048, float, kForm>("f32 partial tiles 8|512|40", Group<8, 512, 40>{}, Buckets{}, copy, 17);
+  return ok;
+}
+
+int main(int argc, char** argv) {
   try {
     using bf16 = __nv_bfloat16;
     const double copy = check::device_copy_gbps();
+    if (argc > 1 && std::strcmp(argv[1], "forms") == 0) {
+      std::printf("device copy (read+write, 1 GiB): %.0f GB/s\n", copy);
+      bool ok = forms<int(DenseForm::kRegisters)>(copy);
+      ok &= forms<int(DenseForm::kStream)>(copy);
+      std::printf("dense forms %s\n", ok ? "PASS" : "FAIL");
+      return ok ? 0 : 1;
+    }
     std::printf("device copy (read+write, 1 GiB): %.0f GB/s; %% = achieved / copy; bytes = weights + x + y (a partial "
                 "tile's padding rows not counted); timed weights cycle through >= 128 MiB\n",
                 copy);
