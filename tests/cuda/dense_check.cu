@@ -427,10 +427,55 @@ bool forms(double copy) {
   return ok;
 }
 
+// Neighbours: in_proj qkv|z|b|a in either form alternating with o_proj 2048x4096 (registers, default or
+// shared-memory-first carveout), as a GDN layer's in_proj and out_proj follow each other in the step,
+// timed as one graph of many pairs: what a form costs beside another kernel, not alone.
+template <int B>
+void pairs() {
+  using bf16 = __nv_bfloat16;
+  constexpr int kPairs = 40;
+  std::vector<Weights> ws;
+  const int n[] = {8192, 4096, 32, 32};
+  for (int j = 0; j < 4; ++j) ws.push_back(make_weights(n[j], 2048, uint64_t(n[j]) * 2048 * 2, 100 + j, 3));
+  const Weights wo = make_weights(2048, 4096, uint64_t(2048) * 4096 * 2, 110, 3);
+  check::DeviceBuffer<uint16_t> x(random_bf16(size_t(B) * 4096, 7));
+  std::deque<check::DeviceBuffer<bf16>> ys;
+  for (int j = 0; j < 5; ++j) ys.emplace_back(size_t(B) * 8192);
+  const auto* xp = reinterpret_cast<const bf16*>(x.ptr);
+  for (int carve = 0; carve < 2; ++carve) {
+    if (carve)
+      CUDA_CHECK(cudaFuncSetAttribute(cuda::dense_kernel<2048, 4096, B, bf16>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    for (int f = 0; f < 3; ++f) {
+      const double ms = check::graph_time_ms([&](cudaStream_t s) {
+        for (int i = 0; i < kPairs; ++i) {
+          cuda::DenseGroupParams<2048, B, bf16, 8192, 4096, 32, 32> p{.x = xp, .rows = B};
+          for (int j = 0; j < 4; ++j) {
+            p.w[j] = ws[j].copy(i % 3);
+            p.y[j] = ys[j].ptr;
+          }
+          if (f == 0) cuda::dense_group_in<DenseForm::kRegisters>(p, 0, s);
+          if (f == 1) cuda::dense_group_in<DenseForm::kStream>(p, 0, s);
+          cuda::dense<2048, 4096, B, bf16>({.w = wo.copy(i % 3), .x = xp, .y = ys[4].ptr, .rows = B}, s);
+        }
+      }, 3);
+      std::printf("pairs B=%-2d o_proj carveout %-7s in_proj %-9s: %.2f us per pair\n", B, carve ? "shared" : "default",
+                  f == 0 ? "registers" : f == 1 ? "stream" : "(none)", 1e3 * ms / kPairs);
+    }
+  }
+  for (Weights& w : ws) CUDA_CHECK(cudaFree(w.dev));
+  CUDA_CHECK(cudaFree(wo.dev));
+}
+
 int main(int argc, char** argv) {
   try {
     using bf16 = __nv_bfloat16;
     const double copy = check::device_copy_gbps();
+    if (argc > 1 && std::strcmp(argv[1], "pairs") == 0) {
+      pairs<1>();
+      pairs<8>();
+      pairs<16>();
+      return 0;
+    }
     if (argc > 1 && std::strcmp(argv[1], "forms") == 0) {
       std::printf("device copy (read+write, 1 GiB): %.0f GB/s\n", copy);
       bool ok = forms<int(DenseForm::kRegisters)>(copy);

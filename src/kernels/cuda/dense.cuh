@@ -24,12 +24,15 @@
 //              (~100 KiB) in flight through the whole launch with no register cost and no gap between
 //              one tile and the next. x is copied once into shared memory after the chain's wait; the
 //              consumers split each chunk's columns, accumulate a tile over its chunks and sum their
-//              partials in warp order at the tile's end. Chosen where x fits beside three stages (up to
-//              16 rows at K = 2048) and the shape has at least two tiles per SM: dense_check "forms",
-//              B=16: in_proj qkv|z|b|a 17.50 -> 15.35 us, q|k|v 14.41 -> 11.88 us, LM head 272.7 ->
-//              250.4 us; B=1: 13.57 -> 12.72, 10.61 -> 9.97, 280.3 -> 228.0 us. With fewer tiles (o_proj
-//              2048x4096: 128) a block streams alone and loses (6.54 -> 8.60 us at B=16); with x read
-//              from L1/L2 instead of shared memory it loses everywhere (in_proj B=16 23.0 us).
+//              partials in warp order at the tile's end.
+// NOTE: the stream form is faster alone wherever x fits beside three stages (dense_check forms, B=16:
+// in_proj qkv|z|b|a 17.50 -> 15.35 us, q|k|v 14.41 -> 11.88 us, LM head 272.7 -> 250.4 us; B=1 13.57 ->
+// 12.72, 10.61 -> 9.97, 280.3 -> 228.0 us), but in the engine's chain it made the step slower (bucket
+// 16 5.26 -> 5.53 ms: dense +0.03 ms, gaps +0.23 ms; also with tiles claimed dynamically instead of
+// statically), and beside one other kernel it loses ~2 us per launch (dense_check pairs: in_proj then
+// o_proj, B=1 17.7 -> 19.2-19.7 us). Its ~200 KiB of shared memory keeps the neighbouring kernels'
+// blocks off the SM, so their early weight and state loads no longer overlap it. Only the LM head,
+// one launch 10^2 times longer than that loss, takes it (kChosen), up to 16 rows (h200-a3b.md History).
 //
 // Deterministic (every sum has a fixed order: mma steps in K order within a warp, rounds in order,
 // then warps in order), graph-capturable (grid depends only on the template, no allocation, no
@@ -172,7 +175,7 @@ struct DenseStreamTraits {
   static constexpr int kXBytes = B * kXStride;
   // The form's rule (see the top of the file).
   static constexpr bool kFits = kXBytes + 3 * kStageBytes <= kLimit;
-  static constexpr bool kChosen = kFits && kTiles >= 2 * kSMs;
+  static constexpr bool kChosen = kFits && B <= 16 && kTiles >= 64 * kSMs;
   static constexpr int kRing = !kFits ? 0 : (kLimit - kXBytes) / kStageBytes < kMaxRing ? (kLimit - kXBytes) / kStageBytes : kMaxRing;
   static constexpr int kSmemBytes = kRing * kStageBytes + kXBytes + kRedBytes + 2 * kRing * 8;
   static constexpr int kBlocks = kTiles < kSMs ? kTiles : kSMs;
