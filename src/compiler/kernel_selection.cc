@@ -35,8 +35,8 @@ std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& 
                                         ? "register code: 4 rotations + 4 logic ops per 8 weights, e5m3 block scales"
                                         : "checkpoint layout";
     k.push_back({"linear", "bf16", "h200_dense_mma",
-                 {{"form", "stream (persistent block per SM, bulk-copy ring of 16-row chunks, x in shared memory) where x "
-                           "fits beside three stages and the shape has >= 264 tiles; registers otherwise"},
+                 {{"form", "stream (persistent block per SM, bulk-copy ring of 16x1024 chunks, x in shared memory) for the "
+                           "LM head up to 16 rows (>= 64 tiles per SM); registers otherwise"},
                   {"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "registers: min(4, K/32); 2 at 32 rows"},
                   {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
                   {"lm_head_x_rows", "8 below 8 rows (every mma column reads a row of hn)"},

@@ -30,9 +30,12 @@
 // 12.72, 10.61 -> 9.97, 280.3 -> 228.0 us), but in the engine's chain it made the step slower (bucket
 // 16 5.26 -> 5.53 ms: dense +0.03 ms, gaps +0.23 ms; also with tiles claimed dynamically instead of
 // statically), and beside one other kernel it loses ~2 us per launch (dense_check pairs: in_proj then
-// o_proj, B=1 17.7 -> 19.2-19.7 us). Its ~200 KiB of shared memory keeps the neighbouring kernels'
-// blocks off the SM, so their early weight and state loads no longer overlap it. Only the LM head,
-// one launch 10^2 times longer than that loss, takes it (kChosen), up to 16 rows (h200-a3b.md History).
+// o_proj, B=1 17.7 -> 19.2-19.7 us). The likely cause, not measured apart: its ~200 KiB of shared
+// memory keeps the neighbouring kernels' blocks off the SM, so their early loads no longer overlap it
+// (a shared-memory carveout fixed for both kernels did not change the pairs). Only the LM head,
+// one launch 10^2 times longer than that loss, takes it (kChosen), up to 16 rows (h200-a3b.md History:
+// bucket 16 5.273 -> 5.236 ms), and only with whole 1024-column chunks: 33 KiB stages (a 128-column
+// stage keeps 30 KiB in flight per SM: tiny LM head 151936x128 10.7 -> 39 us).
 //
 // Deterministic (every sum has a fixed order: mma steps in K order within a warp, rounds in order,
 // then warps in order), graph-capturable (grid depends only on the template, no allocation, no
@@ -175,7 +178,7 @@ struct DenseStreamTraits {
   static constexpr int kXBytes = B * kXStride;
   // The form's rule (see the top of the file).
   static constexpr bool kFits = kXBytes + 3 * kStageBytes <= kLimit;
-  static constexpr bool kChosen = kFits && B <= 16 && kTiles >= 64 * kSMs;
+  static constexpr bool kChosen = kFits && B <= 16 && kChunkK == 1024 && kTiles >= 64 * kSMs;
   static constexpr int kRing = !kFits ? 0 : (kLimit - kXBytes) / kStageBytes < kMaxRing ? (kLimit - kXBytes) / kStageBytes : kMaxRing;
   static constexpr int kSmemBytes = kRing * kStageBytes + kXBytes + kRedBytes + 2 * kRing * 8;
   static constexpr int kBlocks = kTiles < kSMs ? kTiles : kSMs;
