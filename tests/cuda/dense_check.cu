@@ -12,7 +12,11 @@
 // The grouped form (dense_group: a3b GDN in_proj qkv|z|b|a and attention q|k|v at every bucket, and two
 // groups with partial last tiles inside the launch) gets the same checks per segment, and its time is
 // printed next to the sum of the segments' separate launches.
+// Every launch takes the shape's own form (dense.cuh: registers, or the stream form for the LM head).
 // Prints a table with each shape's DenseTraits; exit 1 on any mismatch.
+//   dense_check forms   the same checks and timings for the a3b shapes in both forms, side by side
+//   dense_check pairs   in_proj in either form alternating with o_proj: the cost of a form beside
+//                       another kernel, which a launch timed alone does not show
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -257,12 +261,12 @@ using Group = std::integer_sequence<int, Ns...>;
 constexpr int kAuto = -1;
 const char* form_name(DenseForm f) { return f == DenseForm::kStream ? "stream" : "registers"; }
 
-template <int kForm, int K, int B, typename Out, int... Ns>
+template <int kForm, int K, int B, int... Ns>
 constexpr DenseForm form_of = kForm == kAuto ? cuda::kDenseForm<K, B, Ns...> : DenseForm(kForm);
 
 template <int kForm, int K, int B, typename Out, int... Ns>
 void launch_group(const cuda::DenseGroupParams<K, B, Out, Ns...>& p, cudaStream_t s) {
-  cuda::dense_group_in<form_of<kForm, K, B, Out, Ns...>>(p, 0, s);
+  cuda::dense_group_in<form_of<kForm, K, B, Ns...>>(p, 0, s);
 }
 
 // One group launch as a graph of many over weight copies from HBM (as time_launches).
@@ -319,7 +323,7 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
   // A segment whose separate launch sums in the same order (the stream form always: its split of K
   // depends on K alone; the register form when the split is the same: warps per tile, hence rounds)
   // must match that launch bit for bit.
-  constexpr DenseForm kF = form_of<kForm, K, B, Out, Ns...>;
+  constexpr DenseForm kF = form_of<kForm, K, B, Ns...>;
   [&]<int... J>(std::integer_sequence<int, J...>) {
     (([&] {
        using S = cuda::DenseTraits<kN[J], K, B>;
