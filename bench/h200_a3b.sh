@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 ENGINE=${ENGINE:?set ENGINE to an h200 engine directory of the a3b NVFP4 fuel}
 RESULTS=${RESULTS:-bench/results}
 STEPS=${STEPS:-32}
+REPS=${REPS:-5}  # runs of STEPS steps per bucket; the table reports the median run and the min-max
 mkdir -p "$RESULTS"
 # The commit the engine was built from: prepare_h200.sh records it beside the carried engines (the
 # device's copy of the tree has no reliable git history).
@@ -19,10 +20,10 @@ commit=$(cat "$ENGINE/../COMMIT" 2>/dev/null || cat "${CARRY:-.carry/h200}/COMMI
 {
   echo "## $(date -u +%Y-%m-%dT%H:%MZ) commit $commit"
   echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo '?')"
-  echo "command: ENGINE=$ENGINE bash bench/h200_a3b.sh  (rocket-engine bench --context C --steps $STEPS, a3b nvfp4 seed 1)"
+  echo "command: ENGINE=$ENGINE bash bench/h200_a3b.sh  (rocket-engine bench --context C --steps $STEPS --reps $REPS, a3b nvfp4 seed 1)"
 } >>"$RESULTS/h200-a3b.md"
 for context in 512 8192; do
-  result=$("$ENGINE/bin/rocket-engine" bench --context "$context" --steps "$STEPS")
+  result=$("$ENGINE/bin/rocket-engine" bench --context "$context" --steps "$STEPS" --reps "$REPS")
   echo "$result"
   { echo "$result"; echo; } >>"$RESULTS/h200-a3b.md"
 done

@@ -4,7 +4,9 @@
 //             bytes they would after a real prefill of that many tokens (prefilling 32 streams × 8192
 //             tokens would take longer than the benchmark itself).
 //   ms/step   wall time of the serving loop: stage inputs, one graph launch, read back the sampled
-//             tokens (which become the next step's inputs, distinct per stream), `steps` steps.
+//             tokens (which become the next step's inputs, distinct per stream), over `steps` steps,
+//             timed `reps` times one after another: the median, and the fastest and slowest run
+//             (min-max), since run to run a step moves by more than the fractions a target is set in.
 //   split     each kind of kernel (StepKind) captured alone in a graph of the bucket and timed with
 //             events over `steps` launches; "gaps" = the full graph's time − the kinds' sum (launch
 //             gaps and tails between kernels), "host" = wall step − full graph (staging and readback).
@@ -126,21 +128,23 @@ constexpr Kind kKinds[] = {{"GDN", kKindGdn},   {"attention", kKindAttention}, {
 
 }  // namespace
 
-int run_bench(H200Engine& e, int context, int steps) {
-  if (context < 1 || steps < 1 || context + steps + 2 > kMaxContext)
-    throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(steps) + " steps exceed the plan's context " +
-                std::to_string(kMaxContext) + " (build with a larger --max-context)");
+int run_bench(H200Engine& e, int context, int steps, int reps) {
+  if (context < 1 || steps < 1 || reps < 1 || context + reps * steps + 2 > kMaxContext)
+    throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(reps) + " x " + std::to_string(steps) +
+                " steps exceed the plan's context " + std::to_string(kMaxContext) + " (build with a larger --max-context)");
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const double bw = copy_gbps(e);
   fill_context(e);
   std::printf("\n%s, device copy bandwidth (read + write, 1 GiB cudaMemcpy): %.0f GB/s; weights loaded at %.2f GB/s\n", prop.name,
               bw, e.load_report().gbps());
-  std::printf("context %d tokens, %d decode steps per bucket, distinct tokens per stream; split: ms per step of each kind\n\n",
-              context, steps);
-  std::printf("| bucket | ms/step | graph | GDN | attention | MoE | dense | LM head | sampling | norm+embed | gaps | host | MB/step "
-              "| GB/s | roofline | tok/s aggregate | tok/s per stream |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("context %d tokens, %d x %d decode steps per bucket (ms/step: the median run), distinct tokens per stream; split: ms "
+              "per step of each kind\n\n",
+              context, reps, steps);
+  std::printf("| bucket | ms/step | min-max | graph | GDN | attention | MoE | dense | LM head | sampling | norm+embed | gaps | host "
+              "| MB/step | GB/s | roofline | tok/s aggregate | tok/s per stream |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+              "| ---: |\n");
   for (int b : kBuckets) {
     std::vector<int> slots(b);
     std::vector<int64_t> pos(b, context);
@@ -153,17 +157,22 @@ int run_bench(H200Engine& e, int context, int steps) {
     };
     step();
     step();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) step();
-    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+    std::vector<double> runs(reps);
+    for (double& run : runs) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < steps; ++i) step();
+      run = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+    }
+    std::sort(runs.begin(), runs.end());
+    const double wall = runs[reps / 2];
     // Graph-only timings replay the last staged inputs (same positions): the kernels read the same
     // number of bytes as the timed steps.
     const double graph_ms = time_graph(e.graph(b, kKindAll), e.stream(), steps);
     double kind_ms[std::size(kKinds)], sum = 0;
     for (size_t k = 0; k < std::size(kKinds); ++k) sum += kind_ms[k] = time_graph(e.graph(b, kKinds[k].mask), e.stream(), steps);
-    const double bytes = step_bytes(e.plan(), b, context + 1 + steps / 2.0);
+    const double bytes = step_bytes(e.plan(), b, context + 1 + reps * steps / 2.0);
     const double gbps = bytes / (wall * 1e-3) / 1e9;
-    std::printf("| %d | %.3f | %.3f |", b, wall, graph_ms);
+    std::printf("| %d | %.3f | %.3f-%.3f | %.3f |", b, wall, runs.front(), runs.back(), graph_ms);
     for (double m : kind_ms) std::printf(" %.3f |", m);
     std::printf(" %.3f | %.3f | %.0f | %.0f | %.1f%% | %.0f | %.1f |\n", graph_ms - sum, wall - graph_ms, bytes / 1e6, gbps,
                 100.0 * gbps / bw, b / (wall * 1e-3), 1.0 / (wall * 1e-3));

@@ -7,7 +7,8 @@
 
 namespace rocket {
 
-// REQUIRES: context + steps + 2 <= the plan's max_context. Returns the process exit status.
-int run_bench(H200Engine& e, int context, int steps);
+// Each bucket decodes `reps` runs of `steps` steps; the table reports the median run.
+// REQUIRES: context + reps * steps + 2 <= the plan's max_context. Returns the process exit status.
+int run_bench(H200Engine& e, int context, int steps, int reps);
 
 }  // namespace rocket
