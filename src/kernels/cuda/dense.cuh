@@ -214,6 +214,29 @@ __device__ __forceinline__ void store_fragment(Out* y, int n_cols, int rows, int
   }
 }
 
+// Where tile `tile` of a group launch lives: the last segment that begins at or before it, and the
+// tile's number inside that segment. w_seg and y_seg are the kernel parameter's arrays, indexed only
+// with constants (a single projection, the group of one, folds to constants).
+template <typename Out>
+struct SegmentTile {
+  const __nv_bfloat16* w;  // the segment's weights
+  Out* y;                  // the segment's output
+  int n_cols;              // the segment's N
+  int tile;                // the tile inside the segment
+};
+
+template <int K, int B, typename Out, int... Ns>
+__device__ __forceinline__ SegmentTile<Out> segment_tile(const __nv_bfloat16* const (&w_seg)[sizeof...(Ns)],
+                                                         Out* const (&y_seg)[sizeof...(Ns)], int tile) {
+  using T = DenseGroupTraits<K, B, Ns...>;
+  SegmentTile<Out> at{w_seg[0], y_seg[0], T::template kN<0>, tile};
+  [&]<int... S>(std::integer_sequence<int, S...>) {
+    ((tile >= T::template kTileBegin<S> ? (at = {w_seg[S], y_seg[S], T::template kN<S>, tile - T::template kTileBegin<S>}, 0) : 0),
+     ...);
+  }(std::make_integer_sequence<int, int(sizeof...(Ns))>{});
+  return at;
+}
+
 // The whole kernel for a group of segments (a single projection is a group of one: every segment
 // lookup below then folds to constants). w_seg and y_seg are the kernel parameter's arrays, indexed
 // only with constants.
@@ -230,17 +253,10 @@ __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[
   const bool has_tile = tile < T::kTiles;  // only the last block can hold fewer tiles
   const int row_groups = (rows + 7) / 8;
 
-  // This tile's segment: the last one that begins at or before it.
-  const __nv_bfloat16* w_base = w_seg[0];
-  Out* y = y_seg[0];
-  int n_cols = T::template kN<0>, seg_tile = tile;
-  [&]<int... S>(std::integer_sequence<int, S...>) {
-    ((tile >= T::template kTileBegin<S> ? (w_base = w_seg[S], y = y_seg[S], n_cols = T::template kN<S>,
-                                           seg_tile = tile - T::template kTileBegin<S>, 0)
-                                        : 0),
-     ...);
-  }(std::make_integer_sequence<int, int(sizeof...(Ns))>{});
-  const uint8_t* w = reinterpret_cast<const uint8_t*>(w_base) + size_t(seg_tile) * 16 * W::template kRowBytes<K>;
+  const SegmentTile<Out> seg = segment_tile<K, B, Out, Ns...>(w_seg, y_seg, tile);
+  Out* const y = seg.y;
+  const int n_cols = seg.n_cols, seg_tile = seg.tile;
+  const uint8_t* w = reinterpret_cast<const uint8_t*>(seg.w) + size_t(seg_tile) * 16 * W::template kRowBytes<K>;
 
   // The first round's weights go into registers while the kernel before this one finishes (weights
   // are never written during a step): the chain's wait then costs no weight bandwidth.
@@ -314,20 +330,6 @@ __device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, N
   const int my_tiles = (T::kTiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x);
   const int my_chunks = my_tiles * T::kChunks;
 
-  // Segment of a tile (the last one beginning at or before it), as dense_tiles.
-  const auto locate = [&](int tile, const __nv_bfloat16*& w, Out*& y, int& n_cols, int& seg_tile) {
-    w = p.w[0];
-    y = p.y[0];
-    n_cols = G::template kN<0>;
-    seg_tile = tile;
-    [&]<int... S>(std::integer_sequence<int, S...>) {
-      ((tile >= G::template kTileBegin<S> ? (w = p.w[S], y = p.y[S], n_cols = G::template kN<S>,
-                                             seg_tile = tile - G::template kTileBegin<S>, 0)
-                                          : 0),
-       ...);
-    }(std::make_integer_sequence<int, int(sizeof...(Ns))>{});
-  };
-
   if (threadIdx.x == 0) {
     for (int s = 0; s < T::kRing; ++s) {
       mbarrier_init(&full[s], 1);
@@ -341,12 +343,8 @@ __device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, N
     // Producer. Chunk i of this block: tile blockIdx.x + (i / kChunks) * gridDim.x, chunk i % kChunks.
     const auto issue = [&](int i) {
       const int s = i % T::kRing;
-      const int tile = int(blockIdx.x) + (i / T::kChunks) * int(gridDim.x);
-      const __nv_bfloat16* w;
-      Out* y;
-      int n_cols, seg_tile;
-      locate(tile, w, y, n_cols, seg_tile);
-      const uint8_t* src = reinterpret_cast<const uint8_t*>(w) + (size_t(seg_tile) * 16 * K + (i % T::kChunks) * T::kChunkK) * 2;
+      const SegmentTile<Out> seg = segment_tile<K, B, Out, Ns...>(p.w, p.y, int(blockIdx.x) + (i / T::kChunks) * int(gridDim.x));
+      const uint8_t* src = reinterpret_cast<const uint8_t*>(seg.w) + (size_t(seg.tile) * 16 * K + (i % T::kChunks) * T::kChunkK) * 2;
       if (lane == 0) mbarrier_arrive_expect_tx(&full[s], 16 * T::kRowBytes);
       __syncwarp();
       if (lane < 16) bulk_copy_to_shared(ring + s * T::kStageBytes + lane * T::kRowStride, src + size_t(lane) * K * 2, T::kRowBytes, &full[s]);
@@ -405,18 +403,14 @@ __device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, N
     for (int rg = 0; rg < T::kRowGroups; ++rg)
       if (rg < row_groups) mine[(warp * T::kRowGroups + rg) * 32 + lane] = make_float4(acc[rg][0], acc[rg][1], acc[rg][2], acc[rg][3]);
     named_barrier(1, T::kConsumers * 32);
-    const int tile = int(blockIdx.x) + j * int(gridDim.x);
-    const __nv_bfloat16* w;
-    Out* y;
-    int n_cols, seg_tile;
-    locate(tile, w, y, n_cols, seg_tile);
+    const SegmentTile<Out> seg = segment_tile<K, B, Out, Ns...>(p.w, p.y, int(blockIdx.x) + j * int(gridDim.x));
     for (int rg = warp; rg < row_groups; rg += T::kConsumers) {
       float4 sum = mine[rg * 32 + lane];
       for (int q = 1; q < T::kConsumers; ++q) {
         const float4 v = mine[(q * T::kRowGroups + rg) * 32 + lane];
         sum = make_float4(sum.x + v.x, sum.y + v.y, sum.z + v.z, sum.w + v.w);
       }
-      store_fragment<G::kWholeTiles>(y, n_cols, p.rows, seg_tile, rg, lane, sum);
+      store_fragment<G::kWholeTiles>(seg.y, seg.n_cols, p.rows, seg.tile, rg, lane, sum);
     }
   }
 }
