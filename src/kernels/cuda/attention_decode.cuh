@@ -17,8 +17,9 @@
 // NOTE: neither twice the tokens in flight per lane (kSteps 8), twice the splits, nor scores and P·V
 // on the tensor cores (~8x fewer instructions per token; wip/attention-mma) made the step faster, at
 // 512 or 8192 tokens (h200-a3b.md History 05:45Z-06:34Z on 2026-11-30). Per ncu this kernel is
-// issue-bound at two 4-warp blocks per SM; the tensor-core form lost to shared-memory bank conflicts
-// that its branch has since removed, not yet measured.
+// issue-bound at two 4-warp blocks per SM; the tensor-core form lost to shared-memory bank conflicts.
+// A conflict-free layout for it was written but never measured, and its branch did not survive
+// (h200-a3b.md History 06:34Z says what it was).
 //
 // KV cache: a cache page holds kPageTokens tokens; a layer's K (and V) plan page is
 // [kPageTokens][kv_heads][hd] bf16 (src/cache/geometry.h). The launch sees the layer's K and V page
