@@ -158,7 +158,7 @@ struct DenseGroupTraits : DenseTraits<16 * (0 + ... + ((Ns + 15) / 16)), K, B> {
 // The stream form's geometry, and whether the shape takes it.
 template <int K, int B, int... Ns>
 struct DenseStreamTraits {
-  static constexpr int kSMs = 132;  // H200
+  static constexpr int kSMs = DenseTraits<16, K, B>::kSMs;
   static constexpr int kTiles = (0 + ... + ((Ns + 15) / 16));
   static constexpr int kChunkK = K < 1024 ? K : 1024;  // columns per chunk (per bulk copy of a row)
   static constexpr int kChunks = K / kChunkK;          // chunks per tile
