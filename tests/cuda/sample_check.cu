@@ -1,10 +1,12 @@
 // GPU check + benchmark for token selection (src/kernels/cuda/sample.cuh): greedy argmax and seeded
 // temperature / top-k / top-p sampling for a3b (vocab 248320) and tiny (151936) at buckets 1, 8, 32.
-// Rows mix every knob combination; logits are random with planted ties (a tied maximum, a block of equal
-// values); the token buffer is poisoned. Every token is compared with host::argmax / host::sample on the
-// same logits, params and counter, over several counters per row. Times the greedy kernel and the
-// sampler (all rows on the heaviest path: temperature, top-k and top-p) against a device copy measured in
-// the same run. Exit 1 on a mismatch.
+// Rows mix every knob combination on two shapes of logits: "flat" (normal bulk with planted ties: a tied
+// maximum and a block of equal values, so the cuts' candidates overflow and the sampler takes its radix
+// search) and "llm" (a peaked head of a few hundred tokens over a low bulk, the shape a model's logits
+// have, so the cuts stay within the candidate buffer); the token buffer is poisoned. Every token is
+// compared with host::argmax / host::sample on the same logits, params and counter, over several
+// counters per row. Times the greedy kernel and the sampler for each knob set against a device copy
+// measured in the same run. Exit 1 on a mismatch.
 //
 // Tolerance: none. The device draws with the host's generator on the host's probabilities; a draw may
 // legitimately differ only when u · mass lies within 2^-28 of the mass from a cumulative boundary
@@ -22,7 +24,7 @@ using check::DeviceBuffer;
 
 namespace {
 
-std::vector<float> random_logits(int rows, int vocab, std::mt19937& rng) {
+std::vector<float> flat_logits(int rows, int vocab, std::mt19937& rng) {
   std::normal_distribution<float> n(0.0f, 2.5f);
   std::vector<float> l(size_t(rows) * vocab);
   for (auto& x : l) x = n(rng);
@@ -36,13 +38,29 @@ std::vector<float> random_logits(int rows, int vocab, std::mt19937& rng) {
   return l;
 }
 
+// A model's shape: a bulk well below a head whose logits fall off from the top, with a few exact ties
+// in the head (duplicates of a head value at other indices).
+std::vector<float> llm_logits(int rows, int vocab, std::mt19937& rng) {
+  std::normal_distribution<float> bulk(-2.0f, 2.0f), jitter(0.0f, 0.4f);
+  std::vector<float> l(size_t(rows) * vocab);
+  for (auto& x : l) x = bulk(rng);
+  for (int i = 0; i < rows; ++i) {
+    float* r = l.data() + size_t(i) * vocab;
+    const float top = 20.0f + float(i % 5);
+    for (int h = 0; h < 300; ++h) r[rng() % uint32_t(vocab)] = top - 0.08f * float(h) + jitter(rng);
+    const float tied = r[rng() % uint32_t(vocab)] = top - 1.5f;
+    for (int t = 0; t < 3; ++t) r[rng() % uint32_t(vocab)] = tied;
+  }
+  return l;
+}
+
 // Knob mix by row: greedy, plain temperature, top-k only, top-p only, both, tiny top-p (one token),
-// top-k 1, a large top-k.
+// top-k 1, a large top-k, the recommended knobs of Qwen3.5, top-k at and beyond the candidate buffer.
 rocket::cuda::SampleRow knobs_for(int i, std::mt19937& rng) {
   rocket::cuda::SampleRow k;
   k.seed = (uint64_t(rng()) << 32) | rng();
   k.counter = rng() % 4096;
-  switch (i % 8) {
+  switch (i % 12) {
     case 0: k.temperature = 0.0f; break;
     case 1: k.temperature = 0.7f; break;
     case 2: k.temperature = 1.0f, k.top_k = 40; break;
@@ -51,15 +69,20 @@ rocket::cuda::SampleRow knobs_for(int i, std::mt19937& rng) {
     case 5: k.temperature = 0.6f, k.top_p = 0.05f; break;
     case 6: k.temperature = 2.0f, k.top_k = 1; break;
     case 7: k.temperature = 1.1f, k.top_k = 5000, k.top_p = 0.97f; break;
+    case 8: k.temperature = 0.7f, k.top_k = 20, k.top_p = 0.8f; break;
+    case 9: k.temperature = 1.0f, k.top_k = 4096; break;  // the candidate buffer's size exactly
+    case 10: k.temperature = 1.0f, k.top_k = 4097; break;
+    case 11: k.temperature = 0.6f, k.top_p = 0.95f; break;
   }
   return k;
 }
 
 template <int kVocab, int B>
-bool run(const char* name, double copy, std::mt19937& rng) {
-  const std::vector<float> logits = random_logits(B, kVocab, rng);
+bool run(const char* name, bool llm, double copy, std::mt19937& rng) {
+  const std::vector<float> logits = llm ? llm_logits(B, kVocab, rng) : flat_logits(B, kVocab, rng);
   std::vector<rocket::cuda::SampleRow> knobs(B);
   for (int i = 0; i < B; ++i) knobs[i] = knobs_for(i + B, rng);
+  if (B == 1) knobs[0] = knobs_for(8 + 4 * int(llm), rng);  // a cut on each shape (rows with B + i)
   DeviceBuffer<float> dl(logits);
   DeviceBuffer<rocket::cuda::SampleRow> dk(knobs);
   DeviceBuffer<int32_t> dt(B);
@@ -68,7 +91,7 @@ bool run(const char* name, double copy, std::mt19937& rng) {
   std::vector<int32_t> scratch_idx(kVocab);
   bool ok = true;
   int compared = 0;
-  for (int draw = 0; draw < 4; ++draw) {
+  for (int draw = 0; draw < 8; ++draw) {
     for (auto& k : knobs) k.counter += 1;
     dk.upload(knobs);
     CUDA_CHECK(cudaMemset(dt.ptr, 0xff, B * 4));
@@ -100,13 +123,23 @@ bool run(const char* name, double copy, std::mt19937& rng) {
       std::printf("  argmax mismatch row %d: gpu %d host %d\n", i, greedy[i], host::argmax(logits.data() + size_t(i) * kVocab, kVocab));
     }
   const double bytes = double(B) * kVocab * 4;
-  char what[96];
+  char what[128];
   std::snprintf(what, sizeof what, "argmax %s", name);
   check::report(what, B, check::time_us([&] { rocket::cuda::argmax<B, kVocab>(p, nullptr); }), bytes, copy, 0.0, ok);
-  for (auto& k : knobs) k.temperature = 1.0f, k.top_k = 5000, k.top_p = 0.9f;
-  dk.upload(knobs);
-  std::snprintf(what, sizeof what, "sample %s (T, top-k, top-p)", name);
-  check::report(what, B, check::time_us([&] { rocket::cuda::sample<B, kVocab>(p, nullptr); }, 50), bytes, copy, 0.0, ok);
+  // Each knob set on every row: plain temperature, Qwen3.5's recommended cut, top-p alone, and the
+  // cut whose candidates overflow (top-k beyond the buffer).
+  struct Timed {
+    const char* what;
+    float temperature, top_p;
+    int32_t top_k;
+  };
+  for (const Timed t : {Timed{"T0.7", 0.7f, 1.0f, 0}, Timed{"T0.7 k20 p0.8", 0.7f, 0.8f, 20},
+                        Timed{"T1 p0.95", 1.0f, 0.95f, 0}, Timed{"T1 k5000 p0.9", 1.0f, 0.9f, 5000}}) {
+    for (auto& k : knobs) k.temperature = t.temperature, k.top_k = t.top_k, k.top_p = t.top_p;
+    dk.upload(knobs);
+    std::snprintf(what, sizeof what, "sample %s %s %s", llm ? "llm" : "flat", t.what, name);
+    check::report(what, B, check::time_us([&] { rocket::cuda::sample<B, kVocab>(p, nullptr); }, 50), bytes, copy, 0.0, ok);
+  }
   std::printf("  %d draws compared with the host sampler\n", compared);
   return ok;
 }
@@ -119,11 +152,13 @@ int main() {
     std::printf("device copy (read+write): %.0f GB/s; %% column = achieved / copy\n", copy);
     std::mt19937 rng(17);
     bool ok = true;
-    ok &= run<248320, 1>("a3b vocab 248320", copy, rng);
-    ok &= run<248320, 8>("a3b vocab 248320", copy, rng);
-    ok &= run<248320, 32>("a3b vocab 248320", copy, rng);
-    ok &= run<151936, 8>("tiny vocab 151936", copy, rng);
-    ok &= run<151936, 32>("tiny vocab 151936", copy, rng);
+    for (const bool llm : {true, false}) {
+      ok &= run<248320, 1>("a3b", llm, copy, rng);
+      ok &= run<248320, 8>("a3b", llm, copy, rng);
+      ok &= run<248320, 32>("a3b", llm, copy, rng);
+      ok &= run<151936, 8>("tiny", llm, copy, rng);
+      ok &= run<151936, 32>("tiny", llm, copy, rng);
+    }
     std::printf("sample check %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
   } catch (const Error& e) {

@@ -6,11 +6,21 @@
 //
 // A row is one cluster of kBlocks blocks; each block owns a contiguous slice of the vocabulary, and a
 // thread a contiguous chunk of it (so "index order" is (block, thread, element) order). The sampler
-// keeps its slice in shared memory and finds every cut by radix search on 32-bit keys, 4 bits a round:
+// keeps its slice in shared memory as e = exp(s − max) (s the scaled logit), and orders tokens by
+//   top-k   (s desc, index asc), the host's order for its top-k set
+//   top-p   (e desc, index asc), and the draw's walk when a cut applies (in vocabulary order when none
+//           does), matching the order the host sampler walks
+// A cut (top-k or top-p) first looks for a threshold on e whose tokens hold the top-k set (count >= k)
+// or the top-p prefix (mass >= top_p · total): such a set is an upper set of both orders, so the cut
+// lies inside it. It counts tokens and mass at 7 thresholds a round, first e >= 2^-2 .. 2^-26, then
+// splitting the interval around the cut into 8. Once the set holds at most kCandidates tokens (a
+// model's peaked logits need one round, flat ones a few more), its tokens are gathered into block 0,
+// sorted, cut and drawn from by that block alone. Otherwise (a top-k larger than the buffer, a tie
+// group that no threshold splits, a cut below 2^-26) the cluster finds every cut by radix search over
+// the whole row, 4 bits a round:
 //   top-k   key = the scaled logit's order-preserving bits, weight 1; ties to the lower index
-//   top-p   key = bits of e = exp(s − max) (e >= 0, so bits order like values), weight = e
-//   draw    the inverse CDF at u · mass: in (e desc, index asc) order when a cut applies, in vocabulary
-//           order when none does, matching the order the host sampler walks
+//   top-p   key = bits of e (e >= 0, so bits order like values), weight = e
+//   draw    the inverse CDF at u · mass
 // Masses are fixed-point integers (e · 2^45 with e <= 1, so a row of up to 2^18 tokens sums below 2^63),
 // so every sum is exact and independent of reduction order: results are deterministic run to run.
 //
@@ -59,11 +69,16 @@ struct SampleTraits {
   // Elements per thread, odd so that threads reading their own chunks hit distinct banks.
   static constexpr int kPerThread = ((kVocab + kBlocks * kThreads - 1) / (kBlocks * kThreads)) | 1;
   static constexpr int kSlice = kThreads * kPerThread;  // elements per block
-  static constexpr int kSmemBytes = kSlice * 4;
-  static constexpr int kDigitBits = 4;                   // radix search: 15 thresholds a round
-  static constexpr int kFixedShift = 45;                 // mass = e · 2^45
+  static constexpr int kCandidates = 4096;  // a cut's gather buffer in block 0: 8-byte sort keys
+  static constexpr int kSmemBytes = kSlice * 4 + kCandidates * 8;
+  static constexpr int kDepths = 7;         // candidate thresholds a round: first e >= 2^-(4t+2), t < kDepths
+  static constexpr int kDepthRounds = 5;    // rounds of thresholds before the cut falls back to radix search
+  static constexpr int kDigitBits = 4;      // radix search: 15 thresholds a round
+  static constexpr int kFixedShift = 45;    // mass = e · 2^45
   static_assert(kVocab % 4 == 0, "argmax reads the row as float4");
   static_assert(uint64_t(kVocab) << kFixedShift < (uint64_t(1) << 63), "fixed-point mass overflows");
+  static_assert(kCandidates % kThreads == 0 && (kCandidates & (kCandidates - 1)) == 0, "candidate scan and sort");
+  static_assert(2 * kDepths <= 15, "one cluster reduction carries each threshold's count and mass");
   static_assert(kSmemBytes + 4096 <= 227 * 1024, "sample: slice exceeds the H200 per-block shared memory");
 };
 
@@ -88,6 +103,56 @@ __device__ __forceinline__ double counter_uniform(uint64_t seed, uint64_t counte
 
 __device__ __forceinline__ uint64_t fixed_mass(float e, int shift) { return __float2ull_rn(ldexpf(e, shift)); }
 
+// e = exp(s − max) as the host computes it (expf of the float difference, correctly rounded: exp in
+// double rounded to fp32). Below −33 its fixed-point mass rounds to 0 (e · 2^45 < 0.2), so it may be
+// 0 without changing any cut or draw, and the exp is skipped.
+__device__ __forceinline__ float scaled_exp(float s, float top) {
+  const float d = s - top;
+  return d < -33.0f ? 0.0f : float(exp(double(d)));
+}
+
+// The first round of a cut's candidate thresholds: e >= 2^-(4t+2).
+__device__ __forceinline__ float depth_threshold(int t) { return __uint_as_float(uint32_t(125 - 4 * t) << 23); }
+
+// Sorts a[0, n) descending, n a power of two, by the block's kThreads threads (bitonic network).
+// REQUIRES: a barrier between the last writes to `a` and the call; ends with one.
+template <int kThreads>
+__device__ __forceinline__ void block_sort_desc(uint64_t* a, int n) {
+  for (int k = 2; k <= n; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < n / 2; i += kThreads) {
+        const int lo = ((i & ~(j - 1)) << 1) | (i & (j - 1)), hi = lo + j;
+        const uint64_t a0 = a[lo], a1 = a[hi];
+        if ((a0 < a1) == ((lo & k) == 0)) a[lo] = a1, a[hi] = a0;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// Exclusive prefix over the block in thread order; `total` gets the block's sum. `scratch` holds one
+// value per warp. Ends with a barrier, so scratch may be reused.
+template <int kThreads, class T>
+__device__ __forceinline__ T block_exclusive_scan(T v, T* scratch, T& total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T incl = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T up = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += up;
+  }
+  if (lane == 31) scratch[warp] = incl;
+  __syncthreads();
+  T before = incl - v;
+  total = 0;
+  for (int w = 0; w < kThreads / 32; ++w) {
+    if (w < warp) before += scratch[w];
+    total += scratch[w];
+  }
+  __syncthreads();
+  return before;
+}
+
 template <int kThreads>
 struct Exchange {
   static constexpr int kWarps = kThreads / 32;
@@ -95,7 +160,9 @@ struct Exchange {
   uint64_t warp_part[kWarps][kMax];
   uint64_t block_part[2][kMax];  // read remotely; alternates so one cluster barrier per reduction suffices
   uint64_t result[kMax];
-  int64_t found;  // an index broadcast to the whole cluster
+  uint64_t scan[kWarps];  // block scans' warp totals
+  int64_t found;          // an index broadcast to the whole cluster (or, in block 0's cut, the block)
+  uint64_t through;       // block 0's cut: the running mass through `found`
   int phase;
 };
 
@@ -250,13 +317,87 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   cluster.sync();  // no block leaves while another may still read its exchange buffers
 }
 
+namespace sample_detail {
+
+// The top-p target over a row of `total` mass: the host keeps the shortest prefix whose mass reaches
+// top_p · total.
+__device__ __forceinline__ uint64_t top_p_target(float top_p, uint64_t total) {
+  const double need = ceil(double(top_p) * double(total));
+  return need < 1.0 ? 1 : (need >= double(total) ? total : uint64_t(need));
+}
+
+// Block 0's cut over the n gathered candidates c[0, n), keys (ordered s << 32 | ~index): sort by
+// (s desc, index asc), keep the top k, re-key as (e << 32 | ~index) and sort again, then find the top-p
+// prefix and the draw by running mass. `total` is the whole row's mass (the draw's mass when no top-k
+// applies). Returns the token, for every thread of the block.
+template <class T>
+__device__ __forceinline__ int32_t draw_from_candidates(uint64_t* c, int n, const SampleRow& knobs, bool top_k, float top,
+                                                        uint64_t total, Exchange<T::kThreads>& x) {
+  const auto pow2_ceil = [](int v) { return v <= 1 ? 1 : 1 << (32 - __clz(v - 1)); };
+  const int sorted = pow2_ceil(n);
+  for (int i = n + threadIdx.x; i < sorted; i += T::kThreads) c[i] = 0;
+  __syncthreads();
+  block_sort_desc<T::kThreads>(c, sorted);
+  const int kept = top_k ? knobs.top_k : n;
+  const int resorted = pow2_ceil(kept);
+  for (int i = threadIdx.x; i < resorted; i += T::kThreads) {
+    const float e = scaled_exp(from_ordered_key(uint32_t(c[i] >> 32)), top);
+    c[i] = i < kept ? uint64_t(__float_as_uint(e)) << 32 | uint32_t(c[i]) : 0;
+  }
+  __syncthreads();
+  block_sort_desc<T::kThreads>(c, resorted);
+
+  constexpr int kPer = T::kCandidates / T::kThreads;  // thread t owns positions [t·kPer, +kPer)
+  const int i0 = threadIdx.x * kPer;
+  uint64_t m[kPer], sum = 0;
+#pragma unroll
+  for (int q = 0; q < kPer; ++q) {
+    m[q] = i0 + q < kept ? fixed_mass(__uint_as_float(uint32_t(c[i0 + q] >> 32)), T::kFixedShift) : 0;
+    sum += m[q];
+  }
+  uint64_t kept_mass;
+  const uint64_t before = block_exclusive_scan<T::kThreads>(sum, x.scan, kept_mass);
+  // The first position whose running mass reaches target (1 <= target <= kept_mass), and the mass
+  // through it, for every thread.
+  const auto locate = [&](uint64_t target, uint64_t& through) {
+    if (before < target && target <= before + sum) {
+      uint64_t run = before;
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        run += m[q];
+        if (run >= target) {
+          x.found = i0 + q, x.through = run;
+          break;
+        }
+      }
+    }
+    __syncthreads();
+    const int64_t at = x.found;
+    through = x.through;
+    __syncthreads();
+    return at;
+  };
+  uint64_t mass = top_k ? kept_mass : total;
+  if (knobs.top_p < 1.0f) locate(top_p_target(knobs.top_p, mass), mass);
+  // Host: u = uniform · mass, the first token with u < running mass. In integers: running mass >= floor(u) + 1.
+  const double u = counter_uniform(knobs.seed, knobs.counter) * double(mass);
+  uint64_t through;
+  const int64_t at = locate(min(uint64_t(u) + 1, mass), through);
+  return int32_t(0xffffffffu - uint32_t(c[at]));
+}
+
+}  // namespace sample_detail
+
 template <int kVocab>
 __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_bounds__(SampleTraits<kVocab>::kThreads)
     sample_kernel(const __grid_constant__ SampleParams p) {
   enter_chain();  // dependent_launch.cuh: nothing of the step is touched before this
   using T = SampleTraits<kVocab>;
   namespace sd = sample_detail;
-  extern __shared__ float s[];  // [kSlice]: scaled logits, then e; thread t owns [t·kPerThread, +kPerThread)
+  extern __shared__ uint64_t smem[];
+  uint64_t* candidates = smem;                                 // [kCandidates]: block 0's gathered cut
+  float* s = reinterpret_cast<float*>(smem + T::kCandidates);  // [kSlice]: scaled logits, then e;
+                                                               // thread t owns [t·kPerThread, +kPerThread)
   __shared__ sd::Exchange<T::kThreads> x;
   const sd::cg::cluster_group cluster = sd::cg::this_cluster();
   if (threadIdx.x == 0) x.phase = 0;
@@ -273,9 +414,12 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   const int64_t slice0 = int64_t(cluster.block_rank()) * T::kSlice;
   const int64_t chunk0 = slice0 + int64_t(threadIdx.x) * T::kPerThread;
   float* mine = s + threadIdx.x * T::kPerThread;
-  for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads)
-    s[i] = slice0 + i < kVocab ? __ldcs(logits + slice0 + i) / knobs.temperature : -INFINITY;
-  __syncthreads();
+  const auto load_slice = [&] {
+    for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads)
+      s[i] = slice0 + i < kVocab ? __ldcs(logits + slice0 + i) / knobs.temperature : -INFINITY;
+    __syncthreads();
+  };
+  load_slice();
   const auto real = [&](int j) { return chunk0 + j < kVocab; };
 
   uint64_t mx[1] = {0};
@@ -283,7 +427,85 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   sd::cluster_reduce<1, true>(mx, x, cluster);
   const float top = from_ordered_key(uint32_t(mx[0]));
 
+  uint64_t total[1] = {0};  // the row's mass
+  for (int j = 0; j < T::kPerThread; ++j) {
+    mine[j] = sd::scaled_exp(mine[j], top);
+    total[0] += sd::fixed_mass(mine[j], T::kFixedShift);
+  }
+  sd::cluster_reduce<1, false>(total, x, cluster);
+  const auto key_e = [&](int j) { return __float_as_uint(mine[j]); };  // e >= 0: bits order like values
+  const auto mass_e = [&](int j) { return sd::fixed_mass(mine[j], T::kFixedShift); };
   const bool top_k = knobs.top_k > 0 && knobs.top_k < kVocab;
+  if (!top_k && knobs.top_p >= 1.0f) {  // no cut: the draw walks the vocabulary in index order
+    const double u = sd::counter_uniform(knobs.seed, knobs.counter) * double(total[0]);
+    const int64_t token = sd::find_in_index_order<T::kThreads, T::kPerThread>(mass_e, min(uint64_t(u) + 1, total[0]), x,
+                                                                              cluster, chunk0);
+    if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = int32_t(token);
+    cluster.sync();
+    return;
+  }
+
+  // A threshold on e whose tokens hold the cut (the top-k set, or the row's top-p prefix) and fit the
+  // candidate buffer: 7 fixed depths first, then rounds that split the interval between the lowest
+  // threshold known not to hold the cut (hi) and the highest known to hold it (lo) into 8.
+  constexpr int kD = T::kDepths;
+  const uint64_t need = top_k ? uint64_t(knobs.top_k) : sd::top_p_target(knobs.top_p, total[0]);
+  uint32_t lo = 0, hi = __float_as_uint(1.0f) + 1;  // keys of e
+  uint64_t held = ~uint64_t(0);                      // tokens with e >= lo
+  // (A top-k beyond the buffer never fits: straight to the radix search.)
+  const int rounds = top_k && need > uint64_t(T::kCandidates) ? 0 : T::kDepthRounds;
+  for (int round = 0; round < rounds; ++round) {
+    uint32_t th[kD];
+#pragma unroll
+    for (int t = 0; t < kD; ++t)
+      th[t] = round == 0 ? __float_as_uint(sd::depth_threshold(t)) : lo + uint32_t(uint64_t(hi - lo) * (kD - t) / (kD + 1));
+    uint64_t acc[2 * kD] = {};  // [t] tokens with e >= th[t], [kD + t] their mass
+    for (int j = 0; j < T::kPerThread; ++j) {
+      if (key_e(j) < th[kD - 1]) continue;
+      const uint64_t m = mass_e(j);
+#pragma unroll
+      for (int t = 0; t < kD; ++t)
+        if (key_e(j) >= th[t]) acc[t] += 1, acc[kD + t] += m;
+    }
+    sd::cluster_reduce<2 * kD, false>(acc, x, cluster);
+    int depth = kD;
+#pragma unroll
+    for (int t = kD - 1; t >= 0; --t)
+      if ((top_k ? acc[t] : acc[kD + t]) >= need) depth = t;
+#pragma unroll
+    for (int t = 0; t < kD; ++t) {
+      if (t == depth) lo = th[t], held = acc[t];
+      if (t == depth - 1) hi = th[t];
+    }
+    if (held <= uint64_t(T::kCandidates) || hi - lo <= uint32_t(kD)) break;
+    if (round == 0 && depth == kD) break;  // the cut reaches below e = 2^-26: a flat row
+  }
+  if (held <= uint64_t(T::kCandidates)) {
+    // Gather the depth's tokens into block 0 (in index order, though the sort makes order moot).
+    uint64_t count = 0;
+    for (int j = 0; j < T::kPerThread; ++j) count += key_e(j) >= lo;
+    uint64_t in_block;
+    uint64_t at = sd::block_exclusive_scan<T::kThreads>(count, x.scan, in_block);
+    const int phase = x.phase;
+    if (threadIdx.x == 0) x.block_part[phase][0] = in_block;
+    cluster.sync();
+    for (unsigned r = 0; r < cluster.block_rank(); ++r) at += cluster.map_shared_rank(x.block_part[phase], r)[0];
+    uint64_t* gather = cluster.map_shared_rank(candidates, 0);
+    for (int j = 0; j < T::kPerThread; ++j) {
+      if (key_e(j) >= lo) {
+        const float scaled = logits[chunk0 + j] / knobs.temperature;  // the slice held it before e
+        gather[at++] = uint64_t(ordered_key(scaled)) << 32 | (0xffffffffu - uint32_t(chunk0 + j));
+      }
+    }
+    cluster.sync();  // every candidate has landed; no block touches another's memory after this
+    if (cluster.block_rank() != 0) return;
+    const int32_t token = sd::draw_from_candidates<T>(candidates, int(held), knobs, top_k, top, total[0], x);
+    if (threadIdx.x == 0) p.tokens[row] = token;
+    return;
+  }
+
+  // The cut overflows the candidate buffer: radix search over the whole row, from the scaled logits.
+  load_slice();
   if (top_k) {
     // Keep the top_k by (scaled logit desc, index asc): every key above θ, and the lowest-index ties.
     const auto key = [&](int j) { return ordered_key(mine[j]); };
@@ -295,15 +517,12 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
     for (int j = 0; j < T::kPerThread; ++j)
       if (key(j) < theta || (key(j) == theta && chunk0 + j > last)) mine[j] = -INFINITY;
   }
-  uint64_t total[1] = {0};
+  uint64_t kept[1] = {0};
   for (int j = 0; j < T::kPerThread; ++j) {
-    mine[j] = float(exp(double(mine[j] - top)));  // the host's expf(s - max), correctly rounded
-    total[0] += sd::fixed_mass(mine[j], T::kFixedShift);
+    mine[j] = sd::scaled_exp(mine[j], top);
+    kept[0] += mass_e(j);
   }
-  sd::cluster_reduce<1, false>(total, x, cluster);
-
-  const auto key_e = [&](int j) { return __float_as_uint(mine[j]); };
-  const auto mass_e = [&](int j) { return sd::fixed_mass(mine[j], T::kFixedShift); };
+  sd::cluster_reduce<1, false>(kept, x, cluster);
   // First element, in (e desc, index asc) order, at which the running mass reaches target; also the
   // mass through it.
   const auto find_by_mass = [&](uint64_t target, uint64_t& through) {
@@ -315,22 +534,11 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
     return sd::find_in_index_order<T::kThreads, T::kPerThread>(
         [&](int j) { return uint64_t(key_e(j) == theta); }, ties, x, cluster, chunk0);
   };
-  uint64_t mass = total[0];
-  if (knobs.top_p < 1.0f) {
-    const double need = ceil(double(knobs.top_p) * double(total[0]));
-    const uint64_t target = need < 1.0 ? 1 : (need >= double(total[0]) ? total[0] : uint64_t(need));
-    find_by_mass(target, mass);
-  }
-  // Host: u = uniform · mass, the first token with u < running mass. In integers: running mass >= floor(u) + 1.
+  uint64_t mass = kept[0];
+  if (knobs.top_p < 1.0f) find_by_mass(sd::top_p_target(knobs.top_p, kept[0]), mass);
   const double u = sd::counter_uniform(knobs.seed, knobs.counter) * double(mass);
-  const uint64_t target = min(uint64_t(u) + 1, mass);
-  int64_t token;
-  if (top_k || knobs.top_p < 1.0f) {
-    uint64_t through;
-    token = find_by_mass(target, through);
-  } else {
-    token = sd::find_in_index_order<T::kThreads, T::kPerThread>(mass_e, target, x, cluster, chunk0);
-  }
+  uint64_t through;
+  const int64_t token = find_by_mass(min(uint64_t(u) + 1, mass), through);
   if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = int32_t(token);
   cluster.sync();
 }
