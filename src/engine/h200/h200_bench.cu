@@ -128,7 +128,7 @@ constexpr Kind kKinds[] = {{"GDN", kKindGdn},   {"attention", kKindAttention}, {
 
 }  // namespace
 
-int run_bench(H200Engine& e, int context, int steps, int reps) {
+int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::SampleRow& knobs) {
   if (context < 1 || steps < 1 || reps < 1 || context + reps * steps + 2 > kMaxContext)
     throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(reps) + " x " + std::to_string(steps) +
                 " steps exceed the plan's context " + std::to_string(kMaxContext) + " (build with a larger --max-context)");
@@ -138,9 +138,13 @@ int run_bench(H200Engine& e, int context, int steps, int reps) {
   fill_context(e);
   std::printf("\n%s, device copy bandwidth (read + write, 1 GiB cudaMemcpy): %.0f GB/s; weights loaded at %.2f GB/s\n", prop.name,
               bw, e.load_report().gbps());
-  std::printf("context %d tokens, %d x %d decode steps per bucket (ms/step: the median run), distinct tokens per stream; split: ms "
-              "per step of each kind\n\n",
-              context, reps, steps);
+  char sampling[96] = "greedy";
+  if (knobs.temperature > 0.0f)
+    std::snprintf(sampling, sizeof sampling, "sampled at temperature %g, top-p %g, top-k %d", knobs.temperature, knobs.top_p,
+                  knobs.top_k);
+  std::printf("context %d tokens, %d x %d decode steps per bucket (ms/step: the median run), distinct tokens per stream, %s; "
+              "split: ms per step of each kind\n\n",
+              context, reps, steps, sampling);
   std::printf("| bucket | ms/step | min-max | graph | GDN | attention | MoE | dense | LM head | sampling | norm+embed | gaps | host "
               "| MB/step | GB/s | roofline | tok/s aggregate | tok/s per stream |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
@@ -149,9 +153,11 @@ int run_bench(H200Engine& e, int context, int steps, int reps) {
     std::vector<int> slots(b);
     std::vector<int64_t> pos(b, context);
     std::vector<int32_t> ids(b);
-    for (int s = 0; s < b; ++s) slots[s] = s, ids[s] = int32_t((1000 + 7919 * s) % kVocab);
+    std::vector<cuda::SampleRow> rows(b, knobs);
+    for (int s = 0; s < b; ++s) slots[s] = s, ids[s] = int32_t((1000 + 7919 * s) % kVocab), rows[s].seed = uint64_t(s + 1);
     auto step = [&] {
-      e.decode(b, ids.data(), slots.data(), pos.data(), nullptr);
+      for (int s = 0; s < b; ++s) rows[s].counter = uint64_t(pos[s]);
+      e.decode(b, ids.data(), slots.data(), pos.data(), knobs.temperature > 0.0f ? rows.data() : nullptr);
       const int32_t* t = e.tokens();
       for (int s = 0; s < b; ++s) ids[s] = t[s], ++pos[s];
     };

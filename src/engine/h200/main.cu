@@ -1,7 +1,7 @@
 // rocket-engine for the h200 booster: the binary `rocket build --booster h200` emits for one chemistry.
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine replay [--steps N]
-//   rocket-engine bench [--context C] [--steps N] [--reps R]
+//   rocket-engine bench [--context C] [--steps N] [--reps R] [--temperature T --top-p P --top-k K]
 //   rocket-engine launch|serve [--host H] [--port N] ... (serve/launch.h)
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine). Every
 // command runs the countdown first (upright, fuel, static fire). The diagnostic commands report a
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]\n"
                  "       rocket-engine replay [--steps N]\n"
-                 "       rocket-engine bench [--context C] [--steps N] [--reps R]\n"
+                 "       rocket-engine bench [--context C] [--steps N] [--reps R] [--temperature T --top-p P --top-k K]\n"
                  "       rocket-engine %s\n"
                  "h200 engine for chemistry %s.\n",
                  kLaunchUsage, engine::kFingerprint);
@@ -277,7 +277,10 @@ int main(int argc, char** argv) {
     if (cmd == "replay") return cmd_replay(dir, a);
     if (cmd == "bench")
       return run_bench(*countdown(dir), std::stoi(a.get("--context", "512")), std::stoi(a.get("--steps", "32")),
-                       std::stoi(a.get("--reps", "5")));
+                       std::stoi(a.get("--reps", "5")),
+                       cuda::SampleRow{.temperature = std::stof(a.get("--temperature", "0")),
+                                       .top_p = std::stof(a.get("--top-p", "1")),
+                                       .top_k = std::stoi(a.get("--top-k", "0"))});
     if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, a);
     std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
     return 2;
