@@ -278,9 +278,9 @@ int main(int argc, char** argv) {
     if (cmd == "bench")
       return run_bench(*countdown(dir), std::stoi(a.get("--context", "512")), std::stoi(a.get("--steps", "32")),
                        std::stoi(a.get("--reps", "5")),
-                       cuda::SampleRow{.temperature = std::stof(a.get("--temperature", "0")),
-                                       .top_p = std::stof(a.get("--top-p", "1")),
-                                       .top_k = std::stoi(a.get("--top-k", "0"))});
+                       rocket::cuda::SampleRow{.temperature = std::stof(a.get("--temperature", "0")),
+                                               .top_p = std::stof(a.get("--top-p", "1")),
+                                               .top_k = std::stoi(a.get("--top-k", "0"))});
     if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, a);
     std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
     return 2;
