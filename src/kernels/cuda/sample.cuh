@@ -73,7 +73,6 @@ struct SampleTraits {
   static constexpr int kSmemBytes = kSlice * 4 + kCandidates * 8;
   static constexpr int kDepths = 7;         // candidate thresholds a round: first e >= 2^-(4t+2), t < kDepths
   static constexpr int kDepthRounds = 5;    // rounds of thresholds before the cut falls back to radix search
-  static constexpr int kDigitBits = 4;      // radix search: 15 thresholds a round
   static constexpr int kFixedShift = 45;    // mass = e · 2^45
   static_assert(kVocab % 4 == 0, "argmax reads the row as float4");
   static_assert(uint64_t(kVocab) << kFixedShift < (uint64_t(1) << 63), "fixed-point mass overflows");
