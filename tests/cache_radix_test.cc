@@ -76,6 +76,35 @@ TEST(RadixCache, MatchResumesAtTheDeepestSnapshotBoundaryOnly) {
   expect_consistent(cache);
 }
 
+TEST(RadixCache, CachedPrefixCountsSharedPagesWithoutASnapshot) {
+  RadixCache cache(small_geometry());
+  const auto a = seq(100, 12);  // three pages, snapshot at 12 only
+  cache_computed(cache, a);
+  const auto newest_access = [&] {
+    uint64_t t = 0;
+    cache.visit([&](const CachedPrefix& p) { t = std::max(t, p.last_access); });
+    return t;
+  };
+  const uint64_t before = newest_access();
+
+  // Sharing two pages then diverging mid-edge: the pages are there, the state at 8 is not.
+  const auto b = cat(seq(100, 8), seq(900, 8));
+  EXPECT_EQ(cache.cached_prefix(b), 8);
+  EXPECT_EQ(newest_access(), before);  // a query: it touches nothing
+  EXPECT_EQ(cache.match(b).tokens, 0);
+  // A partial page counts nothing; a whole match counts the whole edge; nothing shared counts 0.
+  EXPECT_EQ(cache.cached_prefix(cat(seq(100, 8), seq(108, 3))), 8);
+  EXPECT_EQ(cache.cached_prefix(cat(a, seq(500, 6))), 12);
+  EXPECT_EQ(cache.cached_prefix(seq(900, 16)), 0);
+
+  // Once a stream captures and inserts at the branch point, match resumes there; the tree splits the
+  // edge and every prefix keeps its pages.
+  cache_computed(cache, seq(100, 8));
+  EXPECT_EQ(cache.match(b).tokens, 8);
+  EXPECT_EQ(cache.cached_prefix(a), 12);
+  expect_consistent(cache);
+}
+
 TEST(RadixCache, MatchIsPageAlignedAndTokenExact) {
   RadixCache cache(small_geometry());
   cache_computed(cache, seq(0, 8));

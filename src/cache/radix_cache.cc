@@ -109,6 +109,22 @@ PrefixMatch RadixCache::match(std::span<const int32_t> tokens) {
   return m;
 }
 
+int RadixCache::cached_prefix(std::span<const int32_t> tokens) const {
+  const size_t P = geometry_.page_tokens;
+  const CacheNode* cur = root_.get();
+  size_t at = 0;
+  while (tokens.size() - at >= P) {
+    auto it = cur->children.find(tokens.subspan(at, P));
+    if (it == cur->children.end()) break;
+    const CacheNode* child = it->second.get();
+    const size_t common = size_t(common_pages(child->tokens, tokens.subspan(at), int(P)));
+    at += common * P;
+    if (common < child->pages.size()) break;
+    cur = child;
+  }
+  return int(at);
+}
+
 void RadixCache::lock(CacheNode* node) {
   CHECK(node != nullptr, "lock of a null node");
   ++locks_;

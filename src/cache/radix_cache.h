@@ -80,6 +80,10 @@ class RadixCache {
   // The deepest node ending on a page boundary of `tokens` that has a snapshot. Marks the path to
   // it used. Takes no references: lock the node before anything else can evict.
   PrefixMatch match(std::span<const int32_t> tokens);
+  // The longest page-aligned prefix of `tokens` whose pages the tree holds, snapshot or not. Where
+  // it exceeds match(), a request shares a branch point with cached sequences that nothing can
+  // resume from: the boundary worth capturing a snapshot at. Changes nothing (no touch).
+  int cached_prefix(std::span<const int32_t> tokens) const;
   // REQUIRES: node from match() or insert(), still in the tree (locked, or no eviction since).
   void lock(CacheNode* node);
   // REQUIRES: a matching lock(node).

@@ -120,6 +120,9 @@ void Scheduler::admit() {
     const int slot = int(free_slot - slots_.begin());
     StreamPages pages = StreamPages::resume(cache_, w.prompt.ids);
     const int resumed = pages.length();
+    // Like resume(), leave at least the last token to compute.
+    const int page = geometry_.page_tokens;
+    const int shared = std::min(cache_.cached_prefix(w.prompt.ids), (int(w.prompt.ids.size()) - 1) / page * page);
     std::optional<Extension> ext =
         pages.extend(std::span<const int32_t>(w.prompt.ids).subspan(size_t(resumed)));
     if (!ext) {
@@ -145,6 +148,7 @@ void Scheduler::admit() {
                                                     .slot = slot,
                                                     .prompt = std::move(w.prompt.ids),
                                                     .computed = resumed,
+                                                    .branch = shared > resumed ? shared : 0,
                                                     .pages = std::move(pages),
                                                     .generation = std::move(gen)});
     if (s.pages.restore_snapshot()) engine_.restore_state(*s.pages.restore_snapshot(), slot);
@@ -251,13 +255,15 @@ void Scheduler::prefill_step() {
     }
     const int total = int(s.prompt.size());
     while (budget > 0 && s.computed < total) {
-      const int n = std::min({chunk, total - s.computed, budget});
+      int n = std::min({chunk, total - s.computed, budget});
+      if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
       const bool last = s.computed + n == total;
       const float* logits = engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last);
       s.computed += n;
       budget -= n;
       prefilled += n;
       capture(s, s.computed);
+      if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
       if (!last) continue;
       s.pages.publish();  // concurrent requests sharing this prompt hit from now on
       std::optional<int32_t> next = s.generation->step(logits, engine_.vocab(), total);

@@ -81,6 +81,11 @@ class Scheduler : public EngineLoop {
     int slot = -1;
     std::vector<int32_t> prompt;
     int computed = 0;   // prompt tokens whose KV and state are computed
+    // A boundary this prompt shares with cached sequences but could not resume from (the cache
+    // holds its pages without a snapshot there: a branch point, e.g. the end of a system prompt that
+    // other conversations continue differently). Prefill stops there, captures and publishes, so the
+    // next request sharing it resumes instead of recomputing. 0: none.
+    int branch = 0;
     StreamPages pages;  // its page table and claims on the prefix cache
     std::unique_ptr<Generation> generation;
     int32_t next = -1;  // decoding: the token to feed at position pos

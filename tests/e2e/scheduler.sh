@@ -3,7 +3,9 @@
 #  1. 64 concurrent streaming clients with random disconnects for a bounded time: every request
 #     completes or is cancelled, the scheduler goes idle, no page or snapshot leaks (serve_load.py);
 #  2. the agent workload driver at small scale (bench/serve_agents.py): no errors, and a prefix-cache
-#     hit rate well above zero on its shared system prompt and growing histories.
+#     hit rate well above zero on its shared system prompt and growing histories;
+#  3. branch points (branch_cache.py): conversations that share only a system prompt resume from it
+#     once a second one has diverged there.
 #   scheduler.sh ROCKET WORK
 set -uo pipefail
 rocket=$1 work=$2/scheduler
@@ -27,6 +29,7 @@ python3 "$here/serve_load.py" "$base" "$key" --clients 64 --seconds 20 || failur
 python3 "$here/../../bench/serve_agents.py" --base "$base" --api-key "$key" --concurrency 1,4 \
   --sessions-per-stream 2 --turns 2 --max-tokens 8 --system-words 600 --min-hit-rate 0.3 \
   --markdown "$work/agents.md" || failures=$((failures+1))
+python3 "$here/branch_cache.py" "$base" "$key" || failures=$((failures+1))
 kill -0 $server 2>/dev/null || { echo "FAIL the server died"; failures=$((failures+1)); }
 if [ $failures -ne 0 ]; then echo "--- server log (tail)"; tail -n 40 "$work/server.log"; fi
 exit $failures
