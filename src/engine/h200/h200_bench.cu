@@ -132,6 +132,8 @@ int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::Sampl
   if (context < 1 || steps < 1 || reps < 1 || context + reps * steps + 2 > kMaxContext)
     throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(reps) + " x " + std::to_string(steps) +
                 " steps exceed the plan's context " + std::to_string(kMaxContext) + " (build with a larger --max-context)");
+  if (!(knobs.temperature >= 0.0f) || !(knobs.top_p > 0.0f && knobs.top_p <= 1.0f) || knobs.top_k < 0)
+    throw Error("bench: sampling needs --temperature >= 0, --top-p in (0, 1] and --top-k >= 0");
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const double bw = copy_gbps(e);

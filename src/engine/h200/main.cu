@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -287,5 +288,8 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "rocket-engine: %s\n", e.what());
     return 1;
+  } catch (const std::logic_error& e) {  // std::stoi / std::stof on a malformed option
+    std::fprintf(stderr, "rocket-engine: bad number in an option (%s)\n", e.what());
+    return 2;
   }
 }

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -370,5 +371,8 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "rocket-engine: %s\n", e.what());
     return 1;
+  } catch (const std::logic_error& e) {  // std::stoi / std::stof on a malformed option
+    std::fprintf(stderr, "rocket-engine: bad number in an option (%s)\n", e.what());
+    return 2;
   }
 }
