@@ -1,4 +1,4 @@
-// Warp- and block-wide reductions shared by the H200 kernels (FP32 sums, max).
+// Warp- and block-wide reductions shared by the H200 kernels (FP32 sums, max, integer prefix sums).
 //
 // Sums are reduced as a fixed butterfly, so a kernel's result is bitwise reproducible from run to run
 // (graph replays included); the order differs from the host kernels' sequential sums, which is why the
@@ -50,6 +50,30 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     __syncthreads();
     return total;
   }
+}
+
+// Exclusive prefix sum over a block of kThreads threads in thread order (T an integer type, so the
+// result does not depend on the order of additions); `total` gets the block's sum. `scratch` holds one
+// value per warp. Ends with a barrier, so scratch may be reused.
+template <int kThreads, class T>
+__device__ __forceinline__ T block_exclusive_scan(T v, T* scratch, T& total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T incl = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T up = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += up;
+  }
+  if (lane == 31) scratch[warp] = incl;
+  __syncthreads();
+  T before = incl - v;
+  total = 0;
+  for (int w = 0; w < kThreads / 32; ++w) {
+    if (w < warp) before += scratch[w];
+    total += scratch[w];
+  }
+  __syncthreads();
+  return before;
 }
 
 }  // namespace rocket::cuda

@@ -129,28 +129,6 @@ __device__ __forceinline__ void block_sort_desc(uint64_t* a, int n) {
   }
 }
 
-// Exclusive prefix over the block in thread order; `total` gets the block's sum. `scratch` holds one
-// value per warp. Ends with a barrier, so scratch may be reused.
-template <int kThreads, class T>
-__device__ __forceinline__ T block_exclusive_scan(T v, T* scratch, T& total) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  T incl = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const T up = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += up;
-  }
-  if (lane == 31) scratch[warp] = incl;
-  __syncthreads();
-  T before = incl - v;
-  total = 0;
-  for (int w = 0; w < kThreads / 32; ++w) {
-    if (w < warp) before += scratch[w];
-    total += scratch[w];
-  }
-  __syncthreads();
-  return before;
-}
 
 template <int kThreads>
 struct Exchange {
@@ -484,7 +462,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
     uint64_t count = 0;
     for (int j = 0; j < T::kPerThread; ++j) count += key_e(j) >= lo;
     uint64_t in_block;
-    uint64_t at = sd::block_exclusive_scan<T::kThreads>(count, x.scan, in_block);
+    uint64_t at = block_exclusive_scan<T::kThreads>(count, x.scan, in_block);
     const int phase = x.phase;
     if (threadIdx.x == 0) x.block_part[phase][0] = in_block;
     cluster.sync();
