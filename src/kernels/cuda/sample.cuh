@@ -303,6 +303,13 @@ __device__ __forceinline__ uint64_t top_p_target(float top_p, uint64_t total) {
   return need < 1.0 ? 1 : (need >= double(total) ? total : uint64_t(need));
 }
 
+// The draw's target over `mass`. Host: u = uniform · mass, the first token with u < running mass; in
+// integers, the first whose running mass reaches floor(u) + 1.
+__device__ __forceinline__ uint64_t draw_target(const SampleRow& knobs, uint64_t mass) {
+  const double u = counter_uniform(knobs.seed, knobs.counter) * double(mass);
+  return min(uint64_t(u) + 1, mass);
+}
+
 // Block 0's cut over the n gathered candidates c[0, n), keys (ordered s << 32 | ~index): sort by
 // (s desc, index asc), keep the top k, re-key as (e << 32 | ~index) and sort again, then find the top-p
 // prefix and the draw by running mass. `total` is the whole row's mass (the draw's mass when no top-k
@@ -356,10 +363,8 @@ __device__ __forceinline__ int32_t draw_from_candidates(uint64_t* c, int n, cons
   };
   uint64_t mass = top_k ? kept_mass : total;
   if (knobs.top_p < 1.0f) locate(top_p_target(knobs.top_p, mass), mass);
-  // Host: u = uniform · mass, the first token with u < running mass. In integers: running mass >= floor(u) + 1.
-  const double u = counter_uniform(knobs.seed, knobs.counter) * double(mass);
   uint64_t through;
-  const int64_t at = locate(min(uint64_t(u) + 1, mass), through);
+  const int64_t at = locate(draw_target(knobs, mass), through);
   return int32_t(0xffffffffu - uint32_t(c[at]));
 }
 
@@ -414,9 +419,8 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   const auto mass_e = [&](int j) { return sd::fixed_mass(mine[j], T::kFixedShift); };
   const bool top_k = knobs.top_k > 0 && knobs.top_k < kVocab;
   if (!top_k && knobs.top_p >= 1.0f) {  // no cut: the draw walks the vocabulary in index order
-    const double u = sd::counter_uniform(knobs.seed, knobs.counter) * double(total[0]);
-    const int64_t token = sd::find_in_index_order<T::kThreads, T::kPerThread>(mass_e, min(uint64_t(u) + 1, total[0]), x,
-                                                                              cluster, chunk0);
+    const int64_t token =
+        sd::find_in_index_order<T::kThreads, T::kPerThread>(mass_e, sd::draw_target(knobs, total[0]), x, cluster, chunk0);
     if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = int32_t(token);
     cluster.sync();
     return;
@@ -513,9 +517,8 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   };
   uint64_t mass = kept[0];
   if (knobs.top_p < 1.0f) find_by_mass(sd::top_p_target(knobs.top_p, kept[0]), mass);
-  const double u = sd::counter_uniform(knobs.seed, knobs.counter) * double(mass);
   uint64_t through;
-  const int64_t token = find_by_mass(min(uint64_t(u) + 1, mass), through);
+  const int64_t token = find_by_mass(sd::draw_target(knobs, mass), through);
   if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = int32_t(token);
   cluster.sync();
 }
