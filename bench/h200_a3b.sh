@@ -23,12 +23,13 @@ commit=$(cat "$ENGINE/../COMMIT" 2>/dev/null || cat "${CARRY:-.carry/h200}/COMMI
   echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo '?')"
   echo "command: ENGINE=$ENGINE bash bench/h200_a3b.sh  (rocket-engine bench --context C --steps $STEPS --reps $REPS, a3b nvfp4 seed 1)"
 } >>"$RESULTS/h200-a3b.md"
-for context in 512 8192; do
-  result=$("$ENGINE/bin/rocket-engine" bench --context "$context" --steps "$STEPS" --reps "$REPS")
+bench() {  # bench ARGS...: one rocket-engine bench table, printed and appended
+  local result
+  result=$("$ENGINE/bin/rocket-engine" bench --steps "$STEPS" --reps "$REPS" "$@")
   echo "$result"
   { echo "$result"; echo; } >>"$RESULTS/h200-a3b.md"
-done
+}
+bench --context 512
+bench --context 8192
 # Sampled decode with Qwen3.5's recommended knobs: what the sampler adds to a step.
-result=$("$ENGINE/bin/rocket-engine" bench --context 512 --steps "$STEPS" --reps "$REPS" --temperature 0.7 --top-p 0.8 --top-k 20)
-echo "$result"
-{ echo "$result"; echo; } >>"$RESULTS/h200-a3b.md"
+bench --context 512 --temperature 0.7 --top-p 0.8 --top-k 20
