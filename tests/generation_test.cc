@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "kernels/host/sample.h"
-#include "serve/generation.h"
-#include "serve/openai_request.h"
+#include "openai/openai_request.h"
+#include "scheduler/generation.h"
 
 #include "qwen_fixtures.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "serve/logprobs.h"
+#include "openai/logprobs.h"
 
 namespace rocket {
 namespace {

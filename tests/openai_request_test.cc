@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/openai_request.h"
+#include "openai/openai_request.h"
 
 namespace rocket {
 namespace {

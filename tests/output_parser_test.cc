@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/openai_response.h"
-#include "serve/output_parser.h"
-#include "serve/stream_decoder.h"
-#include "serve/tokenizer.h"
+#include "openai/openai_response.h"
+#include "openai/output_parser.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 #include "qwen_fixtures.h"
 

@@ -8,7 +8,7 @@
 #include "boosters/profile.h"
 #include "core/error.h"
 #ifdef ROCKET_HAVE_CUDA
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 #endif
 
 namespace rocket {

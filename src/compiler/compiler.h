@@ -32,12 +32,6 @@ struct BuildOptions {
 
 void build(const BuildOptions& opt);
 
-// The command that compiles an engine binary for the host booster from `engine_dir`/engine.h.
-std::string host_engine_compile_command(const std::string& engine_dir, const std::string& output);
-// The same for the h200 booster (nvcc; object files under `engine_dir`/obj). Error when this rocket
-// was built without nvcc.
-std::string h200_engine_compile_command(const std::string& engine_dir, const std::string& output);
-
 // Empty when two plans lay out the same chemistry with the same memory map (fingerprint, blob and
 // arena sizes, every tensor part and buffer at the same offset and size); otherwise the first difference.
 std::string memory_map_difference(const Plan& a, const Plan& b);

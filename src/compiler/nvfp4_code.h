@@ -1,5 +1,5 @@
 // The H200 NVFP4 register code: how conditioning re-encodes NVFP4 weights for an h200 plan so that
-// the kernels (kernels/cuda/nvfp4.cuh) turn eight weights into bf16 tensor-core operands with eight
+// the kernels (kernels/cuda/primitives/nvfp4.cuh) turn eight weights into bf16 tensor-core operands with eight
 // integer instructions, and a block scale into its bf16 multiplier with two.
 //
 // Why: decoding ModelOpt's layout (element i of a 32-bit word in nibble i) made the expert kernels

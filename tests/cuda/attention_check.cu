@@ -28,7 +28,7 @@
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/host/activations.h"
 #include "kernels/host/attention.h"
-#include "kernels/host/norm.h"
+#include "kernels/host/rms_norm.h"
 
 using namespace rocket;
 

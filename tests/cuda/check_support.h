@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 
 namespace rocket::check {
 

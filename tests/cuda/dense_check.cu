@@ -32,7 +32,7 @@
 #include "check_support.h"
 #include "core/dtype.h"
 #include "kernels/cuda/dense.cuh"
-#include "kernels/host/linear.h"
+#include "kernels/host/dense.h"
 
 using namespace rocket;
 using cuda::DenseForm;

@@ -17,9 +17,9 @@
 #include "kernels/cuda/conv1d.cuh"
 #include "kernels/cuda/gdn.cuh"
 #include "kernels/host/activations.h"
-#include "kernels/host/conv.h"
+#include "kernels/host/conv1d.h"
 #include "kernels/host/gdn.h"
-#include "kernels/host/norm.h"
+#include "kernels/host/rms_norm.h"
 
 using namespace rocket;
 using check::DeviceBuffer;

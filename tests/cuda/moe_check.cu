@@ -26,7 +26,7 @@
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/moe_experts.cuh"
 #include "kernels/host/activations.h"
-#include "kernels/host/linear.h"
+#include "kernels/host/dense.h"
 #include "kernels/host/moe.h"
 
 using namespace rocket;

@@ -10,7 +10,7 @@
 
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/rms_norm.cuh"
-#include "kernels/host/norm.h"
+#include "kernels/host/rms_norm.h"
 #include "check_support.h"
 
 using namespace rocket;

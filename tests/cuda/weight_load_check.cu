@@ -34,7 +34,7 @@
 #include "engine/h200/arena.h"
 #include "engine/h200/memory_budget.h"
 #include "engine/h200/weight_loader.h"
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 #include "plan/plan.h"
 
 using namespace rocket;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Reference chat-template renderer the C++ one (src/serve/chat_template.cc) is checked against by
+// Reference chat-template renderer the C++ one (src/template/chat_template.cc) is checked against by
 // tests/chat_template_test.cc: @huggingface/jinja, HF's JavaScript implementation of the Jinja subset
 // chat templates use, which renders with HF transformers' settings (trim_blocks, lstrip_blocks).
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Reference tokenizer the C++ one (src/serve/tokenizer.cc) is checked against by
+// Reference tokenizer the C++ one (src/tokenizer/tokenizer.cc) is checked against by
 // tests/tokenizer_test.cc: @lenml/tokenizers, a JavaScript port of HF transformers' tokenizers.
 //
 //   node tools/reference/tokenize.mjs CORPUS.json OUT.json [tokenizer.json [tokenizer_config.json]]

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "boosters/profile.h"
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 
 namespace rocket {
 

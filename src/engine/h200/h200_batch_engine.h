@@ -1,4 +1,4 @@
-// The H200 engine behind the scheduler's BatchEngine interface (serve/batch_engine.h), so the same
+// The H200 engine behind the scheduler's BatchEngine interface (scheduler/batch_engine.h), so the same
 // scheduler drives either booster. Decode samples on the device and brings back only the rows' tokens;
 // the logits (19 MB a step at 32 rows) cross to the host only when the step wants them (logprobs).
 #pragma once
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/h200/h200_engine.h"
-#include "serve/batch_engine.h"
+#include "scheduler/batch_engine.h"
 
 namespace rocket {
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 
 namespace rocket {
 

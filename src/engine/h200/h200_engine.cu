@@ -13,7 +13,7 @@
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/conv1d.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/dense.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gdn.cuh"

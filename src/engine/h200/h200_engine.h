@@ -13,7 +13,7 @@
 // first kernel, the embedding, copies them into a fixed device buffer (the plan's step_inputs) for the
 // kernels after it; the sampler writes the picked tokens straight to mapped pinned host memory.
 // Inside a step every kernel after the first is a programmatic dependent launch of the one before it
-// (kernels/cuda/dependent_launch.cuh): it starts, and loads its first weights, while its predecessor
+// (kernels/cuda/primitives/dependent_launch.cuh): it starts, and loads its first weights, while its predecessor
 // finishes. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
 // sizes (n = 13 runs 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row
 // of a piece is padding (the MoE kernels route every row they are given).

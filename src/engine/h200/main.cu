@@ -2,7 +2,7 @@
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine replay [--steps N]
 //   rocket-engine bench [--context C] [--steps N] [--reps R] [--temperature T --top-p P --top-k K]
-//   rocket-engine launch|serve [--host H] [--port N] ... (serve/launch.h)
+//   rocket-engine launch|serve [--host H] [--port N] ... (launch/launch.h)
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine). Every
 // command runs the countdown first (upright, fuel, static fire). The diagnostic commands report a
 // failed static fire and go on, so one run shows how far off the engine is; launch refuses to serve.
@@ -21,7 +21,7 @@
 #include "engine/h200/h200_batch_engine.h"
 #include "engine/h200/h200_bench.h"
 #include "engine/h200/h200_engine.h"
-#include "serve/launch.h"
+#include "launch/launch.h"
 
 namespace fs = std::filesystem;
 

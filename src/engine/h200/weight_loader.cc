@@ -17,7 +17,7 @@
 
 #include "core/align.h"
 #include "core/error.h"
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_check.h"
 
 namespace rocket {
 

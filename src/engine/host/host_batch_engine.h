@@ -1,11 +1,11 @@
-// The host engine behind the scheduler's BatchEngine interface (serve/batch_engine.h).
+// The host engine behind the scheduler's BatchEngine interface (scheduler/batch_engine.h).
 #pragma once
 
 #include <vector>
 
 #include "engine/host/host_engine.h"
 #include "kernels/host/sample.h"
-#include "serve/batch_engine.h"
+#include "scheduler/batch_engine.h"
 
 namespace rocket {
 

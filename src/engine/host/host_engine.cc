@@ -9,11 +9,11 @@
 #include "core/error.h"
 #include "kernels/host/activations.h"
 #include "kernels/host/attention.h"
-#include "kernels/host/conv.h"
+#include "kernels/host/conv1d.h"
 #include "kernels/host/gdn.h"
-#include "kernels/host/linear.h"
+#include "kernels/host/dense.h"
 #include "kernels/host/moe.h"
-#include "kernels/host/norm.h"
+#include "kernels/host/rms_norm.h"
 #include "kernels/host/weights.h"
 
 namespace fs = std::filesystem;

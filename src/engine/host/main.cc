@@ -25,14 +25,14 @@
 #include "core/error.h"
 #include "engine/golden.h"
 #include "engine/host/cache_check.h"
-#include "engine/host/host_engine.h"
 #include "engine/host/host_batch_engine.h"
+#include "engine/host/host_engine.h"
 #include "engine/host/static_fire.h"
 #include "kernels/host/sample.h"
-#include "serve/launch.h"
-#include "serve/prompt_builder.h"
-#include "serve/stream_decoder.h"
-#include "serve/tokenizer.h"
+#include "launch/launch.h"
+#include "openai/prompt_builder.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -312,7 +312,7 @@ int cmd_bench(const fs::path& dir, const Args& a) {
   return 0;
 }
 
-// The countdown on the host engine, then the OpenAI-compatible server (serve/launch.h).
+// The countdown on the host engine, then the OpenAI-compatible server (launch/launch.h).
 int cmd_launch(const fs::path& dir, const Args& a) {
   std::unique_ptr<HostEngine> engine;
   std::unique_ptr<HostBatchEngine> batch;

@@ -1,4 +1,4 @@
-// The host engine's static fire (the countdown's third phase, serve/launch.h): every compiled bucket
+// The host engine's static fire (the countdown's third phase, launch/launch.h): every compiled bucket
 // runs once, so the first request pays no first-touch cost and a broken bucket is found now, then the
 // plan's golden prompt must give the reference's greedy token.
 #pragma once

@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_decode.cuh"
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/rope.cuh"
 
 namespace rocket::cuda {

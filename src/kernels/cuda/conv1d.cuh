@@ -1,5 +1,5 @@
 // GDN short convolution on the H200: depthwise causal conv1d (kernel kKernel) + SiLU over the q|k|v
-// channels, stepping each stream's conv state (host reference: kernels/host/conv.h).
+// channels, stepping each stream's conv state (host reference: kernels/host/conv1d.h).
 //
 // Work is split into groups: a group is one stream slot and `tokens` consecutive rows of x that belong
 // to it, run in order with the state held in registers. Decode: one group per bucket row, 1 token each
@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
 
 namespace rocket::cuda {
 

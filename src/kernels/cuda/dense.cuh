@@ -50,10 +50,10 @@
 #include <utility>
 
 #include "core/error.h"
-#include "kernels/cuda/bulk_copy.cuh"
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/weight_tile.cuh"
+#include "kernels/cuda/primitives/bulk_copy.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
+#include "kernels/cuda/primitives/weight_tile.cuh"
 
 namespace rocket::cuda {
 

@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
 
 namespace rocket::cuda {
 

@@ -1,5 +1,5 @@
 // Gated DeltaNet recurrent step on the H200 (host reference: kernels/host/gdn.h, then
-// kernels/host/norm.h rms_norm_gated), fused from the conv output to the gated-normed core output:
+// kernels/host/rms_norm.h rms_norm_gated), fused from the conv output to the gated-normed core output:
 //
 //   q, k  = l2norm(q), l2norm(k) of the value head's key head (h / (Hv/Hk)); q *= 1/sqrt(Kd)
 //   beta  = sigmoid(b);  decay = exp(-exp(A_log) · softplus(a + dt_bias))
@@ -26,9 +26,9 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
+#include "kernels/cuda/primitives/reduce.cuh"
 
 namespace rocket::cuda {
 

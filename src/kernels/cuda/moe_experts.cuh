@@ -36,11 +36,11 @@
 #include <cstdint>
 
 #include "fuel/chemistry.h"
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
-#include "kernels/cuda/reduce.cuh"
-#include "kernels/cuda/weight_tile.cuh"
+#include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/weight_tile.cuh"
 #include "plan/layout.h"
 
 namespace rocket::cuda {

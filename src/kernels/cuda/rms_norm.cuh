@@ -12,9 +12,9 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/dependent_launch.cuh"
+#include "kernels/cuda/primitives/reduce.cuh"
 
 namespace rocket::cuda {
 

@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/primitives/reduce.cuh"
 
 namespace rocket::cuda {
 

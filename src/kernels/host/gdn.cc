@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/host/norm.h"
+#include "kernels/host/rms_norm.h"
 
 namespace rocket::host {
 namespace {

@@ -1,0 +1,65 @@
+#include "compiler/toolchain.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace rocket {
+
+std::string source_dir() { return ROCKET_SOURCE_DIR; }
+
+std::string host_engine_compile_command(const std::string& engine_dir, const std::string& output) {
+  const std::string src = source_dir() + "/src";
+  std::string sources;
+  for (const auto& e : fs::directory_iterator(src + "/engine/host"))
+    if (e.path().extension() == ".cc") sources += " '" + e.path().string() + "'";
+#ifdef ROCKET_ENGINE_LINK_CUDA
+  const char* link = ROCKET_ENGINE_LINK " " ROCKET_ENGINE_LINK_CUDA;
+#else
+  const char* link = ROCKET_ENGINE_LINK;
+#endif
+  // -march=native: a host engine is built for the machine it runs on (booster identity).
+  return fmt::format("'{}' -std=c++20 -O2 -march=native -fopenmp -DFMT_HEADER_ONLY -I'{}' -I'{}'{} {} "
+                     "-static-libstdc++ -static-libgcc -o '{}'",
+                     ROCKET_CXX, engine_dir, src, sources, link, output);
+}
+
+std::string h200_engine_compile_command(const std::string& engine_dir, const std::string& output) {
+#ifdef ROCKET_H200_ENGINE_LINK
+  const std::string src = source_dir() + "/src";
+  const std::string obj = engine_dir + "/obj";
+  // Host sources with g++ (fmt does not compile under nvcc), CUDA sources with nvcc, all at once;
+  // then one link: everything static but cpp-httplib (Debian ships no archive of it). The GPU machine
+  // has only libc and the CUDA driver, so the shared libraries the binary needs beyond libc are copied
+  // into ENGINE_DIR/lib, which the binary searches first (DT_RPATH, which also covers the libraries'
+  // own dependencies, unlike DT_RUNPATH): the engine directory runs wherever it is copied.
+  std::string compile = fmt::format("mkdir -p '{}'", obj), objects;
+  for (const auto& e : fs::directory_iterator(src + "/engine/h200")) {
+    const std::string path = e.path().string(), o = obj + "/" + e.path().stem().string() + ".o";
+    if (e.path().extension() == ".cc")
+      compile += fmt::format(" && {{ '{}' -std=c++20 -O2 -DFMT_HEADER_ONLY -I'{}' -I'{}' -c '{}' -o '{}' & }}", ROCKET_CXX, src,
+                             ROCKET_CUDA_INCLUDE, path, o);
+    else if (e.path().extension() == ".cu")
+      compile += fmt::format(" && {{ '{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -I'{}' -I'{}' "
+                             "-c '{}' -o '{}' & }}", ROCKET_NVCC, engine_dir, src, path, o);
+    else
+      continue;
+    objects += " '" + o + "'";
+  }
+  const std::string lib = engine_dir + "/lib";
+  return fmt::format("set -e -o pipefail; {} && wait && for o in{}; do test -s \"$o\"; done && '{}' -gencode=arch=compute_90a,code=sm_90a "
+                     "-cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc{} {} -o '{}' -lcpp-httplib -lpthread "
+                     "-ldl -lrt -Xlinker --disable-new-dtags -Xlinker -rpath -Xlinker '$ORIGIN/../lib' && mkdir -p '{}' && "
+                     "ldd '{}' | awk '$2 == \"=>\" && $3 ~ /^\\// {{print $3}}' | "
+                     "{{ grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\\.so' || true; }} | xargs -r cp -L -t '{}'",
+                     compile, objects, ROCKET_NVCC, objects, ROCKET_H200_ENGINE_LINK, output, lib, output, lib);
+#else
+  fail("build: this rocket was built without nvcc, so it cannot compile the h200 engine for {}", engine_dir);
+#endif
+}
+
+}  // namespace rocket

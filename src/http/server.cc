@@ -1,0 +1,432 @@
+#include "http/server.h"
+
+// cpp-httplib: one small dependency in Debian (libcpp-httplib-dev; header-only upstream, a header + .so
+// there), thread-per-connection with chunked content providers that make SSE a loop over a blocking
+// queue, and no TLS needed on loopback. Boost.Beast would mean Asio and far more code for the same.
+#include <httplib.h>
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/error.h"
+#include "http/sse.h"
+#include "openai/output_parser.h"
+#include "openai/prompt_builder.h"
+#include "openai/protocol_error.h"
+#include "openai/random_id.h"
+
+namespace fs = std::filesystem;
+
+namespace rocket {
+
+using Json = nlohmann::ordered_json;
+
+// ---- HttpServer ----
+
+namespace {
+
+std::mt19937_64& id_rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32)};
+  return rng;
+}
+
+void send_error(httplib::Response& res, const ProtocolError& e) {
+  res.status = e.status();
+  if (e.status() == 503) res.set_header("Retry-After", "1");
+  res.set_content(error_body(e).dump(), "application/json");
+}
+
+// A socket address as httplib writes Request::remote_addr / local_addr (numeric host) and its port.
+std::pair<std::string, int> numeric_address(const sockaddr_storage& a, socklen_t len) {
+  char host[NI_MAXHOST];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
+    return {"", -1};
+  const int port = a.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
+                   : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
+                                             : -1;
+  return {host, port};
+}
+
+// The socket `req` arrived on; -1 when it cannot be found.
+// NOTE: cpp-httplib 0.11 (Debian 12) shows a handler neither its socket nor whether the client is
+// still there (Request::is_connection_closed came in 0.14). The address 4-tuple names exactly one TCP
+// connection, and its descriptor stays this connection's while the handler runs: httplib closes it
+// only after the handler returns.
+int connection_socket(const httplib::Request& req) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+    int fd;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+      continue;
+    if (numeric_address(local, local_len) == std::pair(req.local_addr, req.local_port) &&
+        numeric_address(peer, peer_len) == std::pair(req.remote_addr, req.remote_port))
+      return fd;
+  }
+  return -1;
+}
+
+// The client closed its end (or the connection broke). A request body has been read whole by now, so
+// readable data is a pipelined next request, not a hang-up.
+bool peer_closed(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
+  char c;
+  return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+// The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
+// named tool_choice: it forces a call of that function, and a second call could name any other.
+OutputParser::Options parser_options(const CompletionRequest& r, bool reasoning_open) {
+  OutputParser::Options o;
+  o.reasoning_open = reasoning_open;
+  o.tool_calls = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone;
+  if (!r.parallel_tool_calls || r.tool_choice.mode == ToolChoice::Mode::kFunction) o.max_tool_calls = 1;
+  return o;
+}
+
+// Accumulates one response: runs the loop's text through the output parser (chat), collects the
+// logprobs, and builds the objects OpenAI sends.
+struct Response {
+  bool chat;
+  ResponseMeta meta;
+  OutputParser parser;
+  AssistantTurn turn;  // chat, non-streamed
+  std::string text;    // completions, non-streamed
+  bool logprobs;
+  std::vector<TokenLogprob> tokens;  // logprobs not yet sent (streamed), or all of them
+  int64_t text_offset = 0;           // completions: where the next logprobs' text starts
+
+  // `reasoning_open`: the request's rendered prompt ends inside <think> (Submitted).
+  Response(const CompletionRequest& r, ResponseMeta meta, bool reasoning_open)
+      : chat(r.kind == CompletionRequest::Kind::kChat), meta(std::move(meta)),
+        parser(parser_options(r, reasoning_open), std::mt19937_64(id_rng()())), logprobs(r.logprobs) {
+    // tool_choice required / named: the prompt ends with the opening of the call, which the output
+    // continues (openai/prompt_builder.h).
+    parser.prime(forced_opening(r, reasoning_open));
+  }
+
+  // Chat: the parser's events for a text event of the loop, whose logprobs it collects. Once the turn
+  // is complete (it has its last allowed tool call) the loop is asked to stop the request, and what
+  // it sends until it has stopped is dropped.
+  std::vector<OutputEvent> parse(TokenEvent& ev, RequestSink& sink) {
+    if (parser.complete()) return {};
+    add_logprobs(ev.logprobs);
+    std::vector<OutputEvent> events = parser.push(ev.text);
+    if (parser.complete()) sink.request_stop();
+    return events;
+  }
+
+  FinishReason finish(FinishReason f) const {
+    return chat && parser.tool_calls() > 0 ? FinishReason::kToolCalls : f;
+  }
+
+  void add_logprobs(std::vector<TokenLogprob>& more) {
+    tokens.insert(tokens.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+
+  // The logprobs member of the next chunk: the tokens not sent yet; null when there are none (or none
+  // were asked for). A non-streamed response takes them all, so with logprobs asked for it is never
+  // null.
+  Json take_logprobs(bool whole = false) {
+    if (!logprobs || (tokens.empty() && !whole)) return nullptr;
+    Json j = chat ? chat_logprobs_json(tokens) : completion_logprobs_json(tokens, text_offset);
+    tokens.clear();
+    return j;
+  }
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  ServerOptions options;
+  httplib::Server server;
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable stopped_cv;
+  bool stopped = false;
+  std::string phase = "upright";
+  std::atomic<EngineLoop*> loop{nullptr};
+
+  explicit Impl(ServerOptions options) : options(std::move(options)) {}
+
+  std::string current_phase() {
+    std::lock_guard<std::mutex> lock(mu);
+    return phase;
+  }
+
+  // The loop, once launched. Before launch nothing is served (DESIGN.md: no traffic before static fire).
+  EngineLoop& launched() {
+    EngineLoop* l = loop.load();
+    if (!l)
+      throw ProtocolError(503, fmt::format("the engine is not launched yet (countdown phase: {}); retry later",
+                                           current_phase()), "", "server_error", "not_launched");
+    return *l;
+  }
+
+  void authorize(const httplib::Request& req) const {
+    if (options.api_key.empty()) return;
+    const std::string want = "Bearer " + options.api_key;
+    if (req.get_header_value("Authorization") != want)
+      throw ProtocolError(401, "Incorrect or missing API key: send it as 'Authorization: Bearer KEY'.", "",
+                          "invalid_request_error", "invalid_api_key");
+  }
+
+  void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+    try {
+      authorize(req);
+      EngineLoop& engine = launched();
+      const Json body = parse_json_body(req.body);
+      CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+      if (r.model != engine.model().id)
+        throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
+                                             engine.model().id), "model", "invalid_request_error", "model_not_found");
+      auto sink = std::make_shared<RequestSink>();
+      const Submitted sub = engine.submit(r, sink);
+      ResponseMeta meta;
+      meta.id = random_id(chat ? "chatcmpl-" : "cmpl-", 24, id_rng());
+      meta.created = int64_t(std::time(nullptr));
+      meta.model = engine.model().id;
+      meta.stream_usage = r.stream && r.include_usage;
+      auto state = std::make_shared<Response>(r, meta, sub.reasoning_open);
+      if (!r.stream) {
+        respond_whole(req, res, *state, *sink, sub.id);
+      } else {
+        stream(res, state, sink, r.include_usage);
+      }
+    } catch (const ProtocolError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ProtocolError(500, e.what(), "", "server_error"));
+    }
+  }
+
+  void respond_whole(const httplib::Request& req, httplib::Response& res, Response& s, RequestSink& sink, uint64_t id) {
+    // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
+    constexpr auto kPoll = std::chrono::milliseconds(200);
+    const int fd = connection_socket(req);
+    auto next_poll = std::chrono::steady_clock::now() + kPoll;
+    for (;;) {
+      std::optional<TokenEvent> ev = sink.pop(kPoll);
+      if (fd >= 0 && std::chrono::steady_clock::now() >= next_poll) {
+        next_poll = std::chrono::steady_clock::now() + kPoll;
+        if (peer_closed(fd)) {
+          sink.cancel();
+          std::fprintf(stderr, "[serve] request %llu: the client hung up before the response\n", (unsigned long long)id);
+          return;
+        }
+      }
+      if (!ev) continue;
+      if (!ev->error.empty()) throw ProtocolError(500, ev->error, "", "server_error");
+      if (!ev->done) {
+        if (s.chat) {
+          for (const OutputEvent& o : s.parse(*ev, sink)) s.turn.add(o);
+        } else {
+          s.add_logprobs(ev->logprobs);
+          s.text += ev->text;
+        }
+        continue;
+      }
+      Json out;
+      if (s.chat) {
+        for (const OutputEvent& o : s.parser.finish()) s.turn.add(o);
+        out = chat_completion_json(s.meta, s.turn, s.finish(ev->finish), ev->usage, s.take_logprobs(/*whole=*/true));
+      } else {
+        out = completion_json(s.meta, s.text, ev->finish, ev->usage, s.take_logprobs(/*whole=*/true));
+      }
+      res.set_content(out.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+      return;
+    }
+  }
+
+  void stream(httplib::Response& res, std::shared_ptr<Response> s, std::shared_ptr<RequestSink> sink, bool include_usage) {
+    res.set_header("Cache-Control", "no-cache");
+    auto started = std::make_shared<bool>(false);
+    auto idle = std::make_shared<int>(0);
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [s, sink, started, idle, include_usage](size_t, httplib::DataSink& out) -> bool {
+          auto send = [&](const Json& j) {
+            const std::string d = sse_data(j);
+            return out.write(d.data(), d.size());
+          };
+          // A chat chunk for one parser event, carrying the logprobs received since the last chunk.
+          auto send_event = [&](const OutputEvent& o) {
+            return send(chat_chunk_json(s->meta, chat_event_delta(o), std::nullopt, s->take_logprobs()));
+          };
+          if (!*started) {
+            *started = true;
+            if (s->chat && !send(chat_chunk_json(s->meta, chat_role_delta()))) return sink->cancel(), false;
+            return true;
+          }
+          std::optional<TokenEvent> ev = sink->pop(std::chrono::milliseconds(200));
+          if (!ev) {
+            // Waiting (queued, or a long prefill): an SSE comment every second finds a client that
+            // hung up, since a write to a closed connection fails.
+            if (++*idle % 5 == 0) {
+              static constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
+              if (!out.write(kKeepAlive.data(), kKeepAlive.size())) return sink->cancel(), false;
+            }
+            if (!out.is_writable()) return sink->cancel(), false;
+            return true;
+          }
+          *idle = 0;
+          if (!ev->error.empty()) {
+            send(error_body(ProtocolError(500, ev->error, "", "server_error")));
+            out.write(kSseDone.data(), kSseDone.size());
+            out.done();
+            return true;
+          }
+          if (!ev->done) {
+            if (s->chat) {
+              for (const OutputEvent& o : s->parse(*ev, *sink))
+                if (!send_event(o)) return sink->cancel(), false;
+            } else {
+              s->add_logprobs(ev->logprobs);
+              if ((!ev->text.empty() || !s->tokens.empty()) &&
+                  !send(completion_chunk_json(s->meta, ev->text, std::nullopt, s->take_logprobs())))
+                return sink->cancel(), false;
+            }
+            return true;
+          }
+          bool ok = true;
+          if (s->chat) {
+            for (const OutputEvent& o : s->parser.finish()) ok = ok && send_event(o);
+            ok = ok && send(chat_chunk_json(s->meta, Json::object(), s->finish(ev->finish), s->take_logprobs()));
+            if (include_usage) ok = ok && send(chat_usage_chunk_json(s->meta, ev->usage));
+          } else {
+            ok = ok && send(completion_chunk_json(s->meta, "", ev->finish, s->take_logprobs()));
+            if (include_usage) ok = ok && send(completion_usage_chunk_json(s->meta, ev->usage));
+          }
+          ok = ok && out.write(kSseDone.data(), kSseDone.size());
+          if (!ok) return sink->cancel(), false;
+          out.done();
+          return true;
+        },
+        [sink](bool) { sink->cancel(); });  // after done() this is a no-op: the loop has finished
+  }
+
+  void models(const httplib::Request& req, httplib::Response& res) {
+    try {
+      authorize(req);
+      EngineLoop& engine = launched();
+      Json m = Json::object();
+      m["id"] = engine.model().id;
+      m["object"] = "model";
+      m["created"] = 0;
+      m["owned_by"] = "rocket";
+      m["rocket"] = engine.model().metadata;
+      Json out = Json::object();
+      out["object"] = "list";
+      out["data"] = Json::array({m});
+      res.set_content(out.dump(), "application/json");
+    } catch (const ProtocolError& e) {
+      send_error(res, e);
+    }
+  }
+
+  // The loop's counters (requests, tokens, cache pages), unauthenticated like /health: they carry no
+  // request content.
+  void metrics(httplib::Response& res) {
+    try {
+      res.set_content(launched().stats().dump(), "application/json");
+    } catch (const ProtocolError& e) {
+      send_error(res, e);
+    }
+  }
+
+  void health(httplib::Response& res) {
+    const bool up = loop.load() != nullptr;
+    res.status = up ? 200 : 503;
+    if (!up) res.set_header("Retry-After", "1");
+    const Json out = {{"status", up ? "ok" : "starting"}, {"phase", current_phase()}};
+    res.set_content(out.dump(), "application/json");
+  }
+};
+
+HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  Impl& im = *impl_;
+  im.server.new_task_queue = [n = im.options.http_threads] { return new httplib::ThreadPool(n); };
+  im.server.Post("/v1/chat/completions",
+                 [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
+  im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
+  im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
+  im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
+  im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void HttpServer::start() {
+  Impl& im = *impl_;
+  if (!im.server.bind_to_port(im.options.host.c_str(), im.options.port))
+    fail("serve: cannot listen on {}:{}", im.options.host, im.options.port);
+  std::fprintf(stderr, "[serve] listening on http://%s:%d (phase %s)\n", im.options.host.c_str(), im.options.port,
+               im.current_phase().c_str());
+  im.thread = std::thread([&im] {
+    im.server.listen_after_bind();
+    std::lock_guard<std::mutex> lock(im.mu);
+    im.stopped = true;
+    im.stopped_cv.notify_all();
+  });
+}
+
+void HttpServer::set_phase(std::string phase) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->phase = std::move(phase);
+}
+
+void HttpServer::launch(EngineLoop& loop) {
+  set_phase("launch");
+  impl_->loop.store(&loop);
+  std::fprintf(stderr, "[serve] launch: serving model '%s'\n", loop.model().id.c_str());
+}
+
+void HttpServer::wait() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+void HttpServer::stop() {
+  Impl& im = *impl_;
+  if (!im.thread.joinable()) return;  // never started
+  // httplib ignores stop() until its listen loop has begun, and a countdown can fail before that: wait
+  // for the loop to be running (or already over).
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      if (im.stopped) return;
+    }
+    if (im.server.is_running()) {
+      im.server.stop();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace rocket

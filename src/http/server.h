@@ -1,0 +1,60 @@
+// The OpenAI-compatible HTTP front (issue 4): an HttpServer whose HTTP threads parse and answer
+// requests, and an EngineLoop that owns the engine on one thread of its own. HTTP threads never
+// touch the engine: they submit() a request (rendered and tokenised on the HTTP thread, which needs
+// only the thread-safe Tokenizer and ChatTemplate), the loop thread runs it, and the tokens come back
+// by request id through the request's RequestSink (llama.cpp server style).
+//
+// The loop is the continuous-batching Scheduler (scheduler/scheduler.h); the per-request output side
+// (sampling, logprobs, detokenising, stop strings, usage, the RequestSink) is a Generation
+// (scheduler/generation.h). This file has no engine dependency and lives in librocket.
+//
+// The server listens from the start of the countdown: /health reports the phase (503 until launch)
+// and /v1/* answer 503 until launch() hands it the loop.
+//
+// tool_choice required / named is enforced by the prompt, which ends with the opening of the call
+// (openai/prompt_builder.h); parallel_tool_calls=false by the output parser, whose turn completes at
+// the first call, and the loop then stops the request (RequestSink::request_stop).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "scheduler/engine_loop.h"
+
+namespace rocket {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <key>"
+  // HTTP threads. A connection holds one for its life (a stream, a request waiting for its whole
+  // response, an idle keep-alive), so this bounds concurrent clients; further connections wait to be
+  // served. httplib's default (the core count, at least 8) would cap a scheduler of 32 streams.
+  size_t http_threads = 256;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+  // Binds and serves on a thread of its own; throws Error when the address cannot be bound. Until
+  // launch(), /health answers 503 with the phase and /v1/* answer 503.
+  void start();
+  // The countdown phase before launch ("upright", "fuel", "static_fire"), reported by /health.
+  void set_phase(std::string phase);
+  // Launch: phase "launch", /health 200, and requests go to `loop` from now on.
+  // REQUIRES: `loop` outlives the server's serving (stop() or destruction).
+  void launch(EngineLoop& loop);
+  // Blocks until stop().
+  void wait();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rocket

@@ -1,0 +1,35 @@
+// `rocket-engine launch`: the countdown (upright → fuel → static fire → launch), then the
+// OpenAI-compatible server over the continuous-batching scheduler until the process is stopped. The
+// same for every booster: an engine binary hands over its three countdown steps and its BatchEngine.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scheduler/batch_engine.h"
+
+namespace rocket {
+
+// One booster's engine as the countdown drives it. Each step returns a line saying what it did (the
+// countdown logs it with the phase's duration) and throws Error with the reason when it fails.
+struct LaunchSteps {
+  // Map and check the plan, admit its memory keeping `reserve_bytes` back for other work.
+  std::function<std::string(uint64_t reserve_bytes)> upright;
+  std::function<std::string()> fuel;         // weights resident
+  std::function<std::string()> static_fire;  // every bucket warm; the plan's golden token, when it has one
+  std::function<BatchEngine&()> engine;      // valid after fuel
+};
+
+// The flags `launch` takes, for an engine binary's usage line.
+inline constexpr const char* kLaunchUsage =
+    "launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] "
+    "[--force-tokens FILE (TEST-ONLY)]";
+
+// Parses `args` (kLaunchUsage), runs the countdown and serves. Returns the exit status; a failed phase
+// throws Error("countdown: <phase>: <reason>").
+int launch(const std::filesystem::path& engine_dir, const std::vector<std::string>& args, const LaunchSteps& steps);
+
+}  // namespace rocket

@@ -1,0 +1,512 @@
+#include "openai/openai_request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace rocket {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// OpenAI's error codes for the 400s below.
+constexpr const char* kInvalidType = "invalid_type";
+constexpr const char* kInvalidValue = "invalid_value";
+constexpr const char* kMissing = "missing_required_parameter";
+constexpr const char* kUnknown = "unknown_parameter";
+constexpr const char* kUnsupportedParameter = "unsupported_parameter";
+constexpr const char* kUnsupportedValue = "unsupported_value";
+
+[[noreturn]] void reject(const std::string& param, const char* code, std::string message) {
+  throw ProtocolError(400, std::move(message), param, "invalid_request_error", code);
+}
+
+std::string_view kind_of(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a decimal";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, std::string_view expected, const Json& got) {
+  reject(param, kInvalidType,
+         fmt::format("Invalid type for '{}': expected {}, but got {} instead.", param, expected, kind_of(got)));
+}
+
+[[noreturn]] void unsupported(const std::string& param, std::string_view why) {
+  reject(param, kUnsupportedParameter, fmt::format("Unsupported parameter '{}': {}", param, why));
+}
+
+[[noreturn]] void unsupported_value(const std::string& param, std::string_view why) {
+  reject(param, kUnsupportedValue, fmt::format("Unsupported value for '{}': {}", param, why));
+}
+
+std::string path(const std::string& parent, std::string_view key) { return fmt::format("{}.{}", parent, key); }
+std::string path(const std::string& parent, size_t index) { return fmt::format("{}[{}]", parent, index); }
+
+// A member of an object; absent and null are both "not given".
+const Json* member(const Json& object, const std::string& key) {
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+const Json& required(const Json& object, const std::string& key, const std::string& param) {
+  const Json* v = member(object, key);
+  if (!v) reject(param, kMissing, fmt::format("Missing required parameter: '{}'.", param));
+  return *v;
+}
+
+std::string as_string(const Json& v, const std::string& param) {
+  if (!v.is_string()) wrong_type(param, "a string", v);
+  return v.get<std::string>();
+}
+
+bool as_bool(const Json& v, const std::string& param) {
+  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
+  return v.get<bool>();
+}
+
+const Json& as_object(const Json& v, const std::string& param) {
+  if (!v.is_object()) wrong_type(param, "an object", v);
+  return v;
+}
+
+const Json& as_array(const Json& v, const std::string& param) {
+  if (!v.is_array()) wrong_type(param, "an array", v);
+  return v;
+}
+
+// Integers in [lo, hi]. A decimal with an integral value (100.0) is taken: some JSON writers emit
+// every number that way.
+int64_t as_integer(const Json& v, const std::string& param, int64_t lo, int64_t hi) {
+  int64_t x;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    x = u > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max() : int64_t(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() &&
+             std::abs(v.get<double>()) < 9.0e18) {
+    x = int64_t(v.get<double>());
+  } else {
+    wrong_type(param, "an integer", v);
+  }
+  if (x < lo || x > hi) {
+    reject(param, kInvalidValue,
+           hi == std::numeric_limits<int64_t>::max()
+               ? fmt::format("Invalid value for '{}': {} is below the minimum of {}.", param, x, lo)
+               : fmt::format("Invalid value for '{}': expected an integer in [{}, {}], got {}.", param, lo, hi, x));
+  }
+  return x;
+}
+
+double as_number(const Json& v, const std::string& param, double lo, double hi, bool lo_open = false) {
+  if (!v.is_number()) wrong_type(param, "a decimal", v);
+  const double x = v.get<double>();
+  if (!(lo_open ? x > lo : x >= lo) || !(x <= hi)) {
+    reject(param, kInvalidValue,
+           fmt::format("Invalid value for '{}': expected a number in {}{}, {}], got {}.", param, lo_open ? "(" : "[",
+                       lo, hi, x));
+  }
+  return x;
+}
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+// ---------------------------------------------------------------------------------------------------
+// Fields every endpoint shares
+
+void reject_unknown_fields(const Json& body, const std::set<std::string, std::less<>>& known) {
+  for (const auto& [key, value] : body.items()) {
+    if (!known.contains(key)) {
+      reject(key, kUnknown, fmt::format("Unrecognized request argument supplied: {}", key));
+    }
+  }
+}
+
+void parse_sampling(const Json& body, CompletionRequest& r) {
+  r.model = as_string(required(body, "model", "model"), "model");
+  if (const Json* v = member(body, "temperature")) r.temperature = as_number(*v, "temperature", 0.0, 2.0);
+  if (const Json* v = member(body, "top_p")) r.top_p = as_number(*v, "top_p", 0.0, 1.0, /*lo_open=*/true);
+  if (const Json* v = member(body, "top_k")) {
+    const int64_t k = as_integer(*v, "top_k", -1, std::numeric_limits<int32_t>::max());
+    r.top_k = k < 0 ? 0 : int(k);  // vLLM's -1 for "off"
+  }
+  if (const Json* v = member(body, "seed")) r.seed = as_integer(*v, "seed", std::numeric_limits<int64_t>::min(), kMaxInt);
+  if (const Json* v = member(body, "stop")) {
+    if (v->is_string()) {
+      r.stop = {v->get<std::string>()};
+    } else if (v->is_array()) {
+      if (v->size() > 4) {
+        reject("stop", kInvalidValue, fmt::format("Invalid value for 'stop': at most 4 stop sequences, got {}.", v->size()));
+      }
+      for (size_t i = 0; i < v->size(); ++i) r.stop.push_back(as_string((*v)[i], path("stop", i)));
+    } else {
+      wrong_type("stop", "a string or an array of strings", *v);
+    }
+    for (const std::string& s : r.stop) {
+      if (s.empty()) reject("stop", kInvalidValue, "Invalid value for 'stop': stop sequences must not be empty.");
+    }
+  }
+  if (const Json* v = member(body, "stream")) r.stream = as_bool(*v, "stream");
+  if (const Json* v = member(body, "stream_options")) {
+    as_object(*v, "stream_options");
+    if (!r.stream) {
+      reject("stream_options", kInvalidValue, "Invalid value for 'stream_options': only allowed when 'stream' is true.");
+    }
+    for (const auto& [key, value] : v->items()) {
+      const std::string param = path("stream_options", key);
+      if (key != "include_usage") reject(param, kUnknown, fmt::format("Unrecognized request argument supplied: {}", param));
+      if (!value.is_null()) r.include_usage = as_bool(value, param);
+    }
+  }
+  if (const Json* v = member(body, "n")) {
+    const int64_t n = as_integer(*v, "n", 1, kMaxInt);
+    if (n != 1) unsupported_value("n", "this engine returns one choice per request; n must be 1.");
+  }
+  for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
+    if (const Json* v = member(body, penalty)) {
+      if (as_number(*v, penalty, -2.0, 2.0) != 0.0) {
+        unsupported_value(penalty, "the engine's compiled sampler applies no penalties; it must be 0.");
+      }
+    }
+  }
+  if (const Json* v = member(body, "logit_bias")) {
+    if (!as_object(*v, "logit_bias").empty()) {
+      unsupported_value("logit_bias", "the engine's compiled sampler applies no logit bias; it must be empty.");
+    }
+  }
+  if (const Json* v = member(body, "user")) r.user = as_string(*v, "user");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chat
+
+std::string content_text(const Json& v, const std::string& param) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) wrong_type(param, "a string or an array of content parts", v);
+  std::string text;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string part_param = path(param, i);
+    const Json& part = as_object(v[i], part_param);
+    const std::string type = as_string(required(part, "type", path(part_param, "type")), path(part_param, "type"));
+    if (type != "text") {
+      unsupported_value(path(part_param, "type"),
+                        fmt::format("content parts of type '{}' are not supported; this engine reads text only.", type));
+    }
+    if (i > 0) text += '\n';
+    text += as_string(required(part, "text", path(part_param, "text")), path(part_param, "text"));
+  }
+  return text;
+}
+
+ToolCall history_tool_call(const Json& v, const std::string& param) {
+  as_object(v, param);
+  ToolCall call;
+  call.id = as_string(required(v, "id", path(param, "id")), path(param, "id"));
+  const std::string type = as_string(required(v, "type", path(param, "type")), path(param, "type"));
+  if (type != "function") {
+    unsupported_value(path(param, "type"), fmt::format("tool calls of type '{}' are not supported; only 'function'.", type));
+  }
+  const std::string fn = path(param, "function");
+  const Json& function = as_object(required(v, "function", fn), fn);
+  call.name = as_string(required(function, "name", path(fn, "name")), path(fn, "name"));
+  const Json& arguments = required(function, "arguments", path(fn, "arguments"));
+  // OpenAI carries arguments as a JSON string; an object (some clients send one) is taken as its text.
+  if (arguments.is_object()) {
+    call.arguments = arguments.dump();
+  } else {
+    call.arguments = as_string(arguments, path(fn, "arguments"));
+  }
+  return call;
+}
+
+ChatMessage parse_message(const Json& v, const std::string& param) {
+  as_object(v, param);
+  ChatMessage m;
+  m.role = as_string(required(v, "role", path(param, "role")), path(param, "role"));
+  static const std::set<std::string, std::less<>> kRoles = {"system", "developer", "user", "assistant", "tool"};
+  if (!kRoles.contains(m.role)) {
+    reject(path(param, "role"), kInvalidValue,
+           fmt::format("Invalid value for '{}': '{}' is not one of system, developer, user, assistant, tool.",
+                       path(param, "role"), m.role));
+  }
+  if (const Json* name = member(v, "name")) m.name = as_string(*name, path(param, "name"));
+  if (m.role == "assistant") {
+    if (const Json* calls = member(v, "tool_calls")) {
+      const std::string calls_param = path(param, "tool_calls");
+      as_array(*calls, calls_param);
+      for (size_t i = 0; i < calls->size(); ++i) m.tool_calls.push_back(history_tool_call((*calls)[i], path(calls_param, i)));
+    }
+    if (const Json* reasoning = member(v, "reasoning_content")) {
+      m.reasoning_content = as_string(*reasoning, path(param, "reasoning_content"));
+    }
+  }
+  if (m.role == "tool") {
+    m.tool_call_id = as_string(required(v, "tool_call_id", path(param, "tool_call_id")), path(param, "tool_call_id"));
+  }
+  const std::string content_param = path(param, "content");
+  if (const Json* content = member(v, "content")) {
+    m.content = content_text(*content, content_param);
+  } else if (m.role != "assistant" || m.tool_calls.empty()) {
+    // OpenAI: content is required unless the assistant makes tool calls.
+    reject(content_param, kMissing, fmt::format("Missing required parameter: '{}'.", content_param));
+  }
+  // Other members (refusal, annotations, audio: what a client echoes back from a response) do not
+  // reach the prompt and are ignored.
+  return m;
+}
+
+Tool parse_tool(const Json& v, const std::string& param) {
+  as_object(v, param);
+  const std::string type = as_string(required(v, "type", path(param, "type")), path(param, "type"));
+  if (type != "function") {
+    unsupported_value(path(param, "type"), fmt::format("tools of type '{}' are not supported; only 'function'.", type));
+  }
+  const std::string fn = path(param, "function");
+  const Json& function = as_object(required(v, "function", fn), fn);
+  Tool tool;
+  tool.name = as_string(required(function, "name", path(fn, "name")), path(fn, "name"));
+  // OpenAI's rule for function names: ^[a-zA-Z0-9_-]{1,64}$.
+  const bool name_ok = !tool.name.empty() && tool.name.size() <= 64 &&
+                       std::all_of(tool.name.begin(), tool.name.end(),
+                                   [](char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '-'; });
+  if (!name_ok) {
+    reject(path(fn, "name"), kInvalidValue,
+           fmt::format("Invalid value for '{}': '{}' must be 1 to 64 of a-z, A-Z, 0-9, '_' and '-'.", path(fn, "name"),
+                       tool.name));
+  }
+  if (const Json* d = member(function, "description")) tool.description = as_string(*d, path(fn, "description"));
+  if (const Json* p = member(function, "parameters")) tool.parameters = as_object(*p, path(fn, "parameters"));
+  if (const Json* s = member(function, "strict")) tool.strict = as_bool(*s, path(fn, "strict"));
+  return tool;
+}
+
+ToolChoice parse_tool_choice(const Json& v, const std::vector<Tool>& tools) {
+  ToolChoice choice;
+  if (v.is_string()) {
+    const std::string mode = v.get<std::string>();
+    if (mode == "auto") {
+      choice.mode = ToolChoice::Mode::kAuto;
+    } else if (mode == "none") {
+      choice.mode = ToolChoice::Mode::kNone;
+    } else if (mode == "required") {
+      choice.mode = ToolChoice::Mode::kRequired;
+    } else {
+      reject("tool_choice", kInvalidValue,
+             fmt::format("Invalid value for 'tool_choice': '{}' is not one of auto, none, required.", mode));
+    }
+  } else if (v.is_object()) {
+    const std::string type = as_string(required(v, "type", "tool_choice.type"), "tool_choice.type");
+    if (type != "function") {
+      unsupported_value("tool_choice.type", fmt::format("'{}' is not supported; only 'function'.", type));
+    }
+    const Json& function = as_object(required(v, "function", "tool_choice.function"), "tool_choice.function");
+    choice.mode = ToolChoice::Mode::kFunction;
+    choice.function = as_string(required(function, "name", "tool_choice.function.name"), "tool_choice.function.name");
+    const bool known = std::any_of(tools.begin(), tools.end(), [&](const Tool& t) { return t.name == choice.function; });
+    if (!known) {
+      reject("tool_choice.function.name", kInvalidValue,
+             fmt::format("Invalid value for 'tool_choice.function.name': no tool named '{}' in 'tools'.", choice.function));
+    }
+  } else {
+    wrong_type("tool_choice", "a string or an object", v);
+  }
+  if (choice.mode == ToolChoice::Mode::kRequired && tools.empty()) {
+    reject("tool_choice", kInvalidValue, "Invalid value for 'tool_choice': 'required' needs 'tools'.");
+  }
+  return choice;
+}
+
+void parse_tools(const Json& body, CompletionRequest& r) {
+  if (const Json* v = member(body, "tools")) {
+    as_array(*v, "tools");
+    if (v->size() > 128) {
+      reject("tools", kInvalidValue, fmt::format("Invalid value for 'tools': at most 128 tools, got {}.", v->size()));
+    }
+    std::set<std::string, std::less<>> names;
+    for (size_t i = 0; i < v->size(); ++i) {
+      r.tools.push_back(parse_tool((*v)[i], path("tools", i)));
+      if (!names.insert(r.tools.back().name).second) {
+        const std::string param = path(path("tools", i), "function.name");
+        reject(param, kInvalidValue, fmt::format("Invalid value for '{}': a second tool named '{}'.", param, r.tools.back().name));
+      }
+    }
+  }
+  if (const Json* v = member(body, "tool_choice")) r.tool_choice = parse_tool_choice(*v, r.tools);
+  if (const Json* v = member(body, "parallel_tool_calls")) r.parallel_tool_calls = as_bool(*v, "parallel_tool_calls");
+}
+
+// Fields that would change the output and that this engine cannot honour beyond a neutral value.
+void reject_chat_extras(const Json& body) {
+  if (const Json* v = member(body, "response_format")) {
+    const Json& format = as_object(*v, "response_format");
+    const std::string type = as_string(required(format, "type", "response_format.type"), "response_format.type");
+    if (type != "text") {
+      unsupported_value("response_format", fmt::format("'{}' needs constrained decoding, which this engine does not do; "
+                                                       "only 'text'.", type));
+    }
+  }
+  if (const Json* v = member(body, "modalities")) {
+    as_array(*v, "modalities");
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (as_string((*v)[i], path("modalities", i)) != "text") unsupported_value("modalities", "only [\"text\"].");
+    }
+  }
+  static const std::pair<const char*, const char*> kUnsupported[] = {
+      {"audio", "this engine produces text only."},
+      {"prediction", "predicted outputs are not supported."},
+      {"web_search_options", "this engine has no web search."},
+      {"reasoning_effort", "the model thinks or not; use chat_template_kwargs.enable_thinking."},
+      {"verbosity", "not supported by this model."},
+      {"functions", "deprecated by OpenAI; use 'tools'."},
+      {"function_call", "deprecated by OpenAI; use 'tool_choice'."},
+  };
+  for (const auto& [name, why] : kUnsupported) {
+    if (member(body, name)) unsupported(name, why);
+  }
+}
+
+// Fields that cannot change the output: checked for type, then ignored.
+void check_bookkeeping(const Json& body) {
+  if (const Json* v = member(body, "store")) as_bool(*v, "store");
+  if (const Json* v = member(body, "metadata")) {
+    as_object(*v, "metadata");
+    for (const auto& [key, value] : v->items()) as_string(value, path("metadata", key));
+  }
+  for (const char* name : {"service_tier", "prompt_cache_key", "safety_identifier"}) {
+    if (const Json* v = member(body, name)) as_string(*v, name);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Completions
+
+std::vector<int32_t> token_ids(const Json& v, const std::string& param) {
+  std::vector<int32_t> ids;
+  ids.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    ids.push_back(int32_t(as_integer(v[i], path(param, i), 0, std::numeric_limits<int32_t>::max())));
+  }
+  return ids;
+}
+
+std::variant<std::string, std::vector<int32_t>> parse_prompt(const Json& v) {
+  const char* kBatch = "one prompt per request; batched prompts are not supported.";
+  std::variant<std::string, std::vector<int32_t>> prompt;
+  if (v.is_string()) {
+    prompt = v.get<std::string>();
+  } else if (v.is_array() && !v.empty() && v[0].is_string()) {
+    if (v.size() != 1) unsupported_value("prompt", kBatch);
+    prompt = v[0].get<std::string>();
+  } else if (v.is_array() && !v.empty() && v[0].is_array()) {
+    if (v.size() != 1) unsupported_value("prompt", kBatch);
+    prompt = token_ids(v[0], "prompt[0]");
+  } else if (v.is_array()) {
+    prompt = token_ids(v, "prompt");
+  } else {
+    wrong_type("prompt", "a string, an array of token ids, or an array of one of either", v);
+  }
+  const bool empty = std::visit([](const auto& p) { return p.empty(); }, prompt);
+  if (empty) reject("prompt", kInvalidValue, "Invalid value for 'prompt': the prompt is empty.");
+  return prompt;
+}
+
+}  // namespace
+
+nlohmann::ordered_json parse_json_body(std::string_view body) {
+  Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    throw ProtocolError(400, "We could not parse the JSON body of your request: it is not valid JSON.", "",
+                        "invalid_request_error", "invalid_json");
+  }
+  if (!doc.is_object()) {
+    throw ProtocolError(400, fmt::format("The request body must be a JSON object, got {}.", kind_of(doc)), "",
+                        "invalid_request_error", kInvalidType);
+  }
+  return doc;
+}
+
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
+  if (!body.is_object()) throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
+  static const std::set<std::string, std::less<>> kKnown = {
+      "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
+      "stream", "stream_options", "logprobs", "top_logprobs", "n", "tools", "tool_choice", "parallel_tool_calls",
+      "user", "chat_template_kwargs", "frequency_penalty", "presence_penalty", "logit_bias", "response_format",
+      "modalities", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity", "functions",
+      "function_call", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
+  reject_unknown_fields(body, kKnown);
+
+  CompletionRequest r;
+  r.kind = CompletionRequest::Kind::kChat;
+  parse_sampling(body, r);
+  const Json& messages = as_array(required(body, "messages", "messages"), "messages");
+  if (messages.empty()) reject("messages", kInvalidValue, "Invalid value for 'messages': at least one message is needed.");
+  for (size_t i = 0; i < messages.size(); ++i) r.messages.push_back(parse_message(messages[i], path("messages", i)));
+
+  if (const Json* v = member(body, "max_tokens")) r.max_tokens = as_integer(*v, "max_tokens", 1, kMaxInt);
+  // max_completion_tokens is OpenAI's current name; it wins over the deprecated max_tokens.
+  if (const Json* v = member(body, "max_completion_tokens")) {
+    r.max_tokens = as_integer(*v, "max_completion_tokens", 1, kMaxInt);
+  }
+  if (const Json* v = member(body, "logprobs")) r.logprobs = as_bool(*v, "logprobs");
+  if (const Json* v = member(body, "top_logprobs")) {
+    r.top_logprobs = int(as_integer(*v, "top_logprobs", 0, 20));
+    if (!r.logprobs) reject("top_logprobs", kInvalidValue, "Invalid value for 'top_logprobs': 'logprobs' must be true to use it.");
+  }
+  parse_tools(body, r);
+  if (const Json* v = member(body, "chat_template_kwargs")) {
+    as_object(*v, "chat_template_kwargs");
+    for (const auto& [key, value] : v->items()) {
+      const std::string param = path("chat_template_kwargs", key);
+      // Only the switches the chat template was compiled and verified with.
+      if (key != "enable_thinking") unsupported(param, "the chat template takes only 'enable_thinking'.");
+      if (!value.is_null()) r.enable_thinking = as_bool(value, param);
+    }
+  }
+  reject_chat_extras(body);
+  check_bookkeeping(body);
+  return r;
+}
+
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
+  if (!body.is_object()) throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
+  static const std::set<std::string, std::less<>> kKnown = {
+      "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
+      "logprobs", "n", "best_of", "echo", "suffix", "frequency_penalty", "presence_penalty", "logit_bias", "user"};
+  reject_unknown_fields(body, kKnown);
+
+  CompletionRequest r;
+  r.kind = CompletionRequest::Kind::kCompletion;
+  parse_sampling(body, r);
+  r.prompt = parse_prompt(required(body, "prompt", "prompt"));
+  r.max_tokens = 16;  // OpenAI's default for this endpoint
+  if (const Json* v = member(body, "max_tokens")) r.max_tokens = as_integer(*v, "max_tokens", 1, kMaxInt);
+  // Legacy completions take `logprobs` as the number of alternatives per token (at most 5).
+  if (const Json* v = member(body, "logprobs")) {
+    r.logprobs = true;
+    r.top_logprobs = int(as_integer(*v, "logprobs", 0, 5));
+  }
+  if (const Json* v = member(body, "best_of")) {
+    if (as_integer(*v, "best_of", 1, kMaxInt) != 1) {
+      unsupported_value("best_of", "this engine generates one sequence per request; best_of must be 1.");
+    }
+  }
+  if (const Json* v = member(body, "echo")) {
+    if (as_bool(*v, "echo")) unsupported_value("echo", "echoing the prompt is not supported.");
+  }
+  if (const Json* v = member(body, "suffix")) {
+    if (!as_string(*v, "suffix").empty()) unsupported_value("suffix", "insertion (suffix) is not supported.");
+  }
+  return r;
+}
+
+}  // namespace rocket

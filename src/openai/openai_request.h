@@ -1,0 +1,113 @@
+// The body of POST /v1/chat/completions and POST /v1/completions, parsed and validated field for
+// field against OpenAI's API reference, before anything reaches the engine.
+//
+// Policy (DESIGN.md: a knob the plan did not compile gets a 400 naming it):
+//  - a field of the wrong type or out of range: 400, `param` = the field's path;
+//  - a field the engine cannot honour (n > 1, penalties, logit_bias, best_of, echo, suffix,
+//    response_format other than text, audio, ...): accepted at its neutral value, otherwise 400
+//    naming it, so a client never gets output silently produced without the knob it asked for;
+//  - bookkeeping fields that cannot change the output (user, store, metadata, service_tier,
+//    prompt_cache_key, safety_identifier): type-checked and accepted;
+//  - any other field: 400 "Unrecognized request argument", as OpenAI answers;
+//  - null means "not given" for every optional field, as in OpenAI's schema.
+// Checks that need the engine (model name, prompt length against the plan's context, token ids
+// against the vocabulary) are the server's.
+//
+// The parsers take nlohmann::ordered_json: tool schemas are rendered into the prompt by the chat
+// template with `tojson`, and HF renders them in the client's key order; a sorted-key json would
+// change the prompt.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "openai/protocol_error.h"
+
+namespace rocket {
+
+// A function call made by the assistant: in a request's history, or parsed from the output.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON text, as OpenAI carries it
+};
+
+struct ChatMessage {
+  // system, developer, user, assistant or tool, as the client sent it. "developer" is OpenAI's newer
+  // name for system; mapping it is the chat template's business.
+  std::string role;
+  // Text parts of an array content are joined with '\n' (as vLLM does). Null only for an assistant
+  // message that makes tool calls.
+  std::optional<std::string> content;
+  std::string name;                // optional participant name
+  std::string reasoning_content;   // an assistant turn's reasoning, sent back by some clients
+  std::vector<ToolCall> tool_calls;  // assistant
+  std::string tool_call_id;          // tool
+};
+
+// A function the model may call. Only "function" tools exist in this engine.
+struct Tool {
+  std::string name;
+  std::string description;
+  nlohmann::ordered_json parameters;  // a JSON Schema object; null when not given
+  // NOTE: `strict` is accepted but not enforced: there is no constrained decoding, and refusing it
+  // would break clients (the OpenAI Agents SDK) that set it on every tool.
+  bool strict = false;
+};
+
+struct ToolChoice {
+  enum class Mode { kAuto, kNone, kRequired, kFunction };
+  Mode mode = Mode::kAuto;
+  std::string function;  // kFunction: the name, one of the request's tools
+};
+
+struct CompletionRequest {
+  enum class Kind { kChat, kCompletion };
+  Kind kind = Kind::kChat;
+
+  std::string model;
+  std::vector<ChatMessage> messages;                        // chat
+  std::variant<std::string, std::vector<int32_t>> prompt;  // completions: text or token ids
+
+  // max_completion_tokens, else max_tokens. Absent in chat = up to the context; OpenAI's default for
+  // completions is 16.
+  std::optional<int64_t> max_tokens;
+  double temperature = 1.0;  // [0, 2]; 0 = greedy
+  double top_p = 1.0;        // (0, 1]
+  int top_k = 0;             // not OpenAI (vLLM's extension); 0 or -1 = off
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;  // at most 4, none empty
+
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+
+  bool logprobs = false;
+  int top_logprobs = 0;  // chat: [0, 20]; completions: `logprobs` as an integer, [0, 5]
+
+  std::vector<Tool> tools;
+  // Default auto (none when there are no tools, which is the same). Required or a named function:
+  // the prompt ends with the opening of the call (forced_opening, openai/prompt_builder.h), and a
+  // named function allows one call.
+  ToolChoice tool_choice;
+  // false: the turn ends at its first tool call, and the engine stops there (http/server.cc).
+  bool parallel_tool_calls = true;
+
+  std::string user;
+  // chat_template_kwargs.enable_thinking; unset = the template's default.
+  std::optional<bool> enable_thinking;
+};
+
+// Parses the text of a request body; malformed JSON or a non-object is a 400.
+nlohmann::ordered_json parse_json_body(std::string_view body);
+
+// Throw ProtocolError (status 400) on the first invalid or unsupported field.
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body);
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
+
+}  // namespace rocket

@@ -1,0 +1,173 @@
+#include "openai/prompt_builder.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "openai/protocol_error.h"
+
+namespace fs = std::filesystem;
+
+namespace rocket {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+Json read_json_file(const fs::path& p) {
+  std::ifstream f(p);
+  if (!f) fail("{}: cannot read", p.string());
+  Json j = Json::parse(f, nullptr, false);
+  if (j.is_discarded()) fail("{}: not JSON", p.string());
+  return j;
+}
+
+// A special token's text from tokenizer_config.json: a string or {"content": ...}.
+std::string token_string(const Json& cfg, const char* key) {
+  if (!cfg.contains(key)) return "";
+  const Json& v = cfg[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return "";
+}
+
+Json messages_json(const std::vector<ChatMessage>& messages) {
+  Json out = Json::array();
+  for (const ChatMessage& m : messages) {
+    Json j = Json::object();
+    j["role"] = m.role;
+    if (m.content) j["content"] = *m.content;
+    else j["content"] = nullptr;
+    if (!m.name.empty()) j["name"] = m.name;
+    if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
+    if (!m.tool_calls.empty()) {
+      Json calls = Json::array();
+      for (const ToolCall& c : m.tool_calls)
+        calls.push_back(Json{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      j["tool_calls"] = std::move(calls);
+    }
+    if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Json tools_json(const std::vector<Tool>& tools) {
+  Json out = Json::array();
+  for (const Tool& t : tools) {
+    Json f = Json::object();
+    f["name"] = t.name;
+    if (!t.description.empty()) f["description"] = t.description;
+    if (!t.parameters.is_null()) f["parameters"] = t.parameters;
+    out.push_back(Json{{"type", "function"}, {"function", std::move(f)}});
+  }
+  return out;
+}
+
+bool ends_inside_think(const std::string& prompt) {
+  const size_t open = prompt.rfind("<think>");
+  return open != std::string::npos && prompt.find("</think>", open) == std::string::npos;
+}
+
+}  // namespace
+
+std::string forced_opening(const CompletionRequest& r, bool reasoning_open) {
+  if (r.kind != CompletionRequest::Kind::kChat) return "";
+  std::string call;
+  switch (r.tool_choice.mode) {
+    case ToolChoice::Mode::kAuto:
+    case ToolChoice::Mode::kNone:
+      return "";
+    case ToolChoice::Mode::kRequired:
+      call = "<tool_call>\n{\"name\": \"";
+      break;
+    case ToolChoice::Mode::kFunction:
+      // The name is one of the request's tools, whose names are [a-zA-Z0-9_-]: nothing to escape.
+      call = "<tool_call>\n{\"name\": \"" + r.tool_choice.function + "\", \"arguments\": ";
+      break;
+  }
+  // NOTE: a template that opens reasoning ends its generation prompt with '<think>\n', and writes an
+  // empty reasoning block (thinking disabled, or a past turn's) as '<think>\n\n</think>\n\n': the
+  // forced call follows the same empty block, as in a turn that did not think.
+  return reasoning_open ? "\n</think>\n\n" + call : call;
+}
+
+std::vector<int32_t> eos_token_ids(const std::string& engine_dir) {
+  std::vector<int32_t> eos;
+  const fs::path path = fs::path(engine_dir) / "generation_config.json";
+  if (!fs::exists(path)) return eos;
+  const Json g = read_json_file(path);
+  if (g.contains("eos_token_id")) {
+    if (g["eos_token_id"].is_array()) {
+      for (const auto& v : g["eos_token_id"]) eos.push_back(v.get<int32_t>());
+    } else if (g["eos_token_id"].is_number_integer()) {
+      eos.push_back(g["eos_token_id"].get<int32_t>());
+    }
+  }
+  return eos;
+}
+
+PromptBuilder::PromptBuilder(const std::string& engine_dir)
+    : tokenizer_(Tokenizer::load((fs::path(engine_dir) / "tokenizer.json").string())) {
+  const fs::path cfg_path = fs::path(engine_dir) / "tokenizer_config.json";
+  if (fs::exists(cfg_path)) {
+    const Json cfg = read_json_file(cfg_path);
+    if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
+      template_ = ChatTemplate::compile(cfg["chat_template"].get<std::string>());
+    template_vars_["bos_token"] = token_string(cfg, "bos_token");
+    template_vars_["eos_token"] = token_string(cfg, "eos_token");
+  }
+  eos_ = eos_token_ids(engine_dir);
+}
+
+std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
+  if (!template_) throw ProtocolError(400, "this model has no chat template; use /v1/completions", "messages");
+  Json ctx = template_vars_;
+  ctx["messages"] = messages_json(r.messages);
+  if (!r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone) ctx["tools"] = tools_json(r.tools);
+  ctx["add_generation_prompt"] = true;
+  if (r.enable_thinking) ctx["enable_thinking"] = *r.enable_thinking;
+  try {
+    return template_->render(ctx);
+  } catch (const ProtocolError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ProtocolError(400, std::string("the chat template refused the conversation: ") + e.what(), "messages");
+  }
+}
+
+Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_context) const {
+  Prompt p;
+  const char* field = r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt";
+  if (r.kind == CompletionRequest::Kind::kChat) {
+    const std::string text = render_chat(r);
+    p.reasoning_open = ends_inside_think(text);
+    p.ids = tokenizer_.encode(text + forced_opening(r, p.reasoning_open));
+  } else if (const auto* text = std::get_if<std::string>(&r.prompt)) {
+    p.ids = tokenizer_.encode(*text);
+  } else {
+    p.ids = std::get<std::vector<int32_t>>(r.prompt);
+    for (int32_t id : p.ids)
+      if (id < 0 || id >= vocab)
+        throw ProtocolError(400, fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab), "prompt");
+  }
+  if (p.ids.empty()) throw ProtocolError(400, "the prompt encodes to no tokens", field);
+  const int64_t n = int64_t(p.ids.size());
+  if (n >= max_context)
+    throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens.",
+                                         max_context, n),
+                        field, "invalid_request_error", "context_length_exceeded");
+  p.max_tokens = max_context - n;
+  if (r.max_tokens) {
+    if (n + *r.max_tokens > max_context)
+      throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt ({} tokens) plus "
+                                           "max_tokens ({}) exceed it.", max_context, n, *r.max_tokens),
+                          "max_tokens", "invalid_request_error", "context_length_exceeded");
+    p.max_tokens = *r.max_tokens;
+  }
+  return p;
+}
+
+}  // namespace rocket

@@ -1,0 +1,41 @@
+// EngineLoop: what the HTTP front needs from whatever runs requests, implemented by the
+// continuous-batching Scheduler (scheduler/scheduler.h). The HTTP threads call submit(); the loop
+// owns the engine on a thread of its own, and a request's events come back through its RequestSink
+// (scheduler/generation.h). Lives here, below http/, so that the scheduler never includes the server.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "openai/openai_request.h"
+#include "scheduler/generation.h"
+
+namespace rocket {
+
+struct ModelInfo {
+  std::string id;                    // the engine directory's name
+  nlohmann::ordered_json metadata;   // fingerprint, plan limits: shown by GET /v1/models
+};
+
+struct Submitted {
+  uint64_t id = 0;
+  int64_t prompt_tokens = 0;
+  bool reasoning_open = false;  // the rendered prompt ends inside <think>
+};
+
+class EngineLoop {
+ public:
+  virtual ~EngineLoop() = default;
+  virtual const ModelInfo& model() const = 0;
+  // Called on an HTTP thread. Prepares the prompt and queues the request; its events arrive on
+  // `sink`. Throws ProtocolError: 400 when the prompt (+ max_tokens) exceeds the context or cannot be
+  // rendered, 503 when the queue is full.
+  virtual Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) = 0;
+  // Counters for GET /metrics (requests, tokens, cache pages); any thread.
+  virtual nlohmann::ordered_json stats() const = 0;
+};
+
+}  // namespace rocket

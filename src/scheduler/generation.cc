@@ -1,0 +1,197 @@
+#include "scheduler/generation.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "core/error.h"
+#include "openai/logprobs.h"
+
+namespace rocket {
+
+// ---- RequestSink ----
+
+void RequestSink::push(TokenEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_one();
+}
+
+std::optional<TokenEvent> RequestSink::pop(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+  TokenEvent e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+// ---- ForcedTokens ----
+
+ForcedTokens ForcedTokens::load(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) fail("--force-tokens {}: cannot read", path);
+  const nlohmann::json doc = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) fail("--force-tokens {}: not a JSON object", path);
+  ForcedTokens out;
+  for (const auto& [name, seq] : doc.items()) {
+    const bool ids = seq.is_array() && std::all_of(seq.begin(), seq.end(), [](const nlohmann::json& v) {
+      return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX;
+    });
+    if (!seq.is_string() && !ids) fail("--force-tokens {}: '{}' is neither a string nor an array of token ids", path, name);
+    out.sequences_.emplace(name, seq);
+  }
+  return out;
+}
+
+std::optional<std::vector<int32_t>> ForcedTokens::find(std::string_view user, const Tokenizer& tokenizer) const {
+  const auto it = sequences_.find(user);
+  if (it == sequences_.end()) return std::nullopt;
+  if (it->second.is_string()) return tokenizer.encode(it->second.get<std::string>());
+  return it->second.get<std::vector<int32_t>>();
+}
+
+// ---- Generation ----
+
+Generation::Generation(uint64_t id, const CompletionRequest& request, std::vector<int32_t> prompt, int64_t max_tokens,
+                       const Tokenizer& tokenizer, const std::vector<int32_t>& eos, std::shared_ptr<RequestSink> sink,
+                       const ForcedTokens* forced)
+    : id_(id), prompt_(std::move(prompt)), max_tokens_(max_tokens), tokenizer_(tokenizer), eos_(eos),
+      sink_(std::move(sink)), decoder_(tokenizer), stops_(request.stop), started_(std::chrono::steady_clock::now()) {
+  CHECK(max_tokens_ >= 1, "a generation needs room for one token");
+  sampling_.temperature = float(request.temperature);
+  sampling_.top_p = float(request.top_p);
+  sampling_.top_k = request.top_k > 0 ? request.top_k : 0;
+  sampling_.seed = request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull;
+  usage_.prompt_tokens = int64_t(prompt_.size());
+  if (request.logprobs) top_logprobs_ = request.top_logprobs;
+  if (forced && !request.user.empty()) {
+    forced_ = forced->find(request.user, tokenizer_);
+    if (forced_)
+      std::fprintf(stderr, "[serve] request %llu: TEST-ONLY forced tokens '%s' (%zu tokens) instead of sampling\n",
+                   (unsigned long long)id_, request.user.c_str(), forced_->size());
+  }
+}
+
+RowSampling Generation::sampling_row(int64_t pos) const {
+  return RowSampling{.temperature = sampling_.temperature, .top_p = sampling_.top_p, .top_k = sampling_.top_k,
+                     .seed = sampling_.seed, .counter = uint64_t(pos)};
+}
+
+int32_t Generation::sample(const float* logits, int vocab, int64_t pos) const {
+  // The loop thread's scratch: sampling allocates nothing per token, and a batch of generations
+  // stepped by one thread shares it.
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<int32_t> scratch_idx;
+  scratch.resize(size_t(vocab));
+  scratch_idx.resize(size_t(vocab));
+  return host::sample(logits, vocab, sampling_, uint64_t(pos), scratch.data(), scratch_idx.data());
+}
+
+template <typename Pick>
+std::optional<int32_t> Generation::advance(const float* logits, int vocab, Pick pick) {
+  CHECK(!finished_, "step() on a finished generation");
+  if (sink_->cancelled()) {
+    finished_ = true;
+    std::fprintf(stderr, "[serve] request %llu: %lld prompt + %lld completion tokens, cancelled (client gone)\n",
+                 (unsigned long long)id_, (long long)usage_.prompt_tokens, (long long)usage_.completion_tokens);
+    return std::nullopt;
+  }
+  if (sink_->stop_requested()) return finish(FinishReason::kStop);
+  // A forced sequence that runs out ends the turn as eos would.
+  if (forced_ && forced_next_ == forced_->size()) return finish(FinishReason::kStop);
+  int32_t next;
+  if (forced_) {
+    next = (*forced_)[forced_next_++];
+    if (next >= vocab) rocket::fail("forced token {} is outside the engine's vocabulary [0, {})", next, vocab);
+  } else {
+    next = pick();
+  }
+  if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) return finish(FinishReason::kStop);
+  ++usage_.completion_tokens;
+  const std::string piece = decoder_.push(next);
+  if (top_logprobs_ >= 0) {
+    const RowLogprobs row = row_logprobs(logits, vocab, next, top_logprobs_);
+    Scored s{TokenLogprob{std::string(tokenizer_.token_bytes(next)), row.logprob, {}}, decoded_, decoded_ + piece.size()};
+    for (const TokenScore& t : row.top) s.logprob.top.emplace_back(std::string(tokenizer_.token_bytes(t.token)), t.logprob);
+    scored_.push_back(std::move(s));
+  }
+  decoded_ += piece.size();
+  if (!piece.empty()) {
+    StopMatcher::Result res = stops_.push(piece);
+    if (res.stopped) {
+      emit(std::move(res.text), /*stopped=*/true);
+      return finish(FinishReason::kStop);
+    }
+    if (!res.text.empty()) emit(std::move(res.text), /*stopped=*/false);
+  }
+  if (usage_.completion_tokens == max_tokens_) return finish(FinishReason::kLength);
+  return next;
+}
+
+std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t pos) {
+  return advance(logits, vocab, [&] { return sample(logits, vocab, pos); });
+}
+
+std::optional<int32_t> Generation::step_picked(int32_t picked, const float* logits, int vocab) {
+  CHECK(logits || !needs_logits(), "logprobs need the logits of the row the engine picked from");
+  return advance(logits, vocab, [picked] { return picked; });
+}
+
+std::optional<int32_t> Generation::finish(FinishReason reason) {
+  finished_ = true;
+  answered_ = true;
+  if (!stops_.stopped()) {
+    // The decoder's held bytes (an incomplete character) and the stop matcher's held tail are text
+    // after all, unless the tail completes a stop string.
+    std::string rest;
+    const std::string tail = decoder_.flush();
+    decoded_ += tail.size();
+    if (!tail.empty()) {
+      StopMatcher::Result res = stops_.push(tail);
+      rest = std::move(res.text);
+      if (res.stopped) reason = FinishReason::kStop;
+    }
+    if (!stops_.stopped()) rest += stops_.flush();
+    // Everything is out now (or cut by a stop string): release every token that began before the end.
+    emit(std::move(rest), /*stopped=*/true);
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  std::fprintf(stderr, "[serve] request %llu: %lld prompt + %lld completion tokens in %.2f s, %s\n",
+               (unsigned long long)id_, (long long)usage_.prompt_tokens, (long long)usage_.completion_tokens, sec,
+               std::string(finish_reason_name(reason)).c_str());
+  TokenEvent done;
+  done.done = true;
+  done.finish = reason;
+  done.usage = usage_;
+  sink_->push(std::move(done));
+  return std::nullopt;
+}
+
+void Generation::emit(std::string text, bool stopped) {
+  emitted_ += text.size();
+  TokenEvent e;
+  e.text = std::move(text);
+  while (!scored_.empty() && (scored_.front().end <= emitted_ || (stopped && scored_.front().begin < emitted_))) {
+    e.logprobs.push_back(std::move(scored_.front().logprob));
+    scored_.pop_front();
+  }
+  if (stopped) scored_.clear();
+  if (!e.text.empty() || !e.logprobs.empty()) sink_->push(std::move(e));
+}
+
+void Generation::fail(std::string_view message) {
+  CHECK(!finished_, "fail() on a finished generation");
+  finished_ = true;
+  answered_ = true;
+  std::fprintf(stderr, "[serve] request %llu: failed in the engine: %.*s\n", (unsigned long long)id_,
+               int(message.size()), message.data());
+  TokenEvent e;
+  e.done = true;
+  e.error = std::string(message);
+  sink_->push(std::move(e));
+}
+
+}  // namespace rocket

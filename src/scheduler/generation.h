@@ -1,0 +1,179 @@
+// One request's output side, shared by FifoEngineLoop (http/server.h) and the continuous-batching
+// scheduler: everything between "the engine produced a row of logits for this request" and "the HTTP
+// thread receives text". A Generation chooses the request's next token (sampled with its own params
+// and seed, taken as the engine sampled it with the same params and seed, or taken from a test-only
+// forced sequence), detokenises it (StreamDecoder), holds back and cuts stop strings (StopMatcher),
+// ends on eos / stop string / max_tokens, counts usage, and pushes TokenEvents to the request's
+// RequestSink. The engine side only feeds logits or picked tokens and positions, so a loop can drive
+// one Generation per slot, one token at a time, in any interleaving.
+//
+// Thread safety: a Generation is driven by one thread (the engine loop); its RequestSink is the only
+// part shared with the HTTP thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/host/sample.h"
+#include "openai/openai_request.h"
+#include "openai/openai_response.h"
+#include "openai/stop_strings.h"
+#include "scheduler/batch_engine.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rocket {
+
+// What the engine loop sends back for one request, in order: text pieces (whole UTF-8, stop strings
+// already removed), then one event with done = true.
+struct TokenEvent {
+  std::string text;
+  // With `logprobs` requested: the tokens whose text this event completes, in order. A token is
+  // released once all the text it decodes to has been emitted; at a stop string, the tokens that
+  // begin before it (so text cut by a stop string still has its token), and none of the stop string.
+  std::vector<TokenLogprob> logprobs;
+  bool done = false;
+  FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
+  Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens
+  std::string error;  // non-empty: the request failed in the engine
+};
+
+// The per-request channel between the loop thread (push) and the HTTP thread (pop, cancel).
+// Thread-safe.
+class RequestSink {
+ public:
+  void push(TokenEvent event);
+  // Waits up to `timeout` for the next event.
+  std::optional<TokenEvent> pop(std::chrono::milliseconds timeout);
+  // The client went away: the loop stops the request at its next token (or skips it if queued).
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  // The response is complete before the output ended (parallel_tool_calls=false has its call): the
+  // loop ends the request at its next token as at a stop string, with the final event and usage.
+  // NOTE: the HTTP thread parses behind the loop, which may have produced more by then; that text
+  // still arrives (and counts in usage, being computed) and is the response's to drop.
+  void request_stop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TokenEvent> events_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> stop_requested_{false};
+};
+
+// TEST-ONLY (`rocket serve --force-tokens FILE`): token sequences that replace sampling, so that the
+// end-to-end tests can drive the protocol paths that need a particular model output (tool calls,
+// reasoning) through the real server, which parses forced tokens exactly as sampled ones.
+//
+// FILE is a JSON object naming one sequence per key: {"tool_call": "<tool_call>\n{...}\n</tool_call>",
+// "split": [9707, 11, 1879]}. A string is encoded with the engine's tokenizer (so tags become their
+// added tokens, as the model would emit them); an array is taken as token ids verbatim (to split
+// text where the tokenizer would not). A request selects a sequence by its `user` field, which never
+// changes the output otherwise; a request whose `user` names none samples as usual.
+class ForcedTokens {
+ public:
+  static ForcedTokens load(const std::string& path);
+
+  // The sequence `user` names, encoded; nullopt when it names none.
+  std::optional<std::vector<int32_t>> find(std::string_view user, const Tokenizer& tokenizer) const;
+  size_t size() const { return sequences_.size(); }
+
+ private:
+  std::map<std::string, nlohmann::json, std::less<>> sequences_;
+};
+
+class Generation {
+ public:
+  // `max_tokens` >= 1 (the caller has fitted it to the context). `forced` may be null.
+  // REQUIRES: `tokenizer` and `forced` outlive the Generation.
+  Generation(uint64_t id, const CompletionRequest& request, std::vector<int32_t> prompt, int64_t max_tokens,
+             const Tokenizer& tokenizer, const std::vector<int32_t>& eos, std::shared_ptr<RequestSink> sink,
+             const ForcedTokens* forced);
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  uint64_t id() const { return id_; }
+  const std::vector<int32_t>& prompt() const { return prompt_; }
+
+  // Given the logits for the next position (`vocab` floats), chooses the next token (sampled, the
+  // draw keyed by `pos`, the position the token will take; or the forced sequence's next), and
+  // pushes the text it completes. Returns the token to feed back to the engine at `pos`, or nullopt
+  // when the request is finished (eos, stop string, max_tokens, forced sequence ended, stop
+  // requested, cancelled);
+  // then the final event has been pushed, none if cancelled.
+  // REQUIRES: not finished.
+  std::optional<int32_t> step(const float* logits, int vocab, int64_t pos);
+  // As step, with the token the engine already drew with sampling_row(pos), the same draw step would
+  // make from the logits (a forced sequence still overrides it). `logits` (`vocab` floats) may be null
+  // unless needs_logits(). REQUIRES: not finished.
+  std::optional<int32_t> step_picked(int32_t picked, const float* logits, int vocab);
+  // The knobs an engine samples this request's token at `pos` with.
+  RowSampling sampling_row(int64_t pos) const;
+  // Logprobs were requested: stepping needs the logits as well as the token.
+  bool needs_logits() const { return top_logprobs_ >= 0; }
+
+  // The client is gone: the driver may drop the stream without stepping it again.
+  bool cancelled() const { return sink_->cancelled(); }
+  bool finished() const { return finished_; }
+  // The final event (done, or an error) went to the client: the request completed rather than being
+  // abandoned by a client that left.
+  bool answered() const { return answered_; }
+
+  // Prompt tokens the prefix cache served (usage.prompt_tokens_details.cached_tokens); 0 by default.
+  void set_cached_tokens(int64_t n) { usage_.cached_tokens = n; }
+
+  // The engine failed on this request: pushes an error event and finishes. REQUIRES: not finished.
+  void fail(std::string_view message);
+
+ private:
+  // A token's logprobs, and where its text lies in the decoder's output.
+  struct Scored {
+    TokenLogprob logprob;
+    size_t begin, end;  // byte offsets in everything StreamDecoder has returned
+  };
+
+  std::optional<int32_t> finish(FinishReason reason);
+  // step and step_picked after their choice of token: `pick()` gives it unless a forced sequence does.
+  template <typename Pick>
+  std::optional<int32_t> advance(const float* logits, int vocab, Pick pick);
+  int32_t sample(const float* logits, int vocab, int64_t pos) const;
+  // Pushes `text` (may be empty) with the logprobs of the tokens it completes; `stopped`: the output
+  // ends with it, so tokens begun before its end are released too and the rest dropped.
+  void emit(std::string text, bool stopped);
+
+  uint64_t id_;
+  std::vector<int32_t> prompt_;
+  int64_t max_tokens_;
+  const Tokenizer& tokenizer_;
+  std::vector<int32_t> eos_;
+  std::shared_ptr<RequestSink> sink_;
+  std::optional<std::vector<int32_t>> forced_;
+  size_t forced_next_ = 0;
+  host::SamplingParams sampling_;
+  StreamDecoder decoder_;
+  StopMatcher stops_;
+  int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested
+  std::deque<Scored> scored_;  // logprobs not yet released
+  size_t decoded_ = 0;         // bytes StreamDecoder has returned
+  size_t emitted_ = 0;         // bytes pushed to the sink
+  Usage usage_;
+  bool finished_ = false;
+  bool answered_ = false;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace rocket

@@ -1,0 +1,296 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "openai/protocol_error.h"
+
+namespace rocket {
+
+using Json = nlohmann::ordered_json;
+
+Json SchedulerStats::to_json() const {
+  return Json{{"requests", requests}, {"finished", finished}, {"cancelled", cancelled}, {"refused", refused},
+              {"active", active}, {"waiting", waiting},
+              {"prompt_tokens", prompt_tokens}, {"cached_tokens", cached_tokens},
+              {"generated_tokens", generated_tokens}, {"steps", steps}, {"decode_rows", decode_rows},
+              {"prefill_tokens", prefill_tokens},
+              {"pages", pages}, {"pages_free", pages_free}, {"pages_cached", pages_cached},
+              {"snapshots", snapshots}, {"snapshots_free", snapshots_free}, {"snapshots_cached", snapshots_cached}};
+}
+
+Scheduler::Scheduler(PromptBuilder prompts, BatchEngine& engine, ModelInfo model, SchedulerOptions options,
+                     const ForcedTokens* forced)
+    : prompts_(std::move(prompts)), engine_(engine), model_(std::move(model)), options_(options), forced_(forced),
+      geometry_(CacheGeometry::from_plan(engine.plan(), engine.plan().state_snapshots)), cache_(geometry_),
+      slots_(size_t(engine.plan().max_streams)) {
+  const Plan& plan = engine.plan();
+  if (options_.prefill_budget <= 0) options_.prefill_budget = 4 * plan.prefill_chunk;
+  // Padding rows of a bucket write one token's KV somewhere: a page of their own, held for good.
+  const std::optional<int> pad = cache_.alloc_page();
+  CHECK(pad.has_value(), "a fresh cache pool has pages");
+  pad_page_ = *pad;
+  engine_.bind_pad_page(pad_page_);
+  refresh_stats();
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto& s : slots_)
+    if (s) s->pages.release();
+  cache_.pages().release(pad_page_);
+}
+
+Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestSink> sink) {
+  Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
+  Submitted s;
+  s.prompt_tokens = int64_t(p.ids.size());
+  s.reasoning_open = p.reasoning_open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (waiting_.size() >= options_.queue_capacity) {
+      ++stats_.refused;
+      throw ProtocolError(503, fmt::format("the server is busy: {} requests are waiting; retry later", waiting_.size()),
+                          "", "server_error", "server_busy");
+    }
+    s.id = next_id_++;
+    ++stats_.requests;
+    waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink)});
+  }
+  cv_.notify_one();
+  return s;
+}
+
+Json Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_.to_json();
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !order_.empty(); });
+      if (stopping_) return;
+    }
+    try {
+      admit();
+      decode_step();
+      prefill_step();
+    } catch (const std::exception& e) {
+      // An engine failure fails every running request (the state of their slots is unknown) and
+      // keeps the server up for the next ones.
+      std::fprintf(stderr, "[scheduler] engine step failed: %s\n", e.what());
+      for (int slot : std::deque<int>(order_)) {
+        Stream& s = *slots_[size_t(slot)];
+        if (!s.generation->finished()) s.generation->fail(fmt::format("engine error: {}", e.what()));
+        retire(s, /*keep_cache=*/false);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.steps;
+    refresh_stats();
+  }
+}
+
+void Scheduler::admit() {
+  for (;;) {
+    auto free_slot = std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s.has_value(); });
+    Waiting w;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Requests whose clients left while queued go without touching the engine.
+      while (!waiting_.empty() && waiting_.front().sink->cancelled()) {
+        ++stats_.cancelled;
+        waiting_.pop_front();
+      }
+      if (waiting_.empty() || free_slot == slots_.end()) return;
+      w = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+    const int slot = int(free_slot - slots_.begin());
+    StreamPages pages = StreamPages::resume(cache_, w.prompt.ids);
+    const int resumed = pages.length();
+    // Like resume(), leave at least the last token to compute.
+    const int page = geometry_.page_tokens;
+    const int shared = std::min(cache_.cached_prefix(w.prompt.ids), (int(w.prompt.ids.size()) - 1) / page * page);
+    std::optional<Extension> ext =
+        pages.extend(std::span<const int32_t>(w.prompt.ids).subspan(size_t(resumed)));
+    if (!ext) {
+      pages.release();
+      if (order_.empty()) {
+        // Nothing running could ever return pages: the request cannot be served at all.
+        Generation g(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(), prompts_.eos(), w.sink,
+                     forced_);
+        g.fail("the KV cache cannot hold this prompt");
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.refused;
+        continue;
+      }
+      // Wait at the head of the queue for pages; nobody behind overtakes.
+      std::lock_guard<std::mutex> lock(mu_);
+      waiting_.push_front(std::move(w));
+      return;
+    }
+    auto gen = std::make_unique<Generation>(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(),
+                                            prompts_.eos(), w.sink, forced_);
+    gen->set_cached_tokens(resumed);
+    Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,
+                                                    .slot = slot,
+                                                    .prompt = std::move(w.prompt.ids),
+                                                    .computed = resumed,
+                                                    .branch = shared > resumed ? shared : 0,
+                                                    .pages = std::move(pages),
+                                                    .generation = std::move(gen)});
+    if (s.pages.restore_snapshot()) engine_.restore_state(*s.pages.restore_snapshot(), slot);
+    else engine_.reset_state(slot);
+    apply(s, *ext);
+    order_.push_back(slot);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.prompt_tokens += int64_t(s.prompt.size());
+    stats_.cached_tokens += resumed;
+  }
+}
+
+void Scheduler::apply(Stream& s, const Extension& e) {
+  if (e.copy) engine_.copy_page(e.copy->src, e.copy->dst, e.copy->tokens);
+  engine_.bind_pages(s.slot, s.pages.pages());
+}
+
+void Scheduler::capture(Stream& s, int boundary) {
+  if (boundary % geometry_.page_tokens != 0 || boundary <= s.pages.captured_tokens()) return;
+  if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_state(s.slot, *snap);
+}
+
+void Scheduler::retire(Stream& s, bool keep_cache) {
+  const int slot = s.slot;
+  if (keep_cache) s.pages.detach();
+  else s.pages.release();
+  const bool answered = s.generation->answered();
+  if (!answered && !s.generation->finished())
+    std::fprintf(stderr, "[serve] request %llu: cancelled (client gone) after %d prompt tokens\n",
+                 (unsigned long long)s.id, s.computed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (answered) ++stats_.finished;
+    else ++stats_.cancelled;
+  }
+  order_.erase(std::find(order_.begin(), order_.end(), slot));
+  slots_[size_t(slot)].reset();
+}
+
+void Scheduler::decode_step() {
+  std::vector<int> rows;
+  for (int slot : std::deque<int>(order_)) {
+    Stream& s = *slots_[size_t(slot)];
+    if (!s.decoding) continue;
+    if (s.generation->cancelled()) {
+      retire(s, /*keep_cache=*/true);
+      continue;
+    }
+    const int32_t id = s.next;
+    std::optional<Extension> ext = s.pages.extend(std::span<const int32_t>(&id, 1));
+    if (!ext) {
+      s.generation->fail("the KV cache ran out of pages");
+      retire(s, /*keep_cache=*/false);
+      continue;
+    }
+    apply(s, *ext);
+    rows.push_back(slot);
+  }
+  if (rows.empty()) return;
+  const int n = int(rows.size());
+  std::vector<int32_t> ids(rows.size());
+  std::vector<int64_t> pos(rows.size());
+  std::vector<RowSampling> sampling(rows.size());
+  // The engine samples every row; the logits come back only when a row needs them for logprobs.
+  bool want_logits = false;
+  for (int i = 0; i < n; ++i) {
+    const Stream& s = *slots_[size_t(rows[size_t(i)])];
+    ids[size_t(i)] = s.next;
+    pos[size_t(i)] = s.pos;
+    sampling[size_t(i)] = s.generation->sampling_row(s.pos + 1);
+    want_logits = want_logits || s.generation->needs_logits();
+  }
+  engine_.decode(n, ids.data(), rows.data(), pos.data(), sampling.data(), want_logits);
+  const int32_t* picked = engine_.tokens();
+  for (int i = 0; i < n; ++i) {
+    Stream& s = *slots_[size_t(rows[size_t(i)])];
+    capture(s, int(s.pos + 1));
+    std::optional<int32_t> next =
+        s.generation->step_picked(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
+    if (!next) {
+      retire(s, /*keep_cache=*/true);
+      continue;
+    }
+    s.next = *next;
+    ++s.pos;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.decode_rows += n;
+  stats_.generated_tokens += n;
+}
+
+void Scheduler::prefill_step() {
+  const int chunk = engine_.plan().prefill_chunk;
+  const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
+  int budget = decoding ? options_.prefill_budget : 4 * options_.prefill_budget;
+  int prefilled = 0;
+  for (int slot : std::deque<int>(order_)) {
+    if (budget <= 0) break;
+    Stream& s = *slots_[size_t(slot)];
+    if (s.decoding) continue;
+    if (s.generation->cancelled()) {
+      retire(s, /*keep_cache=*/true);
+      continue;
+    }
+    const int total = int(s.prompt.size());
+    while (budget > 0 && s.computed < total) {
+      int n = std::min({chunk, total - s.computed, budget});
+      if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
+      const bool last = s.computed + n == total;
+      const float* logits = engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last);
+      s.computed += n;
+      budget -= n;
+      prefilled += n;
+      capture(s, s.computed);
+      if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
+      if (!last) continue;
+      s.pages.publish();  // concurrent requests sharing this prompt hit from now on
+      std::optional<int32_t> next = s.generation->step(logits, engine_.vocab(), total);
+      if (!next) {
+        retire(s, /*keep_cache=*/true);
+        break;
+      }
+      s.next = *next;
+      s.pos = total;
+      s.decoding = true;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.prefill_tokens += prefilled;
+}
+
+void Scheduler::refresh_stats() {
+  int active = 0;
+  for (const auto& s : slots_) active += s.has_value();
+  stats_.active = active;
+  stats_.waiting = int(waiting_.size());
+  stats_.pages = cache_.pages().size();
+  stats_.pages_free = cache_.pages().free_count();
+  stats_.pages_cached = cache_.cached_pages();
+  stats_.snapshots = cache_.snapshots().size();
+  stats_.snapshots_free = cache_.snapshots().free_count();
+  stats_.snapshots_cached = cache_.cached_snapshots();
+}
+
+}  // namespace rocket

@@ -1,0 +1,129 @@
+// Scheduler: continuous batching of many requests into the engine's compiled buckets, with the
+// token-exact prefix cache (src/cache). One loop thread owns the engine, the cache and every stream;
+// HTTP threads only submit() and read their RequestSink.
+//
+// Each loop iteration is one engine step:
+//  1. Admission, first come first served: while a slot is free, the oldest waiting request resumes
+//     from the deepest cached boundary of its prompt (KV pages shared, recurrent state restored from
+//     the entry's snapshot) and reserves pages for the rest. A request that cannot get pages waits at
+//     the head of the queue, so nobody behind it overtakes it (no starvation); it is refused only when
+//     nothing is running that could ever free pages.
+//  2. Decode: every stream that has its next token runs, as the smallest compiled bucket holding them;
+//     the engine picks each row's next token with the request's sampling knobs (on the device for the
+//     H200), and hands out logits only when a request asked for logprobs.
+//  3. Prefill: streams still reading their prompt run chunks of the plan's prefill size, oldest first,
+//     within a per-step token budget so the decoding streams keep a steady inter-token latency. Where a
+//     chunk ends on a page boundary the state is captured into a snapshot slot, and after the prompt
+//     the prefix is published so concurrent requests sharing it hit at once.
+// A stream that finishes (eos, stop, length) or whose client left detaches: the pages up to its last
+// captured boundary stay cached for the next turn; the rest returns to the pool.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/radix_cache.h"
+#include "cache/stream_pages.h"
+#include "openai/prompt_builder.h"
+#include "scheduler/batch_engine.h"
+#include "scheduler/engine_loop.h"
+#include "scheduler/generation.h"
+
+namespace rocket {
+
+struct SchedulerOptions {
+  size_t queue_capacity = 64;  // requests waiting for a slot; beyond it submit() answers 503
+  // Prompt tokens prefilled per step while streams are decoding (0: four prefill chunks). It trades
+  // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
+  // nothing decoding, prefill runs four times the budget per step.
+  int prefill_budget = 0;
+};
+
+// Counters for /metrics and the workload driver; a snapshot taken on the loop thread.
+struct SchedulerStats {
+  int64_t requests = 0, finished = 0, cancelled = 0, refused = 0;
+  int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+  int64_t steps = 0, decode_rows = 0, prefill_tokens = 0;
+  int active = 0, waiting = 0;
+  int pages = 0, pages_free = 0, pages_cached = 0;
+  int snapshots = 0, snapshots_free = 0, snapshots_cached = 0;
+  nlohmann::ordered_json to_json() const;
+};
+
+class Scheduler : public EngineLoop {
+ public:
+  // Starts the loop thread. `engine` (and `forced`, test-only, may be null) must outlive the scheduler.
+  Scheduler(PromptBuilder prompts, BatchEngine& engine, ModelInfo model, SchedulerOptions options = {},
+            const ForcedTokens* forced = nullptr);
+  ~Scheduler() override;
+
+  const ModelInfo& model() const override { return model_; }
+  Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) override;
+  nlohmann::ordered_json stats() const override;
+
+ private:
+  struct Waiting {
+    uint64_t id;
+    Prompt prompt;
+    CompletionRequest request;
+    std::shared_ptr<RequestSink> sink;
+  };
+  struct Stream {
+    uint64_t id = 0;
+    int slot = -1;
+    std::vector<int32_t> prompt;
+    int computed = 0;   // prompt tokens whose KV and state are computed
+    // A boundary this prompt shares with cached sequences but could not resume from (the cache
+    // holds its pages without a snapshot there: a branch point, e.g. the end of a system prompt that
+    // other conversations continue differently). Prefill stops there, captures and publishes, so the
+    // next request sharing it resumes instead of recomputing. 0: none.
+    int branch = 0;
+    StreamPages pages;  // its page table and claims on the prefix cache
+    std::unique_ptr<Generation> generation;
+    int32_t next = -1;  // decoding: the token to feed at position pos
+    int64_t pos = 0;
+    bool decoding = false;
+  };
+
+  void run();
+  void admit();
+  void decode_step();
+  void prefill_step();
+  // Leaves the stream's slot: detach (cache what was captured) or release on error.
+  void retire(Stream& s, bool keep_cache);
+  void capture(Stream& s, int boundary);
+  // Binds the stream's page table after an extension, performing copy-on-extend first.
+  void apply(Stream& s, const Extension& e);
+  void refresh_stats();
+
+  PromptBuilder prompts_;
+  BatchEngine& engine_;
+  ModelInfo model_;
+  SchedulerOptions options_;
+  const ForcedTokens* forced_;
+  CacheGeometry geometry_;
+  RadixCache cache_;
+  int pad_page_ = -1;
+
+  // Loop thread only.
+  std::vector<std::optional<Stream>> slots_;
+  std::deque<int> order_;  // slots by admission, oldest first
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Waiting> waiting_;
+  uint64_t next_id_ = 1;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace rocket

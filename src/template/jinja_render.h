@@ -1,0 +1,25 @@
+// Interpreter of the chat-template engine: runs a parsed Template (jinja_ast.h) over top-level
+// variables, with Jinja2's scoping:
+//   - each iteration of a `for` loop has its own scope: its variables, `loop`, and anything the body
+//     sets vanish after the iteration (the next one reads the outer value again); `if` has no scope;
+//   - a macro runs in a fresh scope over the template's top level (the parser admits macros only
+//     there), never over its caller's variables;
+//   - {% set ns.attr %} writes through to the namespace object, which is how templates carry state
+//     out of loops.
+// Rendering is re-entrant: nothing is shared between calls but the (immutable) tree.
+#pragma once
+
+#include <string>
+
+#include "template/jinja_ast.h"
+
+namespace rocket::jinja {
+
+// Deeper macro recursion than this is refused (Python would hit its own recursion limit).
+inline constexpr int kMaxMacroDepth = 100;
+
+// Throws Error "chat template line N: ..." for any failure while rendering; a raise_exception() call
+// gives "chat template raised an exception (line N): <its message>".
+std::string render(const Template& tpl, const Object& variables);
+
+}  // namespace rocket::jinja
