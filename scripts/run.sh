@@ -3,17 +3,26 @@
 # golden token for static fire), generate, then launch the OpenAI-compatible server and ask it for a
 # chat completion, streamed.
 #   bash scripts/run.sh ["prompt text"]
+# Builds only what it runs: the `rocket` CLI here, and the engine `rocket build` compiles for the
+# fuel; the tests and GPU checks are scripts/test.sh's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+t0=$(date +%s)
+step() { echo "[run $(($(date +%s) - t0)) s] $*"; }
+step "setup: packages, npm, configure, build the rocket CLI"
+bash scripts/setup.sh rocket
 prompt=${1:-"The quick brown fox"}
 mkdir -p out
+step "forge the tiny fuel (random weights, Qwen tokenizer)"
 [ -d out/fuels/tiny-bf16 ] || build/rocket forge --fuel tiny --format bf16 --seed 1 --out out/fuels/tiny-bf16
+step "build its host engine: plan, blob, engine.h, compile"
 # Always rebuilt: an engine left by an older checkout holds that checkout's plan format and binary.
 build/rocket build out/fuels/tiny-bf16 --booster host --out out/engines/tiny --golden tests/golden/tiny_bf16.json --force
 build/rocket inspect out/engines/tiny | head -14
+step "generate"
 build/rocket generate out/engines/tiny --prompt "$prompt" --max-tokens 32
 
+step "launch: countdown, then the OpenAI-compatible server"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 build/rocket launch out/engines/tiny --port "$port" 2>out/launch.log &
 server=$!
@@ -23,7 +32,7 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
   sleep 0.2
 done
 grep '\[countdown\]' out/launch.log
-echo "POST /v1/chat/completions (streamed):"
+step "POST /v1/chat/completions (streamed):"
 body=$(python3 -c 'import json, sys; print(json.dumps({"model": "tiny", "messages": [{"role": "user", "content": sys.argv[1]}],
   "max_tokens": 24, "stream": True, "stream_options": {"include_usage": True}}))' "$prompt")
 curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' -d "$body"

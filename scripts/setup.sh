@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Rocket needs on a fresh Debian machine, then configures and
-# builds. Idempotent: packages already present are skipped by apt, node_modules by npm ci's cache.
+# builds TARGETs (default: everything, tests included). Idempotent: packages already present are
+# skipped by apt, node_modules by npm ci's cache, up-to-date objects by make.
+#   bash scripts/setup.sh [TARGET...]      # e.g. `rocket` alone for the main job
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,4 +27,6 @@ node -e 'const fs = require("fs");
 # nvcc, where the CUDA toolkit is installed, compiles the CUDA sources (no GPU needed to compile).
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build build -j"$(nproc)" "${targets[@]}"

@@ -1,4 +1,4 @@
-// The OpenAI-compatible HTTP front (issue 4): an HttpServer whose HTTP threads parse and answer
+// The OpenAI-compatible HTTP front: an HttpServer whose HTTP threads parse and answer
 // requests, and an EngineLoop that owns the engine on one thread of its own. HTTP threads never
 // touch the engine: they submit() a request (rendered and tokenised on the HTTP thread, which needs
 // only the thread-safe Tokenizer and ChatTemplate), the loop thread runs it, and the tokens come back

@@ -1,6 +1,5 @@
-// One request's output side, shared by FifoEngineLoop (http/server.h) and the continuous-batching
-// scheduler: everything between "the engine produced a row of logits for this request" and "the HTTP
-// thread receives text". A Generation chooses the request's next token (sampled with its own params
+// One request's output side, for the continuous-batching scheduler: everything between "the engine
+// produced a row of logits for this request" and "the HTTP thread receives text". A Generation chooses the request's next token (sampled with its own params
 // and seed, taken as the engine sampled it with the same params and seed, or taken from a test-only
 // forced sequence), detokenises it (StreamDecoder), holds back and cuts stop strings (StopMatcher),
 // ends on eos / stop string / max_tokens, counts usage, and pushes TokenEvents to the request's

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scheduler under load (issue 5): N concurrent streaming clients for a bounded time against a running
+"""Scheduler under load: N concurrent streaming clients for a bounded time against a running
 server, a share of them hanging up mid-stream. Every request must either complete (a finish_reason and
 [DONE]) or be one we cancelled; afterwards the scheduler must go idle (no deadlock) with every KV page
 and snapshot slot either free or held by the prefix cache (no leaks).

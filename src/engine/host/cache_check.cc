@@ -1,4 +1,4 @@
-// `rocket-engine cachecheck`: the prefix cache's exactness on the real engine (issue 5's tests).
+// `rocket-engine cachecheck`: the prefix cache's exactness on the real engine (ctest e2e.cache_exactness).
 //
 //  1. Cached vs cold: a prompt sharing two pages with an earlier one, resumed from the cache (shared
 //     KV pages + restored recurrent snapshot), gives bit-identical logits at the last prompt position
