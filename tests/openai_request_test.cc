@@ -355,6 +355,35 @@ TEST(RequestBody, MalformedJsonAndNonObjects) {
   EXPECT_EQ(parse_json_body(kChatBase)["model"], "tiny");
 }
 
+// `levels` nested containers, objects and arrays alternating, inside the request's "metadata".
+std::string nested_body(int levels) {
+  std::string open, close;
+  for (int i = 0; i < levels; ++i) {
+    open += i % 2 ? "[" : "{\"a\":";
+    close += i % 2 ? ']' : '}';
+  }
+  return R"({"model": "tiny", "metadata": )" + open + "1" + std::string(close.rbegin(), close.rend()) + "}";
+}
+
+TEST(RequestBody, NestingIsBoundedWhileParsing) {
+  // The body itself is one level: `levels` inside it make levels + 1.
+  EXPECT_NO_THROW(parse_json_body(nested_body(kDefaultMaxJsonDepth - 1)));
+  for (int levels : {kDefaultMaxJsonDepth, 20000, 1000000}) {
+    try {
+      parse_json_body(nested_body(levels));
+      FAIL() << levels << " levels accepted";
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.code(), "json_too_deep");
+      EXPECT_NE(std::string(e.what()).find(std::to_string(kDefaultMaxJsonDepth)), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(parse_json_body(nested_body(9), 10));
+  EXPECT_THROW(parse_json_body(nested_body(10), 10), ProtocolError);
+  // A flat body is one level.
+  EXPECT_NO_THROW(parse_json_body(R"({"model": "tiny", "n": 1})", 1));
+}
+
 TEST(ErrorBody, OpenAIShape) {
   const ProtocolError e(400, "Invalid type for 'temperature'.", "temperature", "invalid_request_error", "invalid_type");
   EXPECT_EQ(error_body(e).dump(),

@@ -85,6 +85,29 @@ TEST(PromptBuilder, PromptEndsWithTheForcedOpening) {
   EXPECT_EQ(builder.build(r, qwen().vocab_size(), kContext).ids, qwen().encode(builder.render_chat(r)));
 }
 
+TEST(PromptBuilder, PromptOverTheContextIsRefusedWithoutEncodingItAll) {
+  const PromptBuilder builder(kQwenDir);
+  CompletionRequest r = weather_request(ToolChoice::Mode::kAuto);
+  const int64_t n = int64_t(builder.build(r, qwen().vocab_size(), kContext).ids.size());
+  // A context one token longer than the prompt holds it; the prompt's own length does not.
+  EXPECT_EQ(int64_t(builder.build(r, qwen().vocab_size(), n + 1).ids.size()), n);
+  for (int64_t context : {n, int64_t(16)}) {
+    try {
+      builder.build(r, qwen().vocab_size(), context);
+      FAIL() << "a prompt of " << n << " tokens accepted in a context of " << context;
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.code(), "context_length_exceeded");
+      EXPECT_EQ(e.param(), "messages");
+    }
+  }
+  // A 4 MiB completion prompt against a 2048-token context is refused, not tokenized whole.
+  CompletionRequest big;
+  big.kind = CompletionRequest::Kind::kCompletion;
+  big.prompt = std::string(4 << 20, 'x');
+  EXPECT_THROW(builder.build(big, qwen().vocab_size(), 2048), ProtocolError);
+}
+
 TEST(PromptBuilder, ForcedCallClosesReasoningThePromptOpened) {
   const fs::path dir = fs::path(testing::TempDir()) / "prompt_builder_opens_think";
   fs::create_directories(dir);

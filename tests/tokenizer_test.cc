@@ -143,6 +143,21 @@ TEST_F(QwenTokenizer, KnownIds) {
   EXPECT_EQ(tok().encode("<|im_start|>user\nhi<|im_end|>"), (Ids{151644, 872, 198, 6023, 151645}));
 }
 
+TEST_F(QwenTokenizer, EncodeWithinStopsOnceTheBudgetIsExceeded) {
+  const std::string text = "<|im_start|>user\nThe quick brown fox jumps over the lazy dog.<|im_end|>";
+  const Ids all = tok().encode(text);
+  ASSERT_GT(all.size(), 4u);
+  EXPECT_EQ(tok().encode_within(text, all.size()), all);       // exactly the budget
+  EXPECT_EQ(tok().encode_within(text, all.size() + 100), all);
+  EXPECT_FALSE(tok().encode_within(text, all.size() - 1).has_value());
+  EXPECT_FALSE(tok().encode_within(text, 0).has_value());
+  EXPECT_EQ(tok().encode_within("", 0), Ids{});
+  // One piece of 4 MiB (a run of letters is one pre-tokenizer piece) is over a 1000-token budget
+  // from its length alone, before BPE; a piece within the budget still encodes.
+  EXPECT_FALSE(tok().encode_within(std::string(4 << 20, 'a'), 1000).has_value());
+  EXPECT_EQ(tok().encode_within(std::string(64, 'a'), 1000), tok().encode(std::string(64, 'a')));
+}
+
 TEST_F(QwenTokenizer, RoundTrip) {
   for (const char* text : {"Hello, world!", "  two leading spaces", "tabs\tand\nnewlines\r\n", "中文和English混合",
                            "emoji 👨‍👩‍👧‍👦 🇯🇵", "<think>\nhmm\n</think>\n\nok", "x  \n\n\n  y"}) {

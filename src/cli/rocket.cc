@@ -33,6 +33,7 @@ constexpr const char* kUsage =
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
     "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
+    "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
     "  serve     the same as launch\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 
@@ -207,7 +208,7 @@ int cmd_generate(const std::vector<std::string>& args) {
 int cmd_launch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0].starts_with("--")) {
     std::printf("rocket launch ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T]\n"
-                "                         [--reserve BYTES[K|M|G]]\n"
+                "                         [--reserve BYTES[K|M|G]] [--max-body-bytes BYTES[K|M|G]] [--max-json-depth N]\n"
                 "  Runs the launch countdown (upright: map the plan, check fingerprint and memory budget; fuel: load\n"
                 "  the weights; static fire: warm every bucket and check the plan's golden token), then serves the\n"
                 "  OpenAI-compatible API with continuous batching and the prefix cache (ENGINE_DIR/bin/rocket-engine\n"
@@ -215,7 +216,9 @@ int cmd_launch(const std::vector<std::string>& args) {
                 "  countdown phase; 503 until launch), GET /metrics. A failed phase exits 1 naming it.\n"
                 "  --queue N           requests waiting for a stream slot before 503 (default 64)\n"
                 "  --prefill-budget T  prompt tokens prefilled per step while streams decode (default: 4 chunks)\n"
-                "  --reserve BYTES     memory kept back for other work, on top of the booster's floor\n");
+                "  --reserve BYTES     memory kept back for other work, on top of the booster's floor\n"
+                "  --max-body-bytes B  larger request bodies get 413 unread (default 1 MiB + 64 bytes per context token)\n"
+                "  --max-json-depth N  request JSON nesting deeper than N is a 400 (default 64, at most 1024)\n");
     return args.empty() ? 2 : 0;
   }
   return exec_engine("launch", args);

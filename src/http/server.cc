@@ -197,7 +197,7 @@ struct HttpServer::Impl {
     try {
       authorize(req);
       EngineLoop& engine = launched();
-      const Json body = parse_json_body(req.body);
+      const Json body = parse_json_body(req.body, options.max_json_depth);
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
       if (r.model != engine.model().id)
         throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
@@ -365,9 +365,26 @@ struct HttpServer::Impl {
   }
 };
 
+size_t default_max_body_bytes(int64_t max_context) { return (size_t(1) << 20) + 64 * size_t(std::max<int64_t>(max_context, 0)); }
+
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl& im = *impl_;
   im.server.new_task_queue = [n = im.options.http_threads] { return new httplib::ThreadPool(n); };
+  im.server.set_payload_max_length(im.options.max_body_bytes);
+  // httplib answers an oversized body (413) and a malformed request line or headers (400) itself, with
+  // no body; give those OpenAI's error shape too. Responses this file wrote already have a body.
+  im.server.set_error_handler(httplib::Server::HandlerWithResponse([&im](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413)
+      send_error(res, ProtocolError(413, fmt::format("The request body is larger than this server's limit of {} bytes.",
+                                                     im.options.max_body_bytes),
+                                    "", "invalid_request_error", "request_too_large"));
+    else
+      send_error(res, ProtocolError(res.status, fmt::format("HTTP {}: the server could not handle this request.",
+                                                            res.status),
+                                    "", res.status >= 500 ? "server_error" : "invalid_request_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });

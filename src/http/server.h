@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "openai/openai_request.h"
 #include "scheduler/engine_loop.h"
 
 namespace rocket {
@@ -34,7 +35,15 @@ struct ServerOptions {
   // response, an idle keep-alive), so this bounds concurrent clients; further connections wait to be
   // served. httplib's default (the core count, at least 8) would cap a scheduler of 32 streams.
   size_t http_threads = 256;
+  // A larger body is answered 413 from its Content-Length, without being parsed (launch sizes it from
+  // the plan's context: default_max_body_bytes).
+  size_t max_body_bytes = 8u << 20;
+  int max_json_depth = kDefaultMaxJsonDepth;  // deeper request JSON is a 400 (openai_request.h)
 };
+
+// Room for a prompt filling the context, JSON-escaped, with tools and history around it: 64 bytes per
+// context token (a CJK character escapes to 6 bytes and takes about a token), over a floor of 1 MiB.
+size_t default_max_body_bytes(int64_t max_context);
 
 class HttpServer {
  public:

@@ -21,12 +21,13 @@ struct LaunchSteps {
   std::function<std::string()> fuel;         // weights resident
   std::function<std::string()> static_fire;  // every bucket warm; the plan's golden token, when it has one
   std::function<BatchEngine&()> engine;      // valid after fuel
+  int64_t max_context = 0;  // the plan's (engine.h kMaxContext): sizes the request-body limit before upright
 };
 
 // The flags `launch` takes, for an engine binary's usage line.
 inline constexpr const char* kLaunchUsage =
     "launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] "
-    "[--force-tokens FILE (TEST-ONLY)]";
+    "[--max-body-bytes BYTES] [--max-json-depth N] [--force-tokens FILE (TEST-ONLY)]";
 
 // Parses `args` (kLaunchUsage), runs the countdown and serves. Returns the exit status; a failed phase
 // throws Error("countdown: <phase>: <reason>").

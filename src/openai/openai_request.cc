@@ -422,8 +422,18 @@ std::variant<std::string, std::vector<int32_t>> parse_prompt(const Json& v) {
 
 }  // namespace
 
-nlohmann::ordered_json parse_json_body(std::string_view body) {
-  Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth) {
+  // The callback sees a container's start with `depth` = the containers already open around it; it
+  // throws before the container is built, so a hostile body costs no more than its first max_depth
+  // levels.
+  const auto bounded = [max_depth](int depth, Json::parse_event_t event, Json&) {
+    const bool opens = event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+    if (opens && depth + 1 > max_depth)
+      throw ProtocolError(400, fmt::format("The JSON body of your request nests deeper than {} levels, this server's "
+                                           "limit.", max_depth), "", "invalid_request_error", "json_too_deep");
+    return true;
+  };
+  Json doc = Json::parse(body, bounded, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     throw ProtocolError(400, "We could not parse the JSON body of your request: it is not valid JSON.", "",
                         "invalid_request_error", "invalid_json");

@@ -103,8 +103,15 @@ struct CompletionRequest {
   std::optional<bool> enable_thinking;
 };
 
-// Parses the text of a request body; malformed JSON or a non-object is a 400.
-nlohmann::ordered_json parse_json_body(std::string_view body);
+// How deeply a request's JSON may nest (objects and arrays), checked while parsing: every later walk
+// over client data (JSON -> template values, tojson, the tool schemas) is recursive, so this bounds
+// their stack on the HTTP thread. OpenAI-shaped requests nest a few levels; tool parameter schemas a
+// dozen or two.
+constexpr int kDefaultMaxJsonDepth = 64;
+
+// Parses the text of a request body; malformed JSON, a non-object or nesting deeper than `max_depth`
+// is a 400.
+nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth = kDefaultMaxJsonDepth);
 
 // Throw ProtocolError (status 400) on the first invalid or unsupported field.
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body);

@@ -1,7 +1,9 @@
 #include "openai/prompt_builder.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -141,12 +143,21 @@ std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
 Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_context) const {
   Prompt p;
   const char* field = r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt";
+  // A prompt of max_context tokens or more is refused; tokenizing stops as soon as it is known to be one.
+  const auto encode = [&](std::string_view text) {
+    std::optional<std::vector<int32_t>> ids = tokenizer_.encode_within(text, size_t(std::max<int64_t>(max_context - 1, 0)));
+    if (!ids)
+      throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt has more.",
+                                           max_context),
+                          field, "invalid_request_error", "context_length_exceeded");
+    return std::move(*ids);
+  };
   if (r.kind == CompletionRequest::Kind::kChat) {
     const std::string text = render_chat(r);
     p.reasoning_open = ends_inside_think(text);
-    p.ids = tokenizer_.encode(text + forced_opening(r, p.reasoning_open));
+    p.ids = encode(text + forced_opening(r, p.reasoning_open));
   } else if (const auto* text = std::get_if<std::string>(&r.prompt)) {
-    p.ids = tokenizer_.encode(*text);
+    p.ids = encode(*text);
   } else {
     p.ids = std::get<std::vector<int32_t>>(r.prompt);
     for (int32_t id : p.ids)

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
@@ -354,7 +355,10 @@ Tokenizer Tokenizer::from_json(const json& doc, const std::string& origin) {
 
     t.id_bytes_.resize(t.id_text_.size());
     for (size_t id = 0; id < t.id_text_.size(); ++id)
-      if (!t.id_text_[id].empty()) t.id_bytes_[id] = token_bytes_of(t.id_text_[id], code_point_to_byte);
+      if (!t.id_text_[id].empty()) {
+        t.id_bytes_[id] = token_bytes_of(t.id_text_[id], code_point_to_byte);
+        t.max_token_bytes_ = std::max(t.max_token_bytes_, t.id_bytes_[id].size());
+      }
 
     // --- normalizer
     const json& normalizer = doc.contains("normalizer") ? doc["normalizer"] : json();
@@ -423,6 +427,11 @@ Tokenizer Tokenizer::from_json(const json& doc, const std::string& origin) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  return *encode_within(text, std::numeric_limits<size_t>::max());
+}
+
+std::optional<std::vector<int32_t>> Tokenizer::encode_within(std::string_view text, size_t max_tokens) const {
+  Budget budget{max_tokens};
   std::string repaired;
   if (!is_valid_utf8(text)) {
     append_utf8_lossy(text, repaired, /*final=*/true);
@@ -444,30 +453,43 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
       ++i;
       continue;
     }
-    encode_section(text.substr(start, i - start), ids);
+    encode_section(text.substr(start, i - start), ids, budget);
     ids.push_back(hit->id);
+    if (budget.over || ids.size() > budget.limit) return std::nullopt;
     i += hit->content.size();
     start = i;
   }
-  encode_section(text.substr(start), ids);
+  encode_section(text.substr(start), ids, budget);
+  if (budget.over) return std::nullopt;
   return ids;
 }
 
-void Tokenizer::encode_section(std::string_view text, std::vector<int32_t>& ids) const {
-  if (text.empty()) return;
-  if (!nfc_ || is_ascii(text)) return split_and_merge(text, 0, ids);
+void Tokenizer::encode_section(std::string_view text, std::vector<int32_t>& ids, Budget& budget) const {
+  if (text.empty() || budget.over) return;
+  if (!nfc_ || is_ascii(text)) return split_and_merge(text, 0, ids, budget);
   utf8proc_uint8_t* normalized = nullptr;
   const utf8proc_ssize_t n =
       utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), utf8proc_ssize_t(text.size()),
                    &normalized, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   CHECK(n >= 0, fmt::format("utf8proc_map failed on well-formed input: {}", utf8proc_errmsg(n)));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owner(normalized, &std::free);
-  split_and_merge(std::string_view(reinterpret_cast<const char*>(normalized), size_t(n)), 0, ids);
+  split_and_merge(std::string_view(reinterpret_cast<const char*>(normalized), size_t(n)), 0, ids, budget);
 }
 
-void Tokenizer::split_and_merge(std::string_view piece, size_t level, std::vector<int32_t>& ids) const {
-  if (piece.empty()) return;
-  if (level == splits_.size()) return bpe(piece, ids);
+void Tokenizer::split_and_merge(std::string_view piece, size_t level, std::vector<int32_t>& ids,
+                                Budget& budget) const {
+  if (piece.empty() || budget.over) return;
+  if (level == splits_.size()) {
+    // The fewest ids this piece can take: checked before BPE so that a huge piece costs nothing.
+    const size_t least = (piece.size() + max_token_bytes_ - 1) / max_token_bytes_;
+    if (ids.size() + least > budget.limit) {
+      budget.over = true;
+      return;
+    }
+    bpe(piece, ids);
+    budget.over = ids.size() > budget.limit;
+    return;
+  }
   PcreScratch& scratch = pcre_scratch();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
   size_t pos = 0, done = 0;  // next search start; end of what has been handed on
@@ -491,11 +513,12 @@ void Tokenizer::split_and_merge(std::string_view piece, size_t level, std::vecto
       continue;
     }
     // Isolated: the text between matches and each match are pieces of their own.
-    split_and_merge(piece.substr(done, begin - done), level + 1, ids);
-    split_and_merge(piece.substr(begin, end - begin), level + 1, ids);
+    split_and_merge(piece.substr(done, begin - done), level + 1, ids, budget);
+    split_and_merge(piece.substr(begin, end - begin), level + 1, ids, budget);
+    if (budget.over) return;
     done = pos = end;
   }
-  split_and_merge(piece.substr(done), level + 1, ids);
+  split_and_merge(piece.substr(done), level + 1, ids, budget);
 }
 
 void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& ids) const {

@@ -50,6 +50,11 @@ class Tokenizer {
   // Ill-formed UTF-8 in `text` is read as U+FFFD per maximal ill-formed subsequence (HF cannot see
   // such input at all: Python and JS strings are already decoded).
   std::vector<int32_t> encode(std::string_view text) const;
+  // As encode(), but gives up (nullopt) as soon as the encoding is known to need more than
+  // `max_tokens` ids: an oversized prompt costs the work of its first max_tokens tokens, not of all
+  // its text. A piece is known to be too long before BPE from its length in bytes (no token is longer
+  // than the vocabulary's longest).
+  std::optional<std::vector<int32_t>> encode_within(std::string_view text, size_t max_tokens) const;
 
   // Ids that name no token (negative, >= vocab_size(), or a gap in the id space) decode to nothing,
   // as HF's decode drops them; special tokens are kept (skip_special_tokens=false).
@@ -93,10 +98,15 @@ class Tokenizer {
     return (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
   }
 
+  // How many ids an encoding may hold; `over` once it is known to need more (encoding then stops).
+  struct Budget {
+    size_t limit;
+    bool over = false;
+  };
   // Encodes a stretch of text that holds no added token.
-  void encode_section(std::string_view text, std::vector<int32_t>& ids) const;
+  void encode_section(std::string_view text, std::vector<int32_t>& ids, Budget& budget) const;
   // Applies split regex `level` and those after it, then BPE.
-  void split_and_merge(std::string_view piece, size_t level, std::vector<int32_t>& ids) const;
+  void split_and_merge(std::string_view piece, size_t level, std::vector<int32_t>& ids, Budget& budget) const;
   // Append the BPE tokens of one piece to `ids`.
   void bpe(std::string_view piece, std::vector<int32_t>& ids) const;
   void bpe_uncached(std::string_view piece, std::vector<int32_t>& ids) const;
@@ -112,6 +122,7 @@ class Tokenizer {
 
   std::vector<std::string> id_text_;   // vocabulary form by id; empty = no token
   std::vector<std::string> id_bytes_;  // raw bytes by id
+  size_t max_token_bytes_ = 1;         // the longest id_bytes_
   std::vector<uint8_t> id_special_;
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> text_to_id_;
   std::array<int32_t, 256> byte_id_{};       // the single-byte token of each byte value

@@ -109,6 +109,35 @@ check nokey 401 "$s" 'assert "error" in j'
 s=$(curl -s -o "$work/wrongkey.out" -w '%{http_code}' -H 'Authorization: Bearer wrong' "$base/v1/models")
 check wrongkey 401 "$s" 'assert "error" in j'
 
+# Bounded inputs: a body over the limit is a 413 from its Content-Length, JSON nested past the depth
+# limit a 400 (a 20000-level tool schema used to overflow an HTTP thread's stack), and a prompt past
+# the context a 400 in milliseconds; the server serves on after each.
+head -c $((64 << 20)) /dev/zero | tr '\0' 'a' >"$work/huge.body"
+s=$(curl -s -o "$work/huge_body.out" -w '%{http_code}' -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      --data-binary @"$work/huge.body" --max-time 60 "$base/v1/chat/completions")
+check huge_body 413 "$s" 'assert j["error"]["code"]=="request_too_large", j'
+python3 - "$model" >"$work/deep.body" <<'PY'
+import sys
+levels = 20000
+schema = '{"type": "object", "properties": {"x": ' * levels + '{}' + '}}' * levels
+print('{"model": "%s", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", '
+      '"function": {"name": "f", "parameters": %s}}]}' % (sys.argv[1], schema), end="")
+PY
+s=$(curl -s -o "$work/deep_json.out" -w '%{http_code}' -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      --data-binary @"$work/deep.body" --max-time 60 "$base/v1/chat/completions")
+check deep_json 400 "$s" 'assert j["error"]["code"]=="json_too_deep", j'
+python3 - "$model" >"$work/long.body" <<'PY'
+import json, sys
+print(json.dumps({"model": sys.argv[1], "messages": [{"role": "user", "content": "lorem ipsum " * 80000}]}), end="")
+PY
+t0=$(date +%s%N)
+s=$(curl -s -o "$work/long_prompt.out" -w '%{http_code}' -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      --data-binary @"$work/long.body" --max-time 60 "$base/v1/chat/completions")
+check long_prompt 400 "$s" 'assert j["error"]["code"]=="context_length_exceeded", j'
+echo "note long_prompt: 960 kB of prompt refused in $((($(date +%s%N) - t0) / 1000000)) ms"
+s=$(req after_bounds POST /v1/chat/completions "$chat"',"max_tokens":4}' --max-time 20)
+check after_bounds 200 "$s" 'assert j["choices"][0]["finish_reason"] in ("stop","length")'
+
 # A client that hangs up mid-stream: its request is cancelled in the loop (the scheduler's /metrics
 # count it) and its slot freed. (openai_client.mjs covers the 503 of a full queue: it needs more
 # concurrent streams than curl here is worth.)

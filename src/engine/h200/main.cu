@@ -251,6 +251,7 @@ int cmd_launch(const fs::path& dir, const Args& a) {
         return summary;
       },
       .engine = [&]() -> BatchEngine& { return *batch; },
+      .max_context = engine::kMaxContext,
   };
   return launch(dir, a.v, steps);
 }

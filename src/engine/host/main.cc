@@ -3,7 +3,7 @@
 //   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
 //   rocket-engine bench [--tokens N] [--context C]
 //   rocket-engine buckets [--steps N]
-//   rocket-engine launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] [--force-tokens FILE (TEST-ONLY)]
+//   rocket-engine launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] [--max-body-bytes BYTES] [--max-json-depth N] [--force-tokens FILE (TEST-ONLY)]
 // The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine).
 #include <unistd.h>
 
@@ -333,6 +333,7 @@ int cmd_launch(const fs::path& dir, const Args& a) {
       },
       .static_fire = [&] { return static_fire(*engine); },
       .engine = [&]() -> BatchEngine& { return *batch; },
+      .max_context = engine::kMaxContext,
   };
   return launch(dir, a.v, steps);
 }
