@@ -14,6 +14,8 @@
 
 #include "openai/openai_response.h"
 #include "openai/output_parser.h"
+#include "openai/prompt_builder.h"
+#include "openai/tool_call_format.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -420,6 +422,139 @@ TEST(OutputParser, TurnWithoutTheAllowedCallsIsNotComplete) {
   EXPECT_EQ(p.tool_calls, 1);
   EXPECT_EQ(p.turn.content, "Then text.");
   EXPECT_FALSE(p.complete);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Qwen3.5's XML tool-call format
+
+Options xml_options(const std::vector<Tool>& tools) {
+  Options o;
+  o.format = ToolCallFormat::kXml;
+  o.parameters = std::make_shared<const ParameterTypes>(parameter_types(tools));
+  return o;
+}
+
+std::vector<Tool> xml_tools() {
+  Tool edit;
+  edit.name = "edit_file";
+  edit.parameters = Json::parse(R"({"type": "object", "properties": {
+      "path": {"type": "string"}, "text": {"type": "string"}, "line": {"type": "integer"},
+      "options": {"type": "object"}, "tags": {"type": "array", "items": {"type": "string"}},
+      "ratio": {"type": ["number", "null"]}, "dry_run": {"type": "boolean"}}})");
+  Tool weather;
+  weather.name = "get_weather";
+  weather.parameters = Json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}})");
+  return {edit, weather};
+}
+
+TEST(OutputParserXml, TypedParametersInTheModelsOrder) {
+  const std::string out =
+      "I will edit it.\n<tool_call>\n<function=edit_file>\n<parameter=path>\nsrc/main.cc\n</parameter>\n"
+      "<parameter=text>\nint main() {\n  return 0;\n}\n\n</parameter>\n<parameter=line>\n12\n</parameter>\n"
+      "<parameter=options>\n{\"force\": true, \"mode\": \"a\"}\n</parameter>\n<parameter=tags>\n[\"x\", \"y\"]\n</parameter>\n"
+      "<parameter=ratio>\nnull\n</parameter>\n<parameter=dry_run>\nfalse\n</parameter>\n<parameter=extra>\n7\n</parameter>\n"
+      "</function>\n</tool_call>";
+  const Options o = xml_options(xml_tools());
+  const Parsed p = run_text(out, o);
+  EXPECT_EQ(p.turn.content, "I will edit it.");
+  ASSERT_EQ(p.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(p.turn.tool_calls[0].name, "edit_file");
+  // A string keeps its inner newlines (the block's one leading and trailing newline removed); an
+  // undeclared parameter stays a string; the object lists parameters as written.
+  EXPECT_EQ(p.turn.tool_calls[0].arguments,
+            R"({"path":"src/main.cc","text":"int main() {\n  return 0;\n}\n","line":12,"options":{"force":true,"mode":"a"},)"
+            R"("tags":["x","y"],"ratio":null,"dry_run":false,"extra":"7"})");
+  expect_split_invariant(out, o, p);
+}
+
+TEST(OutputParserXml, ValuesThatDoNotParseStayStrings) {
+  const Parsed p = run_text("<tool_call>\n<function=get_weather>\n<parameter=city>\n42\n</parameter>\n"
+                            "<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>",
+                            xml_options(xml_tools()));
+  ASSERT_EQ(p.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(p.turn.tool_calls[0].arguments, R"({"city":"42","days":"three"})");
+  // Without the tools' schemas (or an unknown function) every value is a string.
+  const Parsed q = run_text("<tool_call>\n<function=other>\n<parameter=n>\n5\n</parameter>\n</function>\n</tool_call>",
+                            xml_options(xml_tools()));
+  ASSERT_EQ(q.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(q.turn.tool_calls[0].arguments, R"({"n":"5"})");
+}
+
+TEST(OutputParserXml, TwoCallsAndACallWithoutParameters) {
+  const std::string out = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n"
+                          "</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=now>\n</function>\n</tool_call>";
+  const Options o = xml_options(xml_tools());
+  const Parsed p = run_text(out, o);
+  EXPECT_EQ(p.turn.content, "");
+  ASSERT_EQ(p.turn.tool_calls.size(), 2u);
+  EXPECT_EQ(p.turn.tool_calls[0].arguments, R"({"city":"Paris","days":3})");
+  EXPECT_EQ(p.turn.tool_calls[1].name, "now");
+  EXPECT_EQ(p.turn.tool_calls[1].arguments, "{}");
+  EXPECT_NE(p.turn.tool_calls[0].id, p.turn.tool_calls[1].id);
+  expect_split_invariant(out, o, p);
+}
+
+TEST(OutputParserXml, ACallInsideReasoningEndsItAndIsACall) {
+  const std::string out = "<think>\nI need the weather.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n"
+                          "</parameter>\n</function>\n</tool_call>";
+  const Options o = xml_options(xml_tools());
+  const Parsed p = run_text(out, o);
+  EXPECT_EQ(p.turn.reasoning_content, "I need the weather.");
+  ASSERT_EQ(p.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(p.turn.tool_calls[0].arguments, R"({"city":"Oslo"})");
+  expect_split_invariant(out, o, p);
+  // The JSON format keeps Qwen3's rule: a call inside reasoning is reasoning text.
+  const Parsed j = run_text("<think>\nmaybe <tool_call>\n{\"name\": \"f\"}\n</tool_call>\n</think>\n\nno");
+  EXPECT_EQ(j.turn.tool_calls.size(), 0u);
+  EXPECT_EQ(j.turn.content, "no");
+}
+
+TEST(OutputParserXml, MalformedBlocksComeBackAsContent) {
+  const Options o = xml_options(xml_tools());
+  for (const std::string block : {"<tool_call>\n{\"name\": \"get_weather\"}\n</tool_call>",  // JSON in an XML fuel
+                                  "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>",
+                                  "<tool_call>\n<function=get_weather>\n</tool_call>",
+                                  "<tool_call>\n<function=>\n</function>\n</tool_call>",
+                                  "<tool_call>\n<function=f>\n</function>\ntrailing\n</tool_call>"}) {
+    const Parsed p = run_text("Before. " + block, o);
+    EXPECT_EQ(p.turn.tool_calls.size(), 0u) << block;
+    EXPECT_EQ(p.turn.content, "Before. " + block);
+  }
+  // The stream ends inside a block.
+  const Parsed cut = run_text("<tool_call>\n<function=get_weather>\n<parameter=city>\nPar", o);
+  EXPECT_EQ(cut.turn.tool_calls.size(), 0u);
+  EXPECT_EQ(cut.turn.content, "<tool_call>\n<function=get_weather>\n<parameter=city>\nPar");
+}
+
+TEST(OutputParserXml, ForcedOpeningThenParallelToolCallsOff) {
+  CompletionRequest r;
+  r.tools = xml_tools();
+  r.tool_choice = {ToolChoice::Mode::kFunction, "get_weather"};
+  Options o = xml_options(r.tools);
+  o.max_tool_calls = 1;
+  const std::string opening = forced_opening(r, false, ToolCallFormat::kXml);
+  EXPECT_EQ(opening, "<tool_call>\n<function=get_weather>\n");
+  OutputParser parser(o, std::mt19937_64(1));
+  parser.prime(opening);
+  Parsed p;
+  take(p, parser.push("<parameter=city>\nRome\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=x>"));
+  take(p, parser.finish());
+  ASSERT_EQ(p.turn.tool_calls.size(), 1u);
+  EXPECT_EQ(p.turn.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(p.turn.tool_calls[0].arguments, R"({"city":"Rome"})");
+  EXPECT_TRUE(parser.complete());
+  r.tool_choice = {ToolChoice::Mode::kRequired, ""};
+  EXPECT_EQ(forced_opening(r, false, ToolCallFormat::kXml), "<tool_call>\n<function=");
+  EXPECT_EQ(forced_opening(r, true, ToolCallFormat::kXml), "\n</think>\n\n<tool_call>\n<function=");
+}
+
+TEST(ToolCallFormat, ReadFromTheChatTemplate) {
+  EXPECT_EQ(tool_call_format_of("{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"), ToolCallFormat::kXml);
+  EXPECT_EQ(tool_call_format_of("{{- '<tool_call>\\n{\"name\": \"' }}"), ToolCallFormat::kJson);
+  EXPECT_EQ(parse_tool_call_format("xml"), ToolCallFormat::kXml);
+  EXPECT_EQ(parse_tool_call_format("json"), ToolCallFormat::kJson);
+  EXPECT_FALSE(parse_tool_call_format("yaml").has_value());
+  EXPECT_STREQ(tool_call_format_name(ToolCallFormat::kXml), "xml");
 }
 
 }  // namespace

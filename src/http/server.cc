@@ -98,9 +98,11 @@ bool peer_closed(int fd) {
 
 // The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
 // named tool_choice: it forces a call of that function, and a second call could name any other.
-OutputParser::Options parser_options(const CompletionRequest& r, bool reasoning_open) {
+OutputParser::Options parser_options(const CompletionRequest& r, const Submitted& sub) {
   OutputParser::Options o;
-  o.reasoning_open = reasoning_open;
+  o.reasoning_open = sub.reasoning_open;
+  o.format = sub.tool_call_format;
+  if (o.format == ToolCallFormat::kXml) o.parameters = std::make_shared<const ParameterTypes>(parameter_types(r.tools));
   o.tool_calls = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone;
   if (!r.parallel_tool_calls || r.tool_choice.mode == ToolChoice::Mode::kFunction) o.max_tool_calls = 1;
   return o;
@@ -118,13 +120,13 @@ struct Response {
   std::vector<TokenLogprob> tokens;  // logprobs not yet sent (streamed), or all of them
   int64_t text_offset = 0;           // completions: where the next logprobs' text starts
 
-  // `reasoning_open`: the request's rendered prompt ends inside <think> (Submitted).
-  Response(const CompletionRequest& r, ResponseMeta meta, bool reasoning_open)
+  // `sub`: whether the request's rendered prompt ends inside <think>, and the fuel's tool-call format.
+  Response(const CompletionRequest& r, ResponseMeta meta, const Submitted& sub)
       : chat(r.kind == CompletionRequest::Kind::kChat), meta(std::move(meta)),
-        parser(parser_options(r, reasoning_open), std::mt19937_64(id_rng()())), logprobs(r.logprobs) {
+        parser(parser_options(r, sub), std::mt19937_64(id_rng()())), logprobs(r.logprobs) {
     // tool_choice required / named: the prompt ends with the opening of the call, which the output
     // continues (openai/prompt_builder.h).
-    parser.prime(forced_opening(r, reasoning_open));
+    parser.prime(forced_opening(r, sub.reasoning_open, sub.tool_call_format));
   }
 
   // Chat: the parser's events for a text event of the loop, whose logprobs it collects. Once the turn
@@ -209,7 +211,7 @@ struct HttpServer::Impl {
       meta.created = int64_t(std::time(nullptr));
       meta.model = engine.model().id;
       meta.stream_usage = r.stream && r.include_usage;
-      auto state = std::make_shared<Response>(r, meta, sub.reasoning_open);
+      auto state = std::make_shared<Response>(r, meta, sub);
       if (!r.stream) {
         respond_whole(req, res, *state, *sink, sub.id);
       } else {

@@ -12,6 +12,8 @@ namespace rocket {
 
 namespace {
 
+using Json = nlohmann::ordered_json;  // keeps the model's key order in the arguments
+
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kToolOpen = "<tool_call>";
@@ -26,6 +28,28 @@ size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
 }
 
 }  // namespace
+
+ParameterTypes parameter_types(const std::vector<Tool>& tools) {
+  ParameterTypes out;
+  for (const Tool& t : tools) {
+    auto& params = out[t.name];
+    if (!t.parameters.is_object()) continue;
+    const auto props = t.parameters.find("properties");
+    if (props == t.parameters.end() || !props->is_object()) continue;
+    for (const auto& [name, schema] : props->items()) {
+      if (!schema.is_object()) continue;
+      const auto type = schema.find("type");
+      if (type == schema.end()) continue;
+      std::vector<std::string> types;
+      if (type->is_string()) types.push_back(type->get<std::string>());
+      if (type->is_array())
+        for (const auto& x : *type)
+          if (x.is_string()) types.push_back(x.get<std::string>());
+      if (!types.empty()) params[name] = std::move(types);
+    }
+  }
+  return out;
+}
 
 OutputParser::OutputParser(Options options, std::mt19937_64 id_rng) : options_(options), rng_(id_rng) {
   CHECK(options_.max_tool_calls >= 1, "max_tool_calls must allow a call");
@@ -60,6 +84,7 @@ std::vector<OutputEvent> OutputParser::finish() {
 std::vector<std::string_view> OutputParser::active_tags() const {
   switch (state_) {
     case State::kReasoning:
+      if (options_.format == ToolCallFormat::kXml && options_.tool_calls) return {kThinkClose, kToolOpen};
       return {kThinkClose};
     case State::kToolCall:
       return {kToolClose};
@@ -158,6 +183,8 @@ void OutputParser::tag(std::string_view t) {
     segment_start_ = true;
     held_newlines_ = 0;
   } else if (t == kToolOpen) {
+    // From reasoning (the XML format only): the reasoning ends here, and its trailing newlines with it.
+    if (state_ == State::kReasoning) held_newlines_ = 0;
     state_ = State::kToolCall;
     think_allowed_ = false;
     block_.clear();
@@ -168,23 +195,74 @@ void OutputParser::tag(std::string_view t) {
   }
 }
 
-void OutputParser::close_tool_call() {
-  using Json = nlohmann::ordered_json;  // keeps the model's key order in the arguments
+std::optional<std::pair<std::string, std::string>> OutputParser::parse_json_call() const {
   const Json doc = Json::parse(block_, nullptr, /*allow_exceptions=*/false);
-  const Json* name = nullptr;
-  const Json* arguments = nullptr;
-  if (!doc.is_discarded() && doc.is_object()) {
-    if (auto it = doc.find("name"); it != doc.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
-      name = &*it;
-    }
-    if (auto it = doc.find("arguments"); it != doc.end()) arguments = &*it;
+  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+  const auto name = doc.find("name");
+  if (name == doc.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) return std::nullopt;
+  const auto arguments = doc.find("arguments");
+  if (arguments == doc.end()) return std::pair{name->get<std::string>(), std::string("{}")};
+  if (!arguments->is_object()) return std::nullopt;
+  return std::pair{name->get<std::string>(), arguments->dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+std::optional<std::pair<std::string, std::string>> OutputParser::parse_xml_call() const {
+  std::string_view b = block_;
+  const auto skip_space = [&] {
+    const size_t n = b.find_first_not_of(" \t\r\n");
+    b.remove_prefix(n == std::string_view::npos ? b.size() : n);
+  };
+  // '<OPEN' NAME '>': the name, or empty when the block does not start so.
+  const auto opening = [&](std::string_view open) -> std::string_view {
+    if (!b.starts_with(open)) return {};
+    const size_t end = b.find('>', open.size());
+    if (end == std::string_view::npos) return {};
+    const std::string_view name = b.substr(open.size(), end - open.size());
+    if (name.empty() || name.find_first_of("<\n") != std::string_view::npos) return {};
+    b.remove_prefix(end + 1);
+    return name;
+  };
+  skip_space();
+  const std::string_view function = opening("<function=");
+  if (function.empty()) return std::nullopt;
+  const std::map<std::string, std::vector<std::string>, std::less<>>* declared = nullptr;
+  if (options_.parameters) {
+    if (auto it = options_.parameters->find(function); it != options_.parameters->end()) declared = &it->second;
   }
-  const bool valid = name && (!arguments || arguments->is_object());
-  if (valid) {
+  Json arguments = Json::object();
+  for (;;) {
+    skip_space();
+    if (b.starts_with("</function>")) break;
+    const std::string_view parameter = opening("<parameter=");
+    if (parameter.empty()) return std::nullopt;
+    const size_t end = b.find("</parameter>");
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string_view value = b.substr(0, end);
+    b.remove_prefix(end + std::string_view("</parameter>").size());
+    // The block format puts the value on lines of its own: one newline each side is layout.
+    if (value.starts_with('\n')) value.remove_prefix(1);
+    if (value.ends_with('\n')) value.remove_suffix(1);
+    const std::vector<std::string>* types = nullptr;
+    if (declared) {
+      if (auto it = declared->find(parameter); it != declared->end()) types = &it->second;
+    }
+    const bool verbatim = !types || std::find(types->begin(), types->end(), "string") != types->end();
+    Json v = verbatim ? Json(std::string(value)) : Json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (v.is_discarded()) v = std::string(value);
+    arguments[std::string(parameter)] = std::move(v);
+  }
+  b.remove_prefix(std::string_view("</function>").size());
+  skip_space();
+  if (!b.empty()) return std::nullopt;
+  return std::pair{std::string(function), arguments.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+void OutputParser::close_tool_call() {
+  const auto call = options_.format == ToolCallFormat::kXml ? parse_xml_call() : parse_json_call();
+  if (call) {
     const int index = tool_calls_++;
-    emit(ToolCallStart{index, tool_call_id(rng_), name->get<std::string>()});
-    emit(ToolCallArgumentsDelta{
-        index, arguments ? arguments->dump(-1, ' ', false, Json::error_handler_t::replace) : std::string("{}")});
+    emit(ToolCallStart{index, tool_call_id(rng_), call->first});
+    emit(ToolCallArgumentsDelta{index, call->second});
     segment_start_ = true;
   } else {
     emit(ContentDelta{std::string(block_newlines_, '\n') + std::string(kToolOpen) + block_ + std::string(kToolClose)});

@@ -31,17 +31,40 @@
 //    complete() turns true, telling the caller to stop generating; the parser is the one place that
 //    knows a block was a valid call, outside reasoning.
 //
+// The XML format (Options::format kXml, Qwen3.5): a block is '<function=NAME>' then parameters
+// '<parameter=P>\nVALUE\n</parameter>', then '</function>'. A value keeps its text verbatim (its one
+// leading and one trailing newline removed) when the function's schema declares the parameter a
+// string, or does not declare it; otherwise (integer, number, boolean, null, object, array) it is
+// parsed as JSON, and kept as a string when it does not parse. The arguments object lists the
+// parameters in the order the model wrote them. In this format a <tool_call> inside reasoning ends
+// the reasoning and is parsed as a call: Qwen3.5 models do call tools from their thinking, and a call
+// left in reasoning_content is lost to the client.
+//
 // Not thread-safe: one per response.
 #pragma once
 
 #include <limits>
+#include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "openai/openai_request.h"
+#include "openai/tool_call_format.h"
+
 namespace rocket {
+
+// Each function's parameters and the JSON types its schema declares for them ("string", "integer",
+// ...; a union lists several): what the XML format's values are converted with.
+using ParameterTypes = std::map<std::string, std::map<std::string, std::vector<std::string>, std::less<>>, std::less<>>;
+
+// The declared types of every tool's parameters (`parameters.properties.P.type`, a string or an
+// array of them; a property with no type is absent).
+ParameterTypes parameter_types(const std::vector<Tool>& tools);
 
 struct ReasoningDelta {
   std::string text;
@@ -66,6 +89,8 @@ class OutputParser {
     bool reasoning_open = false;  // the prompt ends inside <think>: the output starts as reasoning
     bool tool_calls = true;       // parse <tool_call> blocks; false (no tools, tool_choice none) = content
     int max_tool_calls = std::numeric_limits<int>::max();  // >= 1
+    ToolCallFormat format = ToolCallFormat::kJson;        // the fuel's (plan.tool_call_format)
+    std::shared_ptr<const ParameterTypes> parameters;      // kXml: value conversion; null = all strings
   };
 
   // `id_rng` draws the tool-call ids ("call_" + 24 alphanumerics).
@@ -98,6 +123,10 @@ class OutputParser {
   void tag(std::string_view t);
   void segment_text(std::string_view s, bool reasoning);
   void close_tool_call();
+  // The arguments of a valid block in the options' format, with its function's name; nullopt when
+  // the block is not a valid call.
+  std::optional<std::pair<std::string, std::string>> parse_json_call() const;
+  std::optional<std::pair<std::string, std::string>> parse_xml_call() const;
   void emit(OutputEvent event);
 
   Options options_;

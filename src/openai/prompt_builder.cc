@@ -75,19 +75,21 @@ bool ends_inside_think(const std::string& prompt) {
 
 }  // namespace
 
-std::string forced_opening(const CompletionRequest& r, bool reasoning_open) {
+std::string forced_opening(const CompletionRequest& r, bool reasoning_open, ToolCallFormat format) {
   if (r.kind != CompletionRequest::Kind::kChat) return "";
+  const bool xml = format == ToolCallFormat::kXml;
   std::string call;
   switch (r.tool_choice.mode) {
     case ToolChoice::Mode::kAuto:
     case ToolChoice::Mode::kNone:
       return "";
     case ToolChoice::Mode::kRequired:
-      call = "<tool_call>\n{\"name\": \"";
+      call = xml ? "<tool_call>\n<function=" : "<tool_call>\n{\"name\": \"";
       break;
     case ToolChoice::Mode::kFunction:
       // The name is one of the request's tools, whose names are [a-zA-Z0-9_-]: nothing to escape.
-      call = "<tool_call>\n{\"name\": \"" + r.tool_choice.function + "\", \"arguments\": ";
+      call = xml ? "<tool_call>\n<function=" + r.tool_choice.function + ">\n"
+                 : "<tool_call>\n{\"name\": \"" + r.tool_choice.function + "\", \"arguments\": ";
       break;
   }
   // NOTE: a template that opens reasoning ends its generation prompt with '<think>\n', and writes an
@@ -116,8 +118,10 @@ PromptBuilder::PromptBuilder(const std::string& engine_dir)
   const fs::path cfg_path = fs::path(engine_dir) / "tokenizer_config.json";
   if (fs::exists(cfg_path)) {
     const Json cfg = read_json_file(cfg_path);
-    if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
+    if (cfg.contains("chat_template") && cfg["chat_template"].is_string()) {
       template_ = ChatTemplate::compile(cfg["chat_template"].get<std::string>());
+      tool_call_format_ = tool_call_format_of(cfg["chat_template"].get_ref<const std::string&>());
+    }
     template_vars_["bos_token"] = token_string(cfg, "bos_token");
     template_vars_["eos_token"] = token_string(cfg, "eos_token");
   }
@@ -142,6 +146,7 @@ std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
 
 Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_context) const {
   Prompt p;
+  p.tool_call_format = tool_call_format_;
   const char* field = r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt";
   // A prompt of max_context tokens or more is refused; tokenizing stops as soon as it is known to be one.
   const auto encode = [&](std::string_view text) {
@@ -155,7 +160,7 @@ Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_c
   if (r.kind == CompletionRequest::Kind::kChat) {
     const std::string text = render_chat(r);
     p.reasoning_open = ends_inside_think(text);
-    p.ids = encode(text + forced_opening(r, p.reasoning_open));
+    p.ids = encode(text + forced_opening(r, p.reasoning_open, tool_call_format_));
   } else if (const auto* text = std::get_if<std::string>(&r.prompt)) {
     p.ids = encode(*text);
   } else {

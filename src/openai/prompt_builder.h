@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "openai/openai_request.h"
+#include "openai/tool_call_format.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +29,7 @@ struct Prompt {
   // Chat: the chat template's rendering ends inside <think> (before any forced opening), so the
   // output parser starts in reasoning.
   bool reasoning_open = false;
+  ToolCallFormat tool_call_format = ToolCallFormat::kJson;  // the fuel's, for the output parser
 };
 
 class PromptBuilder {
@@ -45,12 +47,15 @@ class PromptBuilder {
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const std::vector<int32_t>& eos() const { return eos_; }
+  // Read from the chat template (tool_call_format_of); kJson without one.
+  ToolCallFormat tool_call_format() const { return tool_call_format_; }
 
  private:
   Tokenizer tokenizer_;
   std::optional<ChatTemplate> template_;
   nlohmann::ordered_json template_vars_;  // bos_token, eos_token
   std::vector<int32_t> eos_;
+  ToolCallFormat tool_call_format_ = ToolCallFormat::kJson;
 };
 
 // The start of the assistant's turn that the request's tool_choice forces, in Qwen's tool-call format
@@ -60,7 +65,8 @@ class PromptBuilder {
 // <think>; the opening then closes the reasoning first, so that the call is the answer.
 // The prompt ends with this text (tokenised with it) and the output parser is primed with it: both
 // derive it here, so they agree.
-std::string forced_opening(const CompletionRequest& request, bool reasoning_open);
+std::string forced_opening(const CompletionRequest& request, bool reasoning_open,
+                           ToolCallFormat format = ToolCallFormat::kJson);
 
 // The end-of-sequence ids of ENGINE_DIR/generation_config.json (none when the file is absent).
 std::vector<int32_t> eos_token_ids(const std::string& engine_dir);

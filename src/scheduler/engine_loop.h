@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "openai/openai_request.h"
+#include "openai/tool_call_format.h"
 #include "scheduler/generation.h"
 
 namespace rocket {
@@ -24,6 +25,7 @@ struct Submitted {
   uint64_t id = 0;
   int64_t prompt_tokens = 0;
   bool reasoning_open = false;  // the rendered prompt ends inside <think>
+  ToolCallFormat tool_call_format = ToolCallFormat::kJson;  // how the fuel's model writes tool calls
 };
 
 class EngineLoop {

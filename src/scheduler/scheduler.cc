@@ -55,6 +55,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
   Submitted s;
   s.prompt_tokens = int64_t(p.ids.size());
   s.reasoning_open = p.reasoning_open;
+  s.tool_call_format = p.tool_call_format;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (waiting_.size() >= options_.queue_capacity) {
