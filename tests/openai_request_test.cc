@@ -128,6 +128,19 @@ TEST(ChatRequest, Defaults) {
   EXPECT_FALSE(r.enable_thinking.has_value());
 }
 
+TEST(ChatRequest, TemplateKwargsAndReasoningEffortPassThrough) {
+  const CompletionRequest r = parse_chat_request(parse_json_body(R"({"model": "tiny",
+      "messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
+        "function": {"name": "f", "arguments": ""}}]}, {"role": "user", "content": "hi"}],
+      "chat_template_kwargs": {"enable_thinking": true, "preserve_thinking": true, "custom": {"a": [1]}, "gone": null},
+      "reasoning_effort": "low"})"));
+  EXPECT_EQ(r.enable_thinking, true);
+  EXPECT_EQ(r.template_kwargs.dump(), R"({"enable_thinking":true,"preserve_thinking":true,"custom":{"a":[1]}})");
+  EXPECT_EQ(r.reasoning_effort, "low");
+  ASSERT_EQ(r.messages[0].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[0].tool_calls[0].arguments, "{}");  // an empty string is a call without arguments
+}
+
 TEST(ChatRequest, NullMeansNotGiven) {
   const CompletionRequest r = parse_chat_request(with(kChatBase, R"({"temperature": null, "stop": null, "seed": null,
       "max_tokens": null, "tools": null, "tool_choice": null, "n": null, "stream_options": null, "top_k": -1,
@@ -227,7 +240,17 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"modalities": ["text", "audio"]})", "modalities", "unsupported_value"},
       {R"({"audio": {"voice": "alloy", "format": "wav"}})", "audio", "unsupported_parameter"},
       {R"({"prediction": {"type": "content", "content": "x"}})", "prediction", "unsupported_parameter"},
-      {R"({"reasoning_effort": "high"})", "reasoning_effort", "unsupported_parameter"},
+      {R"({"reasoning_effort": "extreme"})", "reasoning_effort", "invalid_value"},
+      {R"({"reasoning_effort": 3})", "reasoning_effort", "invalid_type"},
+      {R"({"chat_template_kwargs": {"messages": []}})", "chat_template_kwargs.messages", "unsupported_parameter"},
+      {R"({"chat_template_kwargs": {"reasoning_effort": "low"}})", "chat_template_kwargs.reasoning_effort",
+       "unsupported_parameter"},
+      {R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+          "function": {"name": "f", "arguments": "[1, 2]"}}]}]})", "messages[0].tool_calls[0].function.arguments",
+       "invalid_value"},
+      {R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+          "function": {"name": "f", "arguments": "{\"city\": "}}]}]})", "messages[0].tool_calls[0].function.arguments",
+       "invalid_value"},
       {R"({"web_search_options": {}})", "web_search_options", "unsupported_parameter"},
       {R"({"functions": [{"name": "f"}]})", "functions", "unsupported_parameter"},
       {R"({"function_call": "auto"})", "function_call", "unsupported_parameter"},
@@ -267,7 +290,7 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"metadata": {"k": 1}})", "metadata.k", "invalid_type"},
       {R"({"chat_template_kwargs": []})", "chat_template_kwargs", "invalid_type"},
       {R"({"chat_template_kwargs": {"enable_thinking": "no"}})", "chat_template_kwargs.enable_thinking", "invalid_type"},
-      {R"({"chat_template_kwargs": {"tools_in_system": true}})", "chat_template_kwargs.tools_in_system",
+      {R"({"chat_template_kwargs": {"add_generation_prompt": false}})", "chat_template_kwargs.add_generation_prompt",
        "unsupported_parameter"},
       {R"({"frobnicate": 1})", "frobnicate", "unknown_parameter"},
   });

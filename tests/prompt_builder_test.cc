@@ -108,6 +108,43 @@ TEST(PromptBuilder, PromptOverTheContextIsRefusedWithoutEncodingItAll) {
   EXPECT_THROW(builder.build(big, qwen().vocab_size(), 2048), ProtocolError);
 }
 
+// A builder over Qwen's tokenizer and `chat_template`, in a directory of its own under the test's temp.
+PromptBuilder builder_with(const std::string& name, const std::string& chat_template) {
+  const fs::path dir = fs::path(testing::TempDir()) / name;
+  fs::create_directories(dir);
+  fs::copy_file(kQwenDir + "/tokenizer.json", dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << Json{{"chat_template", chat_template}}.dump();
+  return PromptBuilder(dir.string());
+}
+
+TEST(PromptBuilder, ClientArgumentsReachTheTemplateAsAMapping) {
+  // Qwen3.5 templates iterate an assistant call's arguments with |items; OpenAI clients send them as a
+  // JSON string.
+  const PromptBuilder b = builder_with("prompt_builder_items",
+      "{%- for m in messages %}{%- for c in m.tool_calls or [] %}<function={{ c.function.name }}>"
+      "{%- for k, v in c.function.arguments|items %}[{{ k }}={{ v if v is string else v|tojson }}]{%- endfor %}"
+      "</function>{%- endfor %}{{ m.content or '' }}|{%- endfor %}{{ preserve_thinking }}{{ reasoning_effort }}");
+  CompletionRequest r = parse_chat_request(parse_json_body(R"({"model": "tiny", "messages": [
+      {"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 3, \"opts\": {\"u\": \"C\"}}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+      "chat_template_kwargs": {"preserve_thinking": true}, "reasoning_effort": "high"})"));
+  EXPECT_EQ(b.render_chat(r), "weather?|<function=get_weather>[city=Paris][days=3][opts={\"u\": \"C\"}]</function>|sunny|Truehigh");
+  // Qwen3's template does not read reasoning_effort: refused, naming it.
+  const PromptBuilder qwen3(kQwenDir);
+  try {
+    qwen3.render_chat(r);
+    FAIL() << "reasoning_effort accepted by a template that ignores it";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.param(), "reasoning_effort");
+  }
+  r.reasoning_effort.reset();
+  // And Qwen3's template writes the mapping back as JSON.
+  EXPECT_NE(qwen3.render_chat(r).find(R"({"name": "get_weather", "arguments": {"city": "Paris", "days": 3, "opts": {"u": "C"}}})"),
+            std::string::npos) << qwen3.render_chat(r);
+}
+
 TEST(PromptBuilder, ForcedCallClosesReasoningThePromptOpened) {
   const fs::path dir = fs::path(testing::TempDir()) / "prompt_builder_opens_think";
   fs::create_directories(dir);

@@ -36,6 +36,20 @@ std::string_view kind_of(const Json& v) {
   return "an object";
 }
 
+// Parses client JSON text; discarded when malformed. The callback sees a container's start with
+// `depth` = the containers already open around it and throws before the container is built, so a
+// hostile text costs no more than its first max_depth levels.
+Json parse_bounded(std::string_view text, int max_depth) {
+  const auto bounded = [max_depth](int depth, Json::parse_event_t event, Json&) {
+    const bool opens = event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+    if (opens && depth + 1 > max_depth)
+      throw ProtocolError(400, fmt::format("The JSON of your request nests deeper than {} levels, this server's limit.",
+                                           max_depth), "", "invalid_request_error", "json_too_deep");
+    return true;
+  };
+  return Json::parse(text, bounded, /*allow_exceptions=*/false);
+}
+
 [[noreturn]] void wrong_type(const std::string& param, std::string_view expected, const Json& got) {
   reject(param, kInvalidType,
          fmt::format("Invalid type for '{}': expected {}, but got {} instead.", param, expected, kind_of(got)));
@@ -221,10 +235,19 @@ ToolCall history_tool_call(const Json& v, const std::string& param) {
   call.name = as_string(required(function, "name", path(fn, "name")), path(fn, "name"));
   const Json& arguments = required(function, "arguments", path(fn, "arguments"));
   // OpenAI carries arguments as a JSON string; an object (some clients send one) is taken as its text.
+  // Templates iterate the arguments as a mapping (Qwen3.5: `tool_call.arguments|items`), so the text
+  // must be an object; an empty string (some clients' no-argument call) is {}.
   if (arguments.is_object()) {
     call.arguments = arguments.dump();
   } else {
     call.arguments = as_string(arguments, path(fn, "arguments"));
+    if (call.arguments.find_first_not_of(" \t\r\n") == std::string::npos) call.arguments = "{}";
+    // The text is client JSON inside JSON: bounded like the body, for the template's walks over it.
+    const Json parsed = parse_bounded(call.arguments, kDefaultMaxJsonDepth);
+    if (parsed.is_discarded() || !parsed.is_object())
+      reject(path(fn, "arguments"), kInvalidValue,
+             fmt::format("Invalid value for '{}': the arguments must be a JSON object (as text), got {}.", path(fn, "arguments"),
+                         parsed.is_discarded() ? "text that is not JSON" : kind_of(parsed)));
   }
   return call;
 }
@@ -365,7 +388,6 @@ void reject_chat_extras(const Json& body) {
       {"audio", "this engine produces text only."},
       {"prediction", "predicted outputs are not supported."},
       {"web_search_options", "this engine has no web search."},
-      {"reasoning_effort", "the model thinks or not; use chat_template_kwargs.enable_thinking."},
       {"verbosity", "not supported by this model."},
       {"functions", "deprecated by OpenAI; use 'tools'."},
       {"function_call", "deprecated by OpenAI; use 'tool_choice'."},
@@ -423,17 +445,7 @@ std::variant<std::string, std::vector<int32_t>> parse_prompt(const Json& v) {
 }  // namespace
 
 nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth) {
-  // The callback sees a container's start with `depth` = the containers already open around it; it
-  // throws before the container is built, so a hostile body costs no more than its first max_depth
-  // levels.
-  const auto bounded = [max_depth](int depth, Json::parse_event_t event, Json&) {
-    const bool opens = event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
-    if (opens && depth + 1 > max_depth)
-      throw ProtocolError(400, fmt::format("The JSON body of your request nests deeper than {} levels, this server's "
-                                           "limit.", max_depth), "", "invalid_request_error", "json_too_deep");
-    return true;
-  };
-  Json doc = Json::parse(body, bounded, /*allow_exceptions=*/false);
+  Json doc = parse_bounded(body, max_depth);
   if (doc.is_discarded()) {
     throw ProtocolError(400, "We could not parse the JSON body of your request: it is not valid JSON.", "",
                         "invalid_request_error", "invalid_json");
@@ -475,12 +487,26 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
   parse_tools(body, r);
   if (const Json* v = member(body, "chat_template_kwargs")) {
     as_object(*v, "chat_template_kwargs");
+    // The variables the server sets itself are not the client's to replace.
+    static const std::set<std::string, std::less<>> kServerVariables = {"messages", "tools", "add_generation_prompt",
+                                                                      "bos_token", "eos_token", "reasoning_effort"};
     for (const auto& [key, value] : v->items()) {
       const std::string param = path("chat_template_kwargs", key);
-      // Only the switches the chat template was compiled and verified with.
-      if (key != "enable_thinking") unsupported(param, "the chat template takes only 'enable_thinking'.");
-      if (!value.is_null()) r.enable_thinking = as_bool(value, param);
+      if (kServerVariables.contains(key))
+        unsupported(param, key == "reasoning_effort" ? "send it as the request's reasoning_effort."
+                                                     : "the server sets this template variable from the request.");
+      if (value.is_null()) continue;
+      if (key == "enable_thinking") r.enable_thinking = as_bool(value, param);
+      r.template_kwargs[key] = value;
     }
+  }
+  if (const Json* v = member(body, "reasoning_effort")) {
+    const std::string effort = as_string(*v, "reasoning_effort");
+    static const std::set<std::string, std::less<>> kEfforts = {"none", "minimal", "low", "medium", "high"};
+    if (!kEfforts.contains(effort))
+      reject("reasoning_effort", kInvalidValue,
+             fmt::format("Invalid value for 'reasoning_effort': '{}'; expected none, minimal, low, medium or high.", effort));
+    r.reasoning_effort = effort;
   }
   reject_chat_extras(body);
   check_bookkeeping(body);

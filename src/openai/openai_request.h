@@ -35,7 +35,7 @@ namespace rocket {
 struct ToolCall {
   std::string id;
   std::string name;
-  std::string arguments;  // a JSON text, as OpenAI carries it
+  std::string arguments;  // a JSON object's text, as OpenAI carries it (checked to be one)
 };
 
 struct ChatMessage {
@@ -101,6 +101,12 @@ struct CompletionRequest {
   std::string user;
   // chat_template_kwargs.enable_thinking; unset = the template's default.
   std::optional<bool> enable_thinking;
+  // Every chat_template_kwargs key (enable_thinking too), as vLLM and SGLang pass them: variables of
+  // the chat template (preserve_thinking, ...). Null values are left out (the template's default).
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // none | minimal | low | medium | high: a template variable when the fuel's template reads it
+  // (the prompt builder refuses it otherwise).
+  std::optional<std::string> reasoning_effort;
 };
 
 // How deeply a request's JSON may nest (objects and arrays), checked while parsing: every later walk

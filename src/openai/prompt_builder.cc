@@ -46,8 +46,11 @@ Json messages_json(const std::vector<ChatMessage>& messages) {
     if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
     if (!m.tool_calls.empty()) {
       Json calls = Json::array();
+      // Arguments reach the template as the mapping they stand for (the request parser checked the text
+      // is an object): templates iterate it (`|items`) or write it back with `tojson`.
       for (const ToolCall& c : m.tool_calls)
-        calls.push_back(Json{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back(Json{{"id", c.id}, {"type", "function"},
+                             {"function", {{"name", c.name}, {"arguments", Json::parse(c.arguments)}}}});
       j["tool_calls"] = std::move(calls);
     }
     if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
@@ -121,6 +124,8 @@ PromptBuilder::PromptBuilder(const std::string& engine_dir)
     if (cfg.contains("chat_template") && cfg["chat_template"].is_string()) {
       template_ = ChatTemplate::compile(cfg["chat_template"].get<std::string>());
       tool_call_format_ = tool_call_format_of(cfg["chat_template"].get_ref<const std::string&>());
+      template_reads_reasoning_effort_ =
+          cfg["chat_template"].get_ref<const std::string&>().find("reasoning_effort") != std::string::npos;
     }
     template_vars_["bos_token"] = token_string(cfg, "bos_token");
     template_vars_["eos_token"] = token_string(cfg, "eos_token");
@@ -134,7 +139,14 @@ std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
   ctx["messages"] = messages_json(r.messages);
   if (!r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone) ctx["tools"] = tools_json(r.tools);
   ctx["add_generation_prompt"] = true;
-  if (r.enable_thinking) ctx["enable_thinking"] = *r.enable_thinking;
+  for (const auto& [key, value] : r.template_kwargs.items()) ctx[key] = value;
+  if (r.reasoning_effort) {
+    if (!template_reads_reasoning_effort_)
+      throw ProtocolError(400, "This model's chat template does not read reasoning_effort; use "
+                               "chat_template_kwargs.enable_thinking to turn thinking on or off.",
+                          "reasoning_effort", "invalid_request_error", "unsupported_parameter");
+    ctx["reasoning_effort"] = *r.reasoning_effort;
+  }
   try {
     return template_->render(ctx);
   } catch (const ProtocolError&) {

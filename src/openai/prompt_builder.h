@@ -56,6 +56,7 @@ class PromptBuilder {
   nlohmann::ordered_json template_vars_;  // bos_token, eos_token
   std::vector<int32_t> eos_;
   ToolCallFormat tool_call_format_ = ToolCallFormat::kJson;
+  bool template_reads_reasoning_effort_ = false;  // the template names the variable
 };
 
 // The start of the assistant's turn that the request's tool_choice forces, in Qwen's tool-call format
