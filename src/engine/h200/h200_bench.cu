@@ -10,9 +10,7 @@
 //   split     each kind of kernel (StepKind) captured alone in a graph of the bucket and timed with
 //             events over `steps` launches; "gaps" = the full graph's time − the kinds' sum (launch
 //             gaps and tails between kernels), "host" = wall step − full graph (staging and readback).
-//   bytes     every non-expert weight once (the embedding as B rows), the expected routed-expert union
-//             E·(1 − (1 − k/E)^B) per layer for uniform routing, and per stream its recurrent state
-//             (read + write), conv state (read + write) and KV (read, at the mean position).
+//   bytes     plan/step_bytes.h, at the mean position of the timed steps
 //   roofline  bytes/step over the device copy bandwidth (read + write) of a 1 GiB cudaMemcpy inside
 //             the arena, measured in the same run before the fill.
 #include "engine/h200/h200_bench.h"
@@ -21,12 +19,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "plan/step_bytes.h"
 
 namespace rocket {
 
@@ -102,23 +100,6 @@ void fill_context(const H200Engine& e) {
   CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-double step_bytes(const Plan& plan, int b, double context) {
-  double dense = 0, expert = 0;
-  for (const auto& t : plan.tensors) {
-    if (t.name.starts_with("embed_tokens")) continue;
-    if (t.name.find(".mlp.experts.") != std::string::npos) {
-      if (t.name.starts_with("layers.0.mlp.experts.0.")) expert += double(t.bytes);
-      continue;
-    }
-    dense += double(t.bytes);
-  }
-  const double E = double(kExperts), k = double(kTopK);
-  const double union_per_layer = E * (1.0 - std::pow(1.0 - k / E, b));
-  const double state = double(kLinearLayers) * 2.0 * 4 * (kLinVHeads * kLinKDim * kLinVDim + kConvDim * (kConvKernel - 1));
-  const double kv = double(kFullLayers) * context * 2.0 * kKvHeads * kHeadDim * plan.kv_bytes;
-  return dense + double(b) * kHidden * 2 + union_per_layer * kLayers * expert + b * (state + kv);
-}
-
 struct Kind {
   const char* name;
   uint32_t mask;
@@ -178,7 +159,7 @@ int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::Sampl
     const double graph_ms = time_graph(e.graph(b, kKindAll), e.stream(), steps);
     double kind_ms[std::size(kKinds)], sum = 0;
     for (size_t k = 0; k < std::size(kKinds); ++k) sum += kind_ms[k] = time_graph(e.graph(b, kKinds[k].mask), e.stream(), steps);
-    const double bytes = step_bytes(e.plan(), b, context + 1 + reps * steps / 2.0);
+    const double bytes = step_bytes(e.plan(), b, context + 1 + reps * steps / 2.0).total();
     const double gbps = bytes / (wall * 1e-3) / 1e9;
     std::printf("| %d | %.3f | %.3f-%.3f | %.3f |", b, wall, runs.front(), runs.back(), graph_ms);
     for (double m : kind_ms) std::printf(" %.3f |", m);

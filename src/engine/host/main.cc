@@ -31,6 +31,7 @@
 #include "kernels/host/sample.h"
 #include "launch/launch.h"
 #include "openai/prompt_builder.h"
+#include "plan/step_bytes.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -252,29 +253,6 @@ int cmd_buckets(const fs::path& dir, const Args& a) {
   return bad ? 1 : 0;
 }
 
-// Bytes one decode step must move at bucket b: every non-expert weight once (the embedding only
-// as b rows), the expected union of routed experts under uniform routing, and each stream's
-// recurrent state (read + write), conv state and KV (read) at `context` tokens.
-double step_bytes(const Plan& plan, int b, int context) {
-  double dense = 0, expert = 0;
-  for (const auto& t : plan.tensors) {
-    if (t.name.starts_with("embed_tokens")) continue;
-    if (t.name.find(".mlp.experts.") != std::string::npos) {
-      if (t.name.starts_with("layers.0.mlp.experts.0.")) expert += double(t.bytes);
-      continue;
-    }
-    dense += double(t.bytes);
-  }
-  const double E = double(engine::kExperts), k = double(engine::kTopK);
-  const double union_per_layer = E * (1.0 - std::pow(1.0 - k / E, b));
-  const double embed_rows = double(b) * engine::kHidden * 2;
-  const double state = double(engine::kLinearLayers) *
-                       (2.0 * engine::kLinVHeads * engine::kLinKDim * engine::kLinVDim * 4 +
-                        2.0 * engine::kConvDim * (engine::kConvKernel - 1) * 4);
-  const double kv = double(engine::kFullLayers) * context * 2.0 * engine::kKvHeads * engine::kHeadDim * 4;
-  return dense + embed_rows + union_per_layer * engine::kLayers * expert + b * (state + kv);
-}
-
 // Decode throughput at every bucket, distinct tokens per stream, from a context of --context tokens,
 // as a fraction of the roofline: bytes per step over the copy bandwidth measured in the same run.
 int cmd_bench(const fs::path& dir, const Args& a) {
@@ -304,7 +282,7 @@ int cmd_bench(const fs::path& dir, const Args& a) {
       for (int s = 0; s < b; ++s) ids[s] = host::argmax(e.logits(s), int(engine::kVocab)), ++pos[s];
     }
     const double sec = seconds_since(t0) / tokens;
-    const double bytes = step_bytes(e.plan(), b, context + tokens / 2);
+    const double bytes = step_bytes(e.plan(), b, context + tokens / 2).total();
     const double gbps = bytes / sec / 1e9;
     std::printf("%6d  %7.2f  %7.1f  %4.1f  %7.1f%%  %16.1f  %17.1f\n", b, 1e3 * sec, bytes / 1e6, gbps,
                 100.0 * gbps / copy_gbps, b / sec, 1.0 / sec);
