@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev libpcre2-dev
-          libutf8proc-dev libcpp-httplib-dev curl python3)
+          libutf8proc-dev libcpp-httplib-dev libcli11-dev curl python3)
 # The tests also fuzz the parsers (tests/fuzz: libFuzzer needs clang 16 for C++20's source_location).
 [ "${ROCKET_SETUP_TESTS:-0}" = 1 ] && packages+=(clang-16 libclang-rt-16-dev)
 missing=()

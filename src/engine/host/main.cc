@@ -1,10 +1,7 @@
-// rocket-engine: the binary `rocket build` emits for one chemistry on the host booster.
-//   rocket-engine generate --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]
-//   rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]
-//   rocket-engine bench [--tokens N] [--context C]
-//   rocket-engine buckets [--steps N]
-//   rocket-engine launch|serve [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES] [--max-body-bytes BYTES] [--max-json-depth N] [--force-tokens FILE (TEST-ONLY)]
-// The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine).
+// rocket-engine: the binary `rocket build` emits for one chemistry on the host booster, with the
+// commands generate, parity, bench, buckets, cachecheck and launch (also spelled serve);
+// `rocket-engine COMMAND --help` lists each one's flags. The engine directory is the parent of the
+// binary's folder (ENGINE_DIR/bin/rocket-engine).
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,8 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "boosters/profile.h"
+#include "core/cli.h"
 #include "core/error.h"
+#include "engine/generate_options.h"
 #include "engine/golden.h"
+#include "engine/parity.h"
 #include "engine/host/cache_check.h"
 #include "engine/host/host_batch_engine.h"
 #include "engine/host/host_engine.h"
@@ -43,27 +42,18 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct Args {
-  std::vector<std::string> v;
-  bool has(const std::string& k) const {
-    for (auto& a : v) if (a == k) return true;
-    return false;
-  }
-  std::string get(const std::string& k, const std::string& def) const {
-    for (size_t i = 0; i + 1 < v.size(); ++i) if (v[i] == k) return v[i + 1];
-    return def;
-  }
-};
-
-int cmd_generate(const fs::path& dir, const Args& a) {
-  const std::string prompt = a.get("--prompt", "");
-  if (prompt.empty()) fail("generate: --prompt TEXT is required");
-  const int max_tokens = std::stoi(a.get("--max-tokens", "64"));
+int cmd_generate(const fs::path& dir, const std::vector<std::string>& args) {
+  GenerateOptions o;
+  CLI::App cli("Streams the prompt's continuation to stdout.", "rocket-engine generate");
+  add_generate_options(cli, o);
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  const std::string& prompt = o.prompt;
+  const int max_tokens = o.max_tokens;
   host::SamplingParams sp;
-  sp.temperature = std::stof(a.get("--temperature", "0"));
-  sp.top_p = std::stof(a.get("--top-p", "1"));
-  sp.top_k = std::stoi(a.get("--top-k", "0"));
-  sp.seed = std::stoull(a.get("--seed", "0"));
+  sp.temperature = o.temperature;
+  sp.top_p = o.top_p;
+  sp.top_k = o.top_k;
+  sp.seed = o.seed;
   const auto t_up = Clock::now();
   HostEngine e(dir.string());
   Tokenizer tok = Tokenizer::load((dir / "tokenizer.json").string());
@@ -104,102 +94,41 @@ int cmd_generate(const fs::path& dir, const Args& a) {
   return 0;
 }
 
-// Parity against HF goldens (see tools/reference/golden.py and tests/golden/README.md).
-int cmd_parity(const fs::path& dir, const Args& a) {
-  const Golden g = load_golden(a.get("--golden", ""), a.get("--full", ""));
-  const float tol = std::stof(a.get("--tolerance", "1e-3"));
+// Parity against the HF goldens (engine/parity.h).
+int cmd_parity(const fs::path& dir, const std::vector<std::string>& args) {
+  std::string golden, full;
+  float tolerance = 1e-3f;
+  CLI::App cli("Teacher-forced logits and free-running greedy tokens against the HF reference's goldens.",
+               "rocket-engine parity");
+  cli.add_option("--golden", golden, "golden vectors (tests/golden/*.json)")->required()->check(CLI::ExistingFile);
+  cli.add_option("--full", full, "full logits at each prompt's last position (tests/golden/*_last.bin)")
+      ->check(CLI::ExistingFile);
+  cli.add_option("--tolerance", tolerance, "largest relative logit difference allowed")
+      ->check(at_least(0))
+      ->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  const Golden g = load_golden(golden, full);
   HostEngine e(dir.string());
-  const int V = int(engine::kVocab);
-  bool ok = true;
-  float worst_rel = 0;
-  int compared = 0, skipped = 0, free_steps = 0;
-  auto check = [&](const char* what, int p, size_t i, const LogitDiff& d) {
-    worst_rel = std::max(worst_rel, d.rel);
-    ++compared;
-    if (d.rel > tol) {
-      if (ok)
-        std::fprintf(stderr, "FAIL %s prompt %d position %zu: |diff| %.3g (rel %.3g > %.3g) at id %d: ref %.6f got %.6f\n",
-                     what, p, i, d.max_abs, d.rel, tol, d.worst_id, d.ref, d.got);
-      ok = false;
-    }
-  };
-  const int P = int(g.prompts.size());
-  if (P > engine::kMaxStreams) fail("parity: {} prompts exceed the engine's {} streams", P, engine::kMaxStreams);
-  // 1) Teacher-forced prefill over prompt + reference greedy tokens, logits at every position.
-  for (int p = 0; p < P; ++p) {
-    const GoldenPrompt& gp = g.prompts[p];
-    std::vector<int32_t> seq = gp.prompt_ids;
-    seq.insert(seq.end(), gp.greedy_ids.begin(), gp.greedy_ids.end());
-    seq.pop_back();  // the last greedy token has no position to predict from
-    e.reset_slot(p);
-    for (size_t at = 0; at < seq.size(); at += engine::kPrefillChunk) {
-      const int n = int(std::min<size_t>(engine::kPrefillChunk, seq.size() - at));
-      e.prefill(p, seq.data() + at, n, int64_t(at), 0);
-      for (int r = 0; r < n; ++r) {
-        check("prefill", p, at + r, compare_logits(gp.positions[at + r], g.sample_stride, e.logits(r), V));
-        if (at + r + 1 == gp.prompt_ids.size() && !gp.full_last_prompt.empty())
-          check("prefill-full", p, at + r, compare_full(gp.full_last_prompt, e.logits(r), V));
-      }
-    }
-  }
-  // 2) Free-running greedy, all prompts decoding together as one bucket of distinct streams. A step
-  // whose token differs from the reference's is a failure unless the reference's own top-1/top-2
-  // margin there is within the tolerance band (then it is counted as skipped and the stream is
-  // re-synchronised on the reference token).
-  std::vector<int64_t> pos(P);
-  std::vector<int32_t> next(P);
-  std::vector<int> slots(P);
-  for (int p = 0; p < P; ++p) {
-    slots[p] = p;
-    e.reset_slot(p);
-    const auto& ids = g.prompts[p].prompt_ids;
-    e.prefill_prompt(p, ids);
-    const float* l = e.logits(int((ids.size() - 1) % engine::kPrefillChunk));
-    next[p] = host::argmax(l, V);
-    pos[p] = int64_t(ids.size());
-  }
-  const size_t steps = g.prompts[0].greedy_ids.size();
-  for (size_t s = 0; s < steps; ++s) {
-    for (int p = 0; p < P; ++p) {
-      const GoldenPrompt& gp = g.prompts[p];
-      if (s >= gp.greedy_ids.size()) continue;
-      const GoldenPosition& ref = gp.positions[gp.prompt_ids.size() - 1 + s];
-      ++free_steps;
-      if (next[p] != gp.greedy_ids[s]) {
-        const float scale = std::max(1.0f, std::fabs(ref.top_logits[0]));
-        if (ref.margin <= 2 * tol * scale) {
-          ++skipped;
-          next[p] = gp.greedy_ids[s];
-        } else {
-          if (ok)
-            std::fprintf(stderr, "FAIL greedy prompt %d step %zu: got %d, reference %d (reference margin %.4f)\n", p, s,
-                         next[p], gp.greedy_ids[s], ref.margin);
-          ok = false;
-          next[p] = gp.greedy_ids[s];
-        }
-      }
-    }
-    if (s + 1 == steps) break;
-    e.decode(P, next.data(), slots.data(), pos.data());
-    for (int p = 0; p < P; ++p) {
-      const GoldenPrompt& gp = g.prompts[p];
-      if (s + 1 < gp.greedy_ids.size())
-        check("decode", p, gp.prompt_ids.size() + s, compare_logits(gp.positions[gp.prompt_ids.size() + s], g.sample_stride, e.logits(p), V));
-      next[p] = host::argmax(e.logits(p), V);
-      ++pos[p];
-    }
-  }
-  std::printf("parity %s: %d logit rows compared, worst relative difference %.3g (tolerance %.3g); "
-              "%d free-running greedy steps, %d skipped for a reference margin within tolerance\n",
-              ok ? "PASS" : "FAIL", compared, worst_rel, tol, free_steps, skipped);
-  return ok ? 0 : 1;
+  HostBatchEngine batch(e);
+  const ParityResult r = run_parity(
+      batch,
+      [&](int slot, const int32_t* ids, int n, int64_t pos0) {
+        e.prefill(slot, ids, n, pos0, 0);
+        return e.logits(0);
+      },
+      g, tolerance);
+  std::printf("%s\n", r.summary().c_str());
+  return r.ok ? 0 : 1;
 }
 
 // Every compiled bucket gives each stream exactly the logits it gets decoding alone (bucket 1):
 // rows never leak into each other, padding rows write only the padding slot, and the kernels are
 // batch-invariant. Streams get distinct prompts and distinct tokens.
-int cmd_buckets(const fs::path& dir, const Args& a) {
-  const int steps = std::stoi(a.get("--steps", "3"));
+int cmd_buckets(const fs::path& dir, const std::vector<std::string>& args) {
+  int steps = 3;
+  CLI::App cli("Every bucket's rows give each stream's logits bitwise as decoding alone.", "rocket-engine buckets");
+  cli.add_option("--steps", steps, "decode steps per stream")->check(at_least(1))->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
   HostEngine e(dir.string());
   const int V = int(engine::kVocab);
   auto prompt_of = [](int s) {
@@ -255,9 +184,15 @@ int cmd_buckets(const fs::path& dir, const Args& a) {
 
 // Decode throughput at every bucket, distinct tokens per stream, from a context of --context tokens,
 // as a fraction of the roofline: bytes per step over the copy bandwidth measured in the same run.
-int cmd_bench(const fs::path& dir, const Args& a) {
-  const int tokens = std::stoi(a.get("--tokens", "16"));
-  const int context = std::stoi(a.get("--context", "64"));
+int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
+  int tokens = 16, context = 64;
+  CLI::App cli("Decode throughput at every bucket against the copy-bandwidth roofline (plan/step_bytes.h).",
+               "rocket-engine bench");
+  cli.add_option("--tokens", tokens, "decode steps timed per bucket")->check(at_least(1))->capture_default_str();
+  cli.add_option("--context", context, "prompt tokens each stream decodes from")->check(at_least(1))->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  if (context + tokens > engine::kMaxContext)
+    fail("bench: --context {} + --tokens {} exceed the plan's context {}", context, tokens, engine::kMaxContext);
   HostEngine e(dir.string());
   // 1 GiB per buffer: well past any last-level cache, so this is DRAM bandwidth.
   const double copy_gbps = probe_host().copy_gbps;
@@ -291,7 +226,12 @@ int cmd_bench(const fs::path& dir, const Args& a) {
 }
 
 // The countdown on the host engine, then the OpenAI-compatible server (launch/launch.h).
-int cmd_launch(const fs::path& dir, const Args& a) {
+int cmd_launch(const fs::path& dir, const std::vector<std::string>& args) {
+  LaunchOptions o;
+  CLI::App cli("The launch countdown (upright, fuel, static fire), then the OpenAI-compatible server.",
+               "rocket-engine launch");
+  add_launch_options(cli, o);
+  if (const auto rc = parse_command(cli, args)) return *rc;
   std::unique_ptr<HostEngine> engine;
   std::unique_ptr<HostBatchEngine> batch;
   LaunchSteps steps{
@@ -313,7 +253,7 @@ int cmd_launch(const fs::path& dir, const Args& a) {
       .engine = [&]() -> BatchEngine& { return *batch; },
       .max_context = engine::kMaxContext,
   };
-  return launch(dir, a.v, steps);
+  return launch(dir, o, steps);
 }
 
 }  // namespace
@@ -321,37 +261,37 @@ int cmd_launch(const fs::path& dir, const Args& a) {
 
 int main(int argc, char** argv) {
   using namespace rocket;
-  if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr,
-                 "usage: rocket-engine generate --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] "
-                 "[--top-k K] [--seed S]\n"
-                 "       rocket-engine parity --golden FILE.json [--full FILE.bin] [--tolerance R]\n"
-                 "       rocket-engine bench [--tokens N] [--context C]\n"
-                 "       rocket-engine buckets [--steps N]\n"
-                 "       rocket-engine cachecheck\n"
-                 "       rocket-engine %s\n", kLaunchUsage);
+  constexpr const char* kCommands =
+      "usage: rocket-engine COMMAND [options]   (rocket-engine COMMAND --help lists its options)\n"
+      "  generate    stream a prompt's continuation\n"
+      "  parity      logits and greedy tokens against the HF reference's goldens\n"
+      "  bench       decode throughput at every bucket against the roofline\n"
+      "  buckets     every bucket gives each stream the logits of decoding alone\n"
+      "  cachecheck  a cached prefix and a fork give the cold run's logits bit for bit\n"
+      "  launch      the countdown, then the OpenAI-compatible server (also: serve)\n";
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::fputs(kCommands, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  Args a{std::vector<std::string>(argv + 2, argv + argc)};
   const std::string cmd = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    if (cmd == "generate") return cmd_generate(dir, a);
-    if (cmd == "parity") return cmd_parity(dir, a);
-    if (cmd == "bench") return cmd_bench(dir, a);
-    if (cmd == "buckets") return cmd_buckets(dir, a);
+    if (cmd == "generate") return cmd_generate(dir, args);
+    if (cmd == "parity") return cmd_parity(dir, args);
+    if (cmd == "bench") return cmd_bench(dir, args);
+    if (cmd == "buckets") return cmd_buckets(dir, args);
     if (cmd == "cachecheck") {
+      CLI::App cli("A cached prefix and a fork give the cold run's logits bit for bit.", "rocket-engine cachecheck");
+      if (const auto rc = parse_command(cli, args)) return *rc;
       HostEngine e(dir.string());
       return cmd_cache_check(e);
     }
-    if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, a);
-    std::fprintf(stderr, "rocket-engine: unknown command '%s' (try --help)\n", cmd.c_str());
+    if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);
+    std::fprintf(stderr, "rocket-engine: unknown command '%s'\n%s", cmd.c_str(), kCommands);
     return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "rocket-engine: %s\n", e.what());
     return 1;
-  } catch (const std::logic_error& e) {  // std::stoi / std::stof on a malformed option
-    std::fprintf(stderr, "rocket-engine: bad number in an option (%s)\n", e.what());
-    return 2;
   }
 }

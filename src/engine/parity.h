@@ -1,0 +1,44 @@
+// Parity against the HF goldens (tools/reference/golden.py, tests/golden/README.md), the same run for
+// every engine, over the scheduler's interface:
+//   1) teacher forcing: each prompt + the reference's greedy tokens prefilled in the plan's chunks,
+//      every position's logits against the reference's (golden.h compare_logits; the last prompt
+//      position against the full row too, when the golden has it);
+//   2) free running: all prompts decode together as one bucket of distinct streams, the next token
+//      the engine's own greedy pick, which must equal the host argmax of the same logits (on the
+//      H200 that checks the device sampler). A step whose token differs from the reference's fails
+//      unless the reference's own top-1/top-2 margin there lies within the tolerance band; then it
+//      is counted as skipped. Either way the stream is re-synchronised on the reference token.
+// A relative difference fails unless it is <= the tolerance, so a NaN logit fails too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "engine/golden.h"
+#include "scheduler/batch_engine.h"
+
+namespace rocket {
+
+// Teacher forcing needs every row's logits of a prefill chunk, which BatchEngine::prefill does not
+// give: n <= prefill_chunk tokens of the stream in `slot` at positions pos0.., returning the logits
+// of all n rows (row r at r · vocab).
+using PrefillRows = std::function<const float*(int slot, const int32_t* ids, int n, int64_t pos0)>;
+
+struct ParityResult {
+  bool ok = true;
+  int compared = 0;          // logit rows compared
+  float worst_rel = 0;       // the largest relative difference seen
+  float tolerance = 0;
+  int free_steps = 0, skipped = 0;
+  int sampler_mismatches = 0;  // picks that differ from the host argmax of the same logits
+
+  // "parity PASS: N logit rows compared, worst relative difference …", the line scripts grep for.
+  std::string summary() const;
+};
+
+// Runs both halves on slots [0, prompts); the first failure of each kind is reported on stderr.
+// Error when the golden has more prompts than the engine has streams.
+ParityResult run_parity(BatchEngine& engine, const PrefillRows& prefill_rows, const Golden& golden, float tolerance);
+
+}  // namespace rocket

@@ -1,0 +1,53 @@
+#include "launch/launch_options.h"
+
+#include <charconv>
+#include <limits>
+
+namespace rocket {
+
+namespace {
+
+// "512", "64K", "2M", "100000G": bytes, with a binary suffix.
+uint64_t parse_bytes(const std::string& flag, const std::string& text) {
+  uint64_t n = 0;
+  const char* end = text.data() + text.size();
+  const auto [rest, err] = std::from_chars(text.data(), end, n);
+  const std::string suffix(rest, end);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (err != std::errc() || rest == text.data() || shift < 0)
+    throw CLI::ValidationError(flag, text + " is not a byte count with an optional K, M or G suffix");
+  if (n > (std::numeric_limits<uint64_t>::max() >> shift)) throw CLI::ValidationError(flag, text + " is too large");
+  return n << shift;
+}
+
+}  // namespace
+
+void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
+  cmd.add_option("--host", o.server.host, "address to listen on")->capture_default_str();
+  cmd.add_option("--port", o.server.port, "port to listen on")->check(in_range(1, 65535))->capture_default_str();
+  cmd.add_option("--api-key", o.server.api_key, "when set, /v1/* requires \"Authorization: Bearer KEY\"");
+  cmd.add_option("--queue", o.scheduler.queue_capacity, "requests waiting for a stream slot before 503")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd.add_option("--prefill-budget", o.scheduler.prefill_budget,
+                 "prompt tokens prefilled per step while streams decode (0: four prefill chunks)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--reserve", [&o](const std::string& text) { o.reserve_bytes = parse_bytes("--reserve", text); },
+         "memory kept back for other work, on top of the booster's floor")
+      ->type_name("BYTES[K|M|G]");
+  cmd.add_option_function<std::string>(
+         "--max-body-bytes", [&o](const std::string& text) { o.max_body_bytes = parse_bytes("--max-body-bytes", text); },
+         "larger request bodies get 413 unread (default: 1 MiB + 64 bytes per context token)")
+      ->type_name("BYTES[K|M|G]");
+  // Every recursive walk over request JSON is bounded by this depth on an HTTP thread's stack.
+  cmd.add_option("--max-json-depth", o.server.max_json_depth, "request JSON nested deeper is a 400")
+      ->check(in_range(1, 1024))
+      ->capture_default_str();
+  cmd.add_option("--force-tokens", o.force_tokens,
+                 "TEST-ONLY: forced token sequences that replace sampling for requests whose `user` names one")
+      ->check(CLI::ExistingFile);
+}
+
+}  // namespace rocket

@@ -1,0 +1,27 @@
+// The flags of `launch` (and `serve`), declared once for every binary that takes them: each engine's
+// `rocket-engine launch` parses them, and `rocket launch` checks them before it hands the command
+// line to the engine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/cli.h"
+#include "http/server.h"
+#include "scheduler/scheduler.h"
+
+namespace rocket {
+
+struct LaunchOptions {
+  ServerOptions server;
+  SchedulerOptions scheduler;
+  uint64_t reserve_bytes = 0;  // memory kept back for other work, on top of the profile's floor
+  std::string force_tokens;    // TEST-ONLY: scheduler/generation.h ForcedTokens
+  uint64_t max_body_bytes = 0;  // 0: default_max_body_bytes(the plan's context)
+};
+
+// Declares --host, --port, --api-key, --queue, --prefill-budget, --reserve, --max-body-bytes,
+// --max-json-depth and --force-tokens on `cmd`; parsing fills `o`.
+void add_launch_options(CLI::App& cmd, LaunchOptions& o);
+
+}  // namespace rocket
