@@ -13,6 +13,7 @@
 #include "core/align.h"
 #include "core/error.h"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_handles.h"
 
 namespace rocket {
 
@@ -20,48 +21,6 @@ namespace {
 
 constexpr uint64_t kCopyBytes = 2 * kGiB;
 constexpr int kCopyRuns = 5;  // after one warm-up copy; the best run is kept
-
-// Teardown runs on the error path too, where throwing is not an option: a failed release is reported
-// on stderr rather than dropped.
-void report_release(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) std::fprintf(stderr, "probe h200: %s failed: %s\n", what, cudaGetErrorString(err));
-}
-
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(uint64_t bytes) { CUDA_CHECK(cudaMalloc(&ptr_, bytes)); }
-  ~DeviceBuffer() { report_release(cudaFree(ptr_), "cudaFree"); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
-
-class Stream {
- public:
-  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { report_release(cudaStreamDestroy(stream_), "cudaStreamDestroy"); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class Event {
- public:
-  explicit Event(unsigned flags) { CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags)); }
-  ~Event() { report_release(cudaEventDestroy(event_), "cudaEventDestroy"); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
 
 // fmt is not available in CUDA translation units (error.h): messages are composed with std::string.
 std::string str(int v) { return std::to_string(v); }
@@ -74,24 +33,11 @@ uint64_t free_device_memory() {
   return free;
 }
 
-// Device-to-device copy bandwidth, read+write bytes per second / 1e9.
+// Device-to-device copy bandwidth between two buffers of kCopyBytes, read+write bytes per second / 1e9.
 double device_copy_gbps(cudaStream_t stream) {
-  DeviceBuffer src(kCopyBytes), dst(kCopyBytes);
-  Event start(cudaEventDefault), stop(cudaEventDefault);
+  DeviceMemory src(kCopyBytes), dst(kCopyBytes);
   CUDA_CHECK(cudaMemsetAsync(src.get(), 0x5a, kCopyBytes, stream));
-  CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, stream));  // warm-up
-  float best_ms = 1e30f;
-  for (int run = 0; run < kCopyRuns; ++run) {
-    CUDA_CHECK(cudaEventRecord(start.get(), stream));
-    CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, stream));
-    CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-    CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    best_ms = std::min(best_ms, ms);
-  }
-  CHECK(best_ms > 0, "device copy timed at zero milliseconds");
-  return 2.0 * double(kCopyBytes) / (double(best_ms) * 1e-3) / 1e9;
+  return copy_gbps(dst.get(), src.get(), kCopyBytes, stream, kCopyRuns);
 }
 
 }  // namespace
@@ -133,8 +79,8 @@ HardwareProfile probe_h200(int device) {
     // stream, a copy stream, one event and the workspace. cudaMemGetInfo moves in 2 MiB pages; the
     // difference is rounded up to the 64 KiB quantum.
     Stream compute, copy;
-    Event done(cudaEventDisableTiming);
-    DeviceBuffer workspace(kH200Workspace);
+    Event done;
+    DeviceMemory workspace(kH200Workspace);
     CUDA_CHECK(cudaDeviceSynchronize());
     const uint64_t after = free_device_memory();
     const uint64_t drop = p.memory_free > after ? p.memory_free - after : 0;

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "boosters/machine.h"
+#include "boosters/memory_budget.h"
 #include "core/align.h"
 #include "core/cli.h"
 #include "core/error.h"
@@ -27,9 +28,7 @@ namespace rocket {
 using nlohmann::json;
 
 uint64_t HardwareProfile::usable_bytes() const {
-  const uint64_t held = reserve + floor;
-  if (held < reserve || held >= memory_free) return 0;  // first test: overflow of the sum
-  return memory_free - held;
+  return MemoryBudget{.free = memory_free, .reserve = reserve, .floor = floor}.usable();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-// Shared pieces of the GPU checks (tests/cuda/*_check.cu): device buffers that start poisoned, bf16
-// data, the device-copy roofline and event timing, and the bf16 comparison rule.
+// Shared pieces of the GPU checks (tests/cuda/*_check.cu): typed device buffers that start poisoned,
+// bf16 data, the device-copy roofline and timing (over primitives/cuda_handles.h), and the bf16
+// comparison rule.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_handles.h"
 
 namespace rocket::check {
 
@@ -62,73 +64,36 @@ inline std::vector<float> bf16_to_f32(const std::vector<uint16_t>& bits) {
 inline double device_copy_gbps() {
   const size_t bytes = size_t(1) << 30;
   DeviceBuffer<uint8_t> a(bytes), b(bytes);
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  float best = 1e30f;
-  for (int i = 0; i < 6; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
-    CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i) best = std::min(best, ms);
-  }
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  return 2.0 * double(bytes) / (best * 1e-3) / 1e9;
+  return copy_gbps(b.ptr, a.ptr, bytes, nullptr, 5);
 }
 
 // Mean time of one launch in microseconds, over `reps` back-to-back launches after a warm-up.
 template <typename Launch>
 double time_us(Launch launch, int reps = 200) {
   for (int i = 0; i < 5; ++i) launch();
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  CUDA_CHECK(cudaEventRecord(e0));
-  for (int i = 0; i < reps; ++i) launch();
-  CUDA_CHECK(cudaEventRecord(e1));
-  CUDA_CHECK(cudaEventSynchronize(e1));
-  float ms;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  return 1e3 * ms / reps;
+  return 1e3 * elapsed_ms(nullptr, [&] {
+           for (int i = 0; i < reps; ++i) launch();
+         }) /
+         reps;
 }
 
 // Best time in milliseconds of one replay of the graph `capture(stream)` records, over `reps` replays
 // after a warm-up replay. Timing a graph of many launches measures the kernels, not launch overhead.
 template <typename Capture>
 double graph_time_ms(Capture capture, int reps) {
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const Stream stream;
+  cudaStream_t s = stream.get();
   cudaGraph_t g;
   CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   capture(s);
   CUDA_CHECK(cudaStreamEndCapture(s, &g));
   cudaGraphExec_t ge;
   CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
   CUDA_CHECK(cudaGraphLaunch(ge, s));
   float best = 1e30f;
-  for (int r = 0; r < reps; ++r) {
-    CUDA_CHECK(cudaEventRecord(e0, s));
-    CUDA_CHECK(cudaGraphLaunch(ge, s));
-    CUDA_CHECK(cudaEventRecord(e1, s));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    best = std::min(best, ms);
-  }
+  for (int r = 0; r < reps; ++r) best = std::min(best, elapsed_ms(s, [&] { CUDA_CHECK(cudaGraphLaunch(ge, s)); }));
   CUDA_CHECK(cudaGraphExecDestroy(ge));
   CUDA_CHECK(cudaGraphDestroy(g));
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
-  CUDA_CHECK(cudaStreamDestroy(s));
   return best;
 }
 

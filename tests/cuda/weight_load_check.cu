@@ -32,7 +32,7 @@
 #include "boosters/profile.h"
 #include "core/align.h"
 #include "engine/h200/arena.h"
-#include "engine/h200/memory_budget.h"
+#include "engine/h200/device_budget.h"
 #include "engine/h200/weight_loader.h"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "plan/plan.h"
@@ -207,7 +207,7 @@ int check_budget(uint64_t free_at_context, MemoryBudget& budget) {
   fits.booster = "h200";
   fits.arena_bytes = budget.usable();
   try {
-    budget.admit(fits.arena_bytes);
+    budget.admit(fits.arena_bytes, "device memory");
   } catch (const Error& e) {
     std::printf("FAIL budget: a plan of exactly usable memory was refused: %s\n", e.what());
     ++failures;
@@ -216,7 +216,7 @@ int check_budget(uint64_t free_at_context, MemoryBudget& budget) {
   too_big.arena_bytes = budget.usable() + 5 * kGiB;
   std::string msg;
   try {
-    budget.admit(too_big.arena_bytes);
+    budget.admit(too_big.arena_bytes, "device memory");
   } catch (const Error& e) {
     msg = e.what();
   }
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     plan.booster = "h200";
     plan.blob_bytes = gib * kGiB;
     plan.arena_bytes = plan.blob_bytes + kRuntimeBytes;
-    budget.admit(plan.arena_bytes);
+    budget.admit(plan.arena_bytes, "device memory");
     const std::vector<uint64_t> want = write_test_file(path, plan.blob_bytes);
     const Arena arena(plan.arena_bytes);
 

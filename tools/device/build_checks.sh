@@ -15,7 +15,7 @@ mkdir -p .carry/checks
   cuda_include=$(dirname "$(dirname "$(command -v nvcc)")")/include
   obj=.carry/checks/obj/weight_load_check
   rm -rf "$obj" && mkdir -p "$obj"
-  for src in engine/h200/blob_file engine/h200/arena engine/h200/memory_budget engine/h200/weight_loader; do
+  for src in boosters/memory_budget engine/h200/blob_file engine/h200/arena engine/h200/device_budget engine/h200/weight_loader; do
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -I"$cuda_include" -DFMT_HEADER_ONLY \
       -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done

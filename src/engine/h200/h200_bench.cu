@@ -11,7 +11,7 @@
 //             events over `steps` launches; "gaps" = the full graph's time − the kinds' sum (launch
 //             gaps and tails between kernels), "host" = wall step − full graph (staging and readback).
 //   bytes     plan/step_bytes.h, at the mean position of the timed steps
-//   roofline  bytes/step over the device copy bandwidth (read + write) of a 1 GiB cudaMemcpy inside
+//   roofline  bytes/step over the device copy bandwidth (read + write, the best of 10 1 GiB cudaMemcpys) inside
 //             the arena, measured in the same run before the fill.
 #include "engine/h200/h200_bench.h"
 
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_handles.h"
 #include "plan/step_bytes.h"
 
 namespace rocket {
@@ -51,40 +52,18 @@ __global__ void fill_f32_kernel(float* p, uint64_t n, float scale, uint32_t seed
 
 // Milliseconds per launch of `g`, over n launches after one warm-up.
 double time_graph(cudaGraphExec_t g, cudaStream_t s, int n) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
   CUDA_CHECK(cudaGraphLaunch(g, s));
-  CUDA_CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < n; ++i) CUDA_CHECK(cudaGraphLaunch(g, s));
-  CUDA_CHECK(cudaEventRecord(b, s));
-  CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  return double(ms) / n;
+  return double(elapsed_ms(s, [&] {
+           for (int i = 0; i < n; ++i) CUDA_CHECK(cudaGraphLaunch(g, s));
+         })) /
+         n;
 }
 
 // Device copy bandwidth (read + write) in GB/s: cudaMemcpy between two halves of the KV region.
-double copy_gbps(const H200Engine& e) {
+double arena_copy_gbps(const H200Engine& e) {
   const uint64_t bytes = std::min<uint64_t>(1ull << 30, kBufBytes_kv_cache / 2) & ~uint64_t(0xffff);
   uint8_t* src = e.arena().at<uint8_t>(kBuf_kv_cache);
-  cudaStream_t s = e.stream();
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  constexpr int kReps = 10;
-  CUDA_CHECK(cudaMemcpyAsync(src + bytes, src, bytes, cudaMemcpyDeviceToDevice, s));
-  CUDA_CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < kReps; ++i) CUDA_CHECK(cudaMemcpyAsync(src + bytes, src, bytes, cudaMemcpyDeviceToDevice, s));
-  CUDA_CHECK(cudaEventRecord(b, s));
-  CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  return 2.0 * double(bytes) * kReps / (ms * 1e-3) / 1e9;
+  return rocket::copy_gbps(src + bytes, src, bytes, e.stream(), 10);
 }
 
 void fill_context(const H200Engine& e) {
@@ -117,7 +96,7 @@ int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::Sampl
     throw Error("bench: sampling needs --temperature >= 0, --top-p in (0, 1] and --top-k >= 0");
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const double bw = copy_gbps(e);
+  const double bw = arena_copy_gbps(e);
   fill_context(e);
   std::printf("\n%s, device copy bandwidth (read + write, 1 GiB cudaMemcpy): %.0f GB/s; weights loaded at %.2f GB/s\n", prop.name,
               bw, e.load_report().gbps());

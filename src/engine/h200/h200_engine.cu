@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <utility>
 
-#include "engine/h200/memory_budget.h"
+#include "engine/h200/device_budget.h"
+#include "engine/upright.h"
+#include "kernels/host/sample.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/conv1d.cuh"
@@ -106,19 +108,15 @@ static_assert(sizeof(cuda::SampleRow) == 32, "the compiler sizes step_inputs wit
 H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : dir_(engine_dir) {
   static_assert(sizeof(StepInputs) <= kBufBytes_step_inputs);
   plan_ = Plan::load((fs::path(dir_) / "plan.json").string());
-  if (plan_.fingerprint != kFingerprint)
-    throw Error("upright: plan chemistry " + plan_.fingerprint + " does not match this engine's chemistry " +
-                kFingerprint + " (rebuild the engine)");
-  if (plan_.booster != kBooster) throw Error("upright: plan is for booster '" + plan_.booster + "', this engine is h200");
-  if (plan_.blob_bytes != kBlobBytes || plan_.arena_bytes != kArenaBytes)
-    throw Error("upright: plan memory map (blob " + std::to_string(plan_.blob_bytes) + " / arena " +
-                std::to_string(plan_.arena_bytes) + ") differs from the one this engine was built from (blob " +
-                std::to_string(kBlobBytes) + " / arena " + std::to_string(kArenaBytes) + ")");
-  if (uint64_t(plan_.kv_pages) != uint64_t(kCachePages) * 2 * kFullLayers)
-    throw Error("upright: the plan's " + std::to_string(plan_.kv_pages) + " KV pages are not " + std::to_string(kSlots) +
-                " slots x " + std::to_string(kPagesPerStream) + " pages x " + std::to_string(2 * kFullLayers) + " layer pages");
+  check_plan(plan_, EngineBuild{.fingerprint = kFingerprint,
+                                .booster = kBooster,
+                                .blob_bytes = kBlobBytes,
+                                .arena_bytes = kArenaBytes,
+                                .slots = kSlots,
+                                .pages_per_stream = kPagesPerStream,
+                                .full_layers = int(kFullLayers)});
 
-  // Upright in the order memory_budget.h prescribes: context, free memory, what lives outside the
+  // Upright in the order engine/h200/README.md prescribes: context, free memory, what lives outside the
   // arena, budget, arena.
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaFree(nullptr));
@@ -138,7 +136,7 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
   MemoryBudget budget = measure_budget(free0);
   budget.reserve += reserve_bytes;
   upright_summary_ = "memory: " + budget.describe() + "; plan residency " + gib(kArenaBytes);
-  budget.admit(kArenaBytes);
+  budget.admit(kArenaBytes, "device memory");
   arena_ = std::make_unique<Arena>(kArenaBytes);
   // The poisoning memset runs on the legacy stream, which the loader's and this engine's non-blocking
   // streams do not wait for.
@@ -504,8 +502,7 @@ std::string H200Engine::static_fire() {
     const int c = std::min(int(kPrefillChunk), n - at);
     prefill(0, f.prompt.data() + at, c, at, at + c == n ? c - 1 : c);
   }
-  const float* l = logits((n - 1) % int(kPrefillChunk));
-  const int32_t got = int32_t(std::max_element(l, l + kVocab) - l);
+  const int32_t got = host::argmax(logits((n - 1) % int(kPrefillChunk)), int(kVocab));
   reset_slot(0);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   static_fire_passed_ = got == f.token;

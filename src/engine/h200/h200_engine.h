@@ -3,7 +3,7 @@
 // the host engine (src/engine/host/host_engine.h), with the CUDA kernels of src/kernels/cuda/.
 //
 // The countdown's three engine steps, in order: the constructor uprights (plan checks, one device
-// allocation: the plan's arena, refused per memory_budget.h); fuel() loads weights.blob into the
+// allocation: the plan's arena, refused per boosters/memory_budget.h); fuel() loads weights.blob into the
 // arena's [0, blob_bytes); static_fire() captures one decode graph per bucket and checks the plan's
 // golden token when the plan has one (static_fire_passed()). Nothing is allocated on the device after
 // that.

@@ -1,7 +1,6 @@
 #include "engine/h200/weight_loader.h"
 
 #include <cuda_runtime.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +17,7 @@
 #include "core/align.h"
 #include "core/error.h"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_handles.h"
 
 namespace rocket {
 
@@ -26,62 +26,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Teardown runs on the error path too, where throwing is not an option: a failed release is reported.
-void report_release(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) std::fprintf(stderr, "[fuel] %s failed: %s\n", what, cudaGetErrorString(err));
-}
-
-// Page-aligned anonymous memory, pinned with cudaHostRegister so copies out of it are DMA.
-// NOTE: not cudaHostAlloc: the driver maps that memory into the process itself, and direct I/O, which
-// pins the user pages it transfers into, is refused (EFAULT) on such mappings on some platforms;
-// ordinary anonymous pages serve both O_DIRECT reads and the device copy.
-class PinnedBuffer {
- public:
-  explicit PinnedBuffer(uint64_t bytes) : bytes_(bytes) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail("fuel: cannot map {} bytes of staging memory: {}", bytes, std::strerror(errno));
-    ptr_ = p;
-    const cudaError_t err = cudaHostRegister(ptr_, bytes, cudaHostRegisterDefault);
-    if (err != cudaSuccess) ::munmap(ptr_, bytes_);  // no destructor runs for a constructor that throws
-    cuda_check(err, "cudaHostRegister(staging)", __FILE__, __LINE__);
-  }
-  ~PinnedBuffer() {
-    report_release(cudaHostUnregister(ptr_), "cudaHostUnregister");
-    ::munmap(ptr_, bytes_);
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-  uint64_t bytes_ = 0;
-};
-
-class Stream {
- public:
-  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { report_release(cudaStreamDestroy(stream_), "cudaStreamDestroy"); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class Event {
- public:
-  Event() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-  ~Event() { report_release(cudaEventDestroy(event_), "cudaEventDestroy"); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
 
 // One reader thread's resources: two staging buffers, the event recorded after each one's latest copy,
 // and the stream the copies run on.

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "boosters/memory_budget.h"
 #include "boosters/profile.h"
 #include "core/error.h"
+#include "engine/upright.h"
 #include "kernels/host/activations.h"
 #include "kernels/host/attention.h"
 #include "kernels/host/conv1d.h"
@@ -39,20 +41,16 @@ static_assert(kHeads % kKvHeads == 0 && kLinVHeads % kLinKHeads == 0);
 HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
   const fs::path dir(engine_dir);
   plan_ = Plan::load((dir / "plan.json").string());
-  // Chemistry match: this binary was built for exactly one chemistry and one memory map.
-  if (plan_.fingerprint != kFingerprint)
-    fail("upright: plan chemistry {} does not match this engine's chemistry {} (rebuild the engine)",
-         plan_.fingerprint, kFingerprint);
-  if (plan_.booster != kBooster) fail("upright: plan is for booster '{}', this engine is '{}'", plan_.booster, kBooster);
-  if (plan_.blob_bytes != kBlobBytes || plan_.arena_bytes != kArenaBytes)
-    fail("upright: plan memory map (blob {} / arena {}) differs from the one this engine was built from "
-         "(blob {} / arena {})", plan_.blob_bytes, plan_.arena_bytes, kBlobBytes, kArenaBytes);
+  check_plan(plan_, EngineBuild{.fingerprint = kFingerprint,
+                                .booster = kBooster,
+                                .blob_bytes = kBlobBytes,
+                                .arena_bytes = kArenaBytes,
+                                .slots = int(kSlots),
+                                .pages_per_stream = kPagesPerStream,
+                                .full_layers = int(kFullLayers)});
   const HardwareProfile machine = probe_host_memory();
-  const uint64_t usable = machine.usable_bytes() > reserve ? machine.usable_bytes() - reserve : 0;
-  if (kArenaBytes > usable)
-    fail("upright: plan residency {} bytes exceeds usable host memory {} bytes (MemAvailable {} - floor {} - "
-         "reserve {}) by {} bytes", kArenaBytes, usable, machine.memory_free, machine.floor, reserve,
-         kArenaBytes - usable);
+  MemoryBudget{.free = machine.memory_free, .reserve = machine.reserve + reserve, .floor = machine.floor}.admit(
+      kArenaBytes, "host memory");
 
   const std::string blob_path = (dir / "weights.blob").string();
   blob_ = std::make_unique<MappedFile>(blob_path);
@@ -65,9 +63,6 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
   // Poison activations so a buffer read before it is written shows up as NaN, never as zeros.
   std::memset(runtime_, 0xff, runtime_bytes);
   logits_ = buf(kBuf_logits);
-  if (uint64_t(plan_.kv_pages) != uint64_t(kCachePages) * 2 * kFullLayers)
-    fail("upright: the plan's {} KV pages are not {} slots × {} pages × {} layer pages", plan_.kv_pages, kSlots,
-         kPagesPerStream, 2 * kFullLayers);
   page_table_ = std::make_unique<int[]>(kSlots * kPagesPerStream);
   for (int i = 0; i < kSlots * kPagesPerStream; ++i) page_table_[i] = i;
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
