@@ -41,6 +41,7 @@ expect_usage_error "2 is not in \[0, 1\]" "$engine/bin/rocket-engine" generate -
 expect_usage_error "0 is not >= 1" "$engine/bin/rocket-engine" bench --tokens 0
 expect_usage_error "70000 is not in \[1, 65535\]" "$engine/bin/rocket-engine" launch --port 70000
 expect_usage_error "not a byte count" "$engine/bin/rocket-engine" launch --reserve 12X
+expect_usage_error "0 is not in \[1, 1024\]" "$engine/bin/rocket-engine" launch --max-json-depth 0
 expect_usage_error "unknown argument: extra" "$engine/bin/rocket-engine" cachecheck extra
 expect_usage_error "unknown command" "$engine/bin/rocket-engine" frobnicate
 
