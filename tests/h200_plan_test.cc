@@ -1,5 +1,5 @@
-// The h200 plan: the workspaces the H200 kernels need, sized in the compiler from mirrors of the
-// kernels' traits (the engine static_asserts the same bounds when it compiles), host plans untouched,
+// The h200 plan: the workspaces the H200 kernels need, sized in the compiler from the kernels' tiling
+// (kernels/tiling/; the engine static_asserts the same bounds when it compiles), each booster's own buffers,
 // the memory-map comparison `rocket build --weights-only` refuses a mismatching fuel with, and the
 // conditioning of NVFP4 parts into the register code (host plans keep the checkpoint's bytes).
 #include <gtest/gtest.h>
@@ -32,7 +32,7 @@ bool has_buffer(const Plan& p, const std::string& name) {
   return std::any_of(p.buffers.begin(), p.buffers.end(), [&](const PlanBuffer& b) { return b.name == name; });
 }
 
-// Expected sizes worked by hand from the kernel traits for a3b (hidden 2048, 16 Q / 2 KV heads × 256,
+// Expected sizes worked by hand from the kernel tiling rules for a3b (hidden 2048, 16 Q / 2 KV heads × 256,
 // 256 experts top-8, intermediate 512) at buckets 1..32.
 TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   const Plan p = a3b_plan(WeightFormat::kNVFP4);
@@ -54,7 +54,7 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(a3b_plan(WeightFormat::kBF16).buffer("moe_partial").bytes, 4u);
 }
 
-TEST(H200Plan, HostPlansHaveNoH200Buffers) {
+TEST(H200Plan, EachBoosterHasItsOwnBuffers) {
   const Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
   const Plan host = plan_memory(c, PlanOptions{.booster = "host"});
   const Plan h200 = plan_memory(c, PlanOptions{.booster = "h200"});
@@ -62,6 +62,11 @@ TEST(H200Plan, HostPlansHaveNoH200Buffers) {
                            "shared_act", "moe_partial", "moe_arrivals"}) {
     EXPECT_FALSE(has_buffer(host, name)) << name;
     EXPECT_TRUE(has_buffer(h200, name)) << name;
+  }
+  // The host engine's MoE staging: the h200 kernels keep it in registers.
+  for (const char* name : {"moe_in", "moe_gate", "moe_up", "moe_down", "shared_gate", "shared_up"}) {
+    EXPECT_TRUE(has_buffer(host, name)) << name;
+    EXPECT_FALSE(has_buffer(h200, name)) << name;
   }
 }
 

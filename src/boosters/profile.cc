@@ -34,6 +34,10 @@ uint64_t HardwareProfile::usable_bytes() const {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
+tiling::BoosterLimits booster_limits(const HardwareProfile& p) {
+  return {p.sm_count, int(p.smem_per_block_optin), p.l2_bytes};
+}
+
 void to_json(json& j, const HardwareProfile& p) {
   j = json{{"schema", p.schema},
            {"booster", p.booster},

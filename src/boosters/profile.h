@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tiling/booster.h"
+
 namespace rocket {
 
 constexpr int kProfileSchema = 1;  // bumped whenever a field changes meaning; load refuses others
@@ -56,6 +58,9 @@ struct HardwareProfile {
   // then refuses to start).
   uint64_t usable_bytes() const;
 };
+
+// What kernel tiling reads of a profile (kernels/tiling/booster.h).
+tiling::BoosterLimits booster_limits(const HardwareProfile& p);
 
 void to_json(nlohmann::json& j, const HardwareProfile& p);
 // Throws Error naming the field that is missing, has the wrong type, or holds an impossible value.

@@ -137,9 +137,15 @@ int cmd_inspect(const std::vector<std::string>& args) {
   else
     std::printf("static fire token %d after a %zu-token prompt (reference margin %.2f, from %s)\n", p.static_fire.token,
                 p.static_fire.prompt.size(), p.static_fire.margin, p.static_fire.source.c_str());
-  std::printf("kernels\n");
-  for (const auto& k : p.kernels)
-    std::printf("  %-12s %-13s %-26s %s\n", k.op.c_str(), k.precision.c_str(), k.impl.c_str(), k.tile.dump().c_str());
+  if (!p.kernels.empty()) {
+    std::printf("kernels     tiled for %d SMs, %d bytes of shared memory per block\n", p.limits.sms, p.limits.smem_per_block);
+    for (const auto& k : p.kernels) {
+      std::string tile;
+      for (const auto& [name, value] : k.tile) tile += " " + name + "=" + std::to_string(value);
+      std::printf("  %-16s bucket %2d  grid %6lld x %4d threads, %6d B shared;%s\n", k.kernel.c_str(), k.bucket,
+                  static_cast<long long>(k.grid), k.threads, k.smem_bytes, tile.c_str());
+    }
+  }
   std::printf("memory map  (residency %s)\n", H(p.arena_bytes).c_str());
   for (const auto& r : p.regions) {
     std::printf("  %-16s @ %14llu  %12s\n", r.name.c_str(), static_cast<unsigned long long>(r.offset), H(r.bytes).c_str());

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "cache/geometry.h"
 #include "core/error.h"
 #include "plan/layout.h"
@@ -36,6 +39,28 @@ const char* precision_enum(Precision p) {
   return "";
 }
 
+// The plan's kernel table: per kernel, its entries in kBuckets order.
+template <class Line>
+void kernel_table(const Plan& p, Line&& line) {
+  std::vector<std::string> names;
+  for (const PlanKernel& k : p.kernels)
+    if (std::find(names.begin(), names.end(), k.kernel) == names.end()) names.push_back(k.kernel);
+  if (!names.empty()) line("// kernel table (plan.kernels): each kernel's launch and tiles at kBuckets[i]");
+  for (const std::string& name : names) {
+    line(fmt::format("constexpr tiling::KernelTiles kKernel_{}[] = {{", name));
+    for (int b : p.buckets) {
+      const auto it = std::find_if(p.kernels.begin(), p.kernels.end(),
+                                   [&](const PlanKernel& k) { return k.kernel == name && k.bucket == b; });
+      CHECK(it != p.kernels.end(), "a validated plan lists every kernel at every bucket");
+      std::string entry = fmt::format("tiling::KernelTiles{{.grid = {}, .threads = {}, .smem_bytes = {}}}", it->grid,
+                                      it->threads, it->smem_bytes);
+      for (const auto& [param, value] : it->tile) entry += fmt::format(".with(\"{}\", {})", param, value);
+      line("  " + entry + ",");
+    }
+    line("};");
+  }
+}
+
 }  // namespace
 
 std::string generate_engine_header(const Plan& p) {
@@ -48,6 +73,8 @@ std::string generate_engine_header(const Plan& p) {
   line("#pragma once");
   line("#include <cstdint>");
   line("#include \"fuel/chemistry.h\"");
+  line("#include \"kernels/tiling/booster.h\"");
+  line("#include \"kernels/tiling/kernel_tiles.h\"");
   line("#include \"plan/layout.h\"");
   line("namespace rocket::engine {");
   line(fmt::format("constexpr char kFingerprint[] = \"{}\";", p.fingerprint));
@@ -70,6 +97,10 @@ std::string generate_engine_header(const Plan& p) {
   std::string buckets;
   for (int b : p.buckets) buckets += (buckets.empty() ? "" : ", ") + std::to_string(b);
   line(fmt::format("constexpr int kBuckets[] = {{{}}};", buckets));
+  line("// the booster the kernels are tiled for (the hardware profile's, recorded in the plan)");
+  i("kSMs", p.limits.sms); i("kSmemPerBlock", p.limits.smem_per_block); u("kL2Bytes", p.limits.l2_bytes);
+  line("constexpr tiling::BoosterLimits kBoosterLimits{int(kSMs), int(kSmemPerBlock), kL2Bytes};");
+  kernel_table(p, line);
   for (int r = 0; r < int(Role::kCount); ++r) {
     std::string name = role_name(Role(r));
     std::string camel;

@@ -129,7 +129,8 @@ void build_weights(const BuildOptions& opt) {
     fail("build --weights-only: {} is an engine for booster '{}', not '{}'", opt.out, carried.booster, opt.booster);
   Fuel fuel = Fuel::open(opt.fuel_dir);
   PlanOptions po{.booster = carried.booster, .buckets = carried.buckets, .max_context = carried.max_context,
-                 .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots};
+                 .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots,
+                 .limits = carried.limits};
   const Plan plan = plan_memory(fuel.chemistry(), po);
   if (const std::string d = memory_map_difference(plan, carried); !d.empty())
     fail("build --weights-only: the plan of {} differs from {}/plan.json ({}): build the engine from this fuel", opt.fuel_dir,
@@ -162,9 +163,10 @@ void build(const BuildOptions& opt) {
   po.booster = opt.booster;
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
+  po.limits = booster_limits(hw);
   Plan plan = plan_memory(chem, po);
   plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
-  plan.kernels = select_kernels(chem, opt.booster);
+  plan.kernels = select_kernels(plan);
   if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, chem);
   plan.validate("plan");
   const uint64_t usable = hw.usable_bytes();

@@ -1,71 +1,57 @@
 #include "compiler/kernel_selection.h"
 
-#include <set>
-
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
+#include "kernels/tiling/attention.h"
+#include "kernels/tiling/dense.h"
+#include "kernels/tiling/gdn.h"
+#include "kernels/tiling/moe.h"
+#include "kernels/tiling/sample.h"
 
 namespace rocket {
 
-std::vector<KernelChoice> select_kernels(const Chemistry& c, const std::string& booster) {
-  std::vector<KernelChoice> k;
-  if (booster == "host") {
-    // The host booster: OpenMP over output rows; each row is dequantised once into registers/L1
-    // and reused across every token row of the call. 16 rows per task keeps the scheduling cost
-    // small against a row of >= 128 weights.
-    std::set<Precision> linear_precisions;
-    for (int r = 0; r < int(Role::kCount); ++r) linear_precisions.insert(c.precision(Role(r)));
-    for (Precision p : linear_precisions)
-      k.push_back({"linear", precision_name(p), "host_row_dequant_dot", {{"rows_per_task", 16}}});
-    k.push_back({"gdn_decode", "fp32", "host_recurrent_step", {{"state", "fp32 [v_heads][k_dim][v_dim]"}}});
-    k.push_back({"gdn_prefill", "fp32", "host_recurrent_scan", {{"chunk", 1}}});
-    k.push_back({"conv1d", "fp32", "host_depthwise_step", {{"kernel", c.conv_kernel}}});
-    k.push_back({"attention", "fp32", "host_gqa_decode", {{"heads_per_task", 1}}});
-    k.push_back({"moe", precision_name(c.precision(Role::kExperts)), "host_grouped_by_expert", {{"top_k", c.top_k}}});
-    k.push_back({"sampling", "fp32", "host_sort_top_p", {{"rng", "splitmix64(seed, counter)"}}});
-  } else if (booster == "h200") {
-    // The kernels src/engine/h200/h200_engine.cu is built from (src/kernels/cuda/*.cuh), each with the
-    // tiles its traits pin. Decode is bandwidth-bound: every weight byte is read once per step and
-    // reused for the bucket's rows from registers; NVFP4 experts are weight-only, dequantised in
-    // registers for bf16 tensor-core math, from the register code conditioning stores them in
-    // (nvfp4_code.h). Activations and KV are bf16, recurrent state fp32.
-    const std::string experts = precision_name(c.precision(Role::kExperts));
-    const std::string expert_code = c.precision(Role::kExperts) == Precision::kNVFP4
-                                        ? "register code: 4 rotations + 4 logic ops per 8 weights, e5m3 block scales"
-                                        : "checkpoint layout";
-    k.push_back({"linear", "bf16", "h200_dense_mma",
-                 {{"form", "stream (persistent block per SM, bulk-copy ring of 16x1024 chunks, x in shared memory) for the "
-                           "LM head up to 16 rows (>= 64 tiles per SM); registers otherwise"},
-                  {"tile_rows", 16}, {"rows_per_mma", 8}, {"stages_per_warp", "registers: min(4, K/32); 2 at 32 rows"},
-                  {"warps_per_tile", "min(K parts, 16 if tiles >= 264 else 32)"}, {"out", "bf16; fp32 router and LM head"},
-                  {"lm_head_x_rows", "8 below 8 rows (every mma column reads a row of hn)"},
-                  {"groups", "one launch each for GDN in_proj qkv|z|b|a and attention q|k|v"}}});
-    k.push_back({"embedding", "bf16", "h200_gather", {{"vector_bytes", 16}}});
-    k.push_back({"rms_norm", "bf16", "h200_fused_residual_norm", {{"block", "row"}, {"math", "fp32"}}});
-    k.push_back({"conv1d", "bf16", "h200_depthwise_step", {{"threads", 256}, {"kernel", c.conv_kernel}}});
-    // gdn.cuh GdnDecodeTiling: 32 columns per block below 8 rows, 64 from 8; four threads per column.
-    const int narrow = std::min(c.lin_v_dim, 32), wide = std::min(c.lin_v_dim, 64);
-    k.push_back({"gdn_decode", "fp32", "h200_state_in_registers",
-                 {{"columns", {{"below_8_rows", narrow}, {"from_8_rows", wide}}},
-                  {"threads", {{"below_8_rows", 4 * narrow}, {"from_8_rows", 4 * wide}}},
-                  {"cluster", {{"below_8_rows", c.lin_v_dim / narrow}, {"from_8_rows", c.lin_v_dim / wide}}}}});
-    k.push_back({"gdn_prefill", "fp32", "h200_state_in_registers", {{"tokens_per_launch", "chunk"}, {"columns", 32}}});
-    k.push_back({"attention", "bf16", "h200_paged_split_kv",
-                 {{"warps", 4}, {"tokens_per_lane", 4}, {"target_blocks", 256}, {"combine_threads", 256}}});
-    k.push_back({"attention_prefill", "bf16", "h200_append_then_split", {{"rows", "chunk"}}});
-    k.push_back({"router", "fp32", "h200_warp_top_k", {{"rows_per_block", 4}, {"fused_into_dispatch_up_to_rows", 8}}});
-    k.push_back({"moe_dispatch", "int32", "h200_exact_rows", {{"blocks", 1}}});
-    k.push_back({"moe_gate_up", experts, "h200_grouped_mma_weight_only",
-                 {{"warps", "8; 4 at buckets 8 and 32 (nvfp4)"}, {"tile_rows", 16}, {"rows_per_mma", 8}, {"shared_expert", "fused"},
-                  {"weights", expert_code}}});
-    k.push_back({"moe_down", experts, "h200_grouped_mma_combine",
-                 {{"warps", "24; 32 from bucket 16 (nvfp4)"}, {"columns_per_block", 16},
-                  {"k_per_unit", "half up to 8 rows (two units in flight), whole from 16"},
-                  {"launch", "programmatic dependent on moe_gate_up"}, {"weights", expert_code}}});
-    k.push_back({"sampling", "fp32", "h200_cluster_radix", {{"cluster", 8}, {"threads", 512}, {"rng", "splitmix64(seed, counter)"}}});
-  } else {
-    fail("unknown booster '{}' (expected host or h200)", booster);
+namespace {
+
+PlanKernel entry(const std::string& kernel, int bucket, const tiling::KernelTiles& t) {
+  PlanKernel k{kernel, bucket, t.grid, t.threads, t.smem_bytes, {}};
+  for (int i = 0; i < t.params; ++i) k.tile.emplace_back(t.param[i].name, t.param[i].value);
+  return k;
+}
+
+// 16-row tiles of a group of projections of the same activations.
+int tiles_of(std::initializer_list<int64_t> rows) {
+  int t = 0;
+  for (int64_t n : rows) t += int((n + 15) / 16);
+  return t;
+}
+
+}  // namespace
+
+std::vector<PlanKernel> select_kernels(const Plan& p) {
+  if (p.booster == "host") return {};
+  if (p.booster != "h200") fail("unknown booster '{}' (expected host or h200)", p.booster);
+  if (p.limits.sms < 1 || p.limits.smem_per_block < 1)
+    fail("plan: the h200 kernels are tiled from the profile's SM count and shared memory per block, which are {} and {}",
+         p.limits.sms, p.limits.smem_per_block);
+  const Chemistry& c = p.chemistry;
+  const tiling::BoosterLimits& hw = p.limits;
+  const int q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
+  const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4;
+  std::vector<PlanKernel> k;
+  for (int b : p.buckets) {
+    k.push_back(entry("dense_gdn_in", b,
+                      tiling::dense_tiles(c.hidden, b, tiles_of({c.conv_dim(), c.value_dim(), c.lin_v_heads, c.lin_v_heads}), hw)));
+    k.push_back(entry("gdn_decode", b, tiling::gdn_decode_tiles(c.lin_v_heads, c.lin_k_dim, c.lin_v_dim, b)));
+    k.push_back(entry("dense_gdn_out", b, tiling::dense_tiles(c.value_dim(), b, tiles_of({c.hidden}), hw)));
+    k.push_back(entry("dense_attn_qkv", b, tiling::dense_tiles(c.hidden, b, tiles_of({2 * q, kv, kv}), hw)));
+    k.push_back(entry("attention_decode", b, tiling::attention_decode_tiles(c.heads, c.kv_heads, c.head_dim, b)));
+    k.push_back(entry("dense_attn_o", b, tiling::dense_tiles(q, b, tiles_of({c.hidden}), hw)));
+    k.push_back(entry("dense_router", b, tiling::dense_tiles(c.hidden, b, tiles_of({c.experts}), hw)));
+    k.push_back(entry("moe_route", b, tiling::moe_route_tiles(moe, b)));
+    k.push_back(entry("moe_gate_up", b, tiling::moe_gate_up_tiling(moe, b, nvfp4).tiles_of()));
+    k.push_back(entry("moe_down", b, tiling::moe_down_tiling(moe, b, nvfp4).tiles_of()));
+    k.push_back(entry("dense_lm_head", b, tiling::dense_tiles(c.hidden, b, tiles_of({c.vocab}), hw)));
+    k.push_back(entry("sample", b, tiling::sample_tiles(c.vocab, b)));
   }
   return k;
 }

@@ -5,6 +5,8 @@
 #include "cache/geometry.h"
 #include "core/align.h"
 #include "core/error.h"
+#include "kernels/tiling/attention.h"
+#include "kernels/tiling/moe.h"
 
 namespace rocket {
 
@@ -23,13 +25,11 @@ struct Region {
   uint64_t end() { plan.regions.push_back(r); return r.offset + r.bytes; }
 };
 
-// Ceil division for the tile arithmetic below.
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// What the H200 kernels need beyond the activations both boosters share. Sizes mirror the kernels'
-// constexpr traits (named at each line); the engine static_asserts every buffer against the traits
-// it was compiled with, so a drift between the two fails the engine build, never a run. Row counts
-// are every bucket: the engine runs decode at each bucket and prefill in pieces of those sizes.
+// What the H200 kernels need beyond the activations both boosters share, sized from the kernels'
+// tiling (kernels/tiling/*.h, the headers their traits are computed from) at every bucket: the
+// engine runs decode at each bucket and prefill in pieces of those sizes.
 void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   const uint64_t M = p.max_rows, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
@@ -38,48 +38,35 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   act.add("step_inputs", M * (3 * 4 + 32));
   // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);
+  const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
+  const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4;
   uint64_t attn_partial = 0, route = 0, moe_partial = 0, arrivals = 0;
   for (int b : p.buckets) {
-    // attention_decode.cuh AttentionTiles<S, b>: kSplits = max(1, kTargetBlocks 256 / (b · kv_heads)),
-    // kPartialFloats = b · heads · kSplits · (hd + 2).
-    const uint64_t splits = std::max<uint64_t>(1, 256 / (uint64_t(b) * c.kv_heads));
-    attn_partial = std::max(attn_partial, uint64_t(b) * c.heads * splits * (c.head_dim + 2) * 4);
-    // moe_dispatch.cuh MoeRoute<D, b>: active, expert[kMaxActive], start[kMaxActive + 1], slot_row and
-    // slot_of [b · top_k], all int.
-    const uint64_t route_slots = uint64_t(b) * c.top_k;
-    const uint64_t max_active = std::min<uint64_t>(c.experts, route_slots);
-    route = std::max(route, 4 * (1 + max_active + max_active + 1 + 2 * route_slots));
-    // moe_experts.cuh MoeGateUpTraits<D, b, P>: the shared expert's K slices and their partial sums,
-    // and its tile groups (one arrival counter each), from ExpertTilePlan's arithmetic.
-    struct TilePlan {
-      uint64_t rounds_total, tiles_per_block;
-    };
-    const auto tile_plan = [](bool nvfp4, uint64_t k, uint64_t m, uint64_t warps, uint64_t loads) {
-      const uint64_t stage_k = 4 * (nvfp4 ? 32 : 8), stages = ceil_div(k, stage_k);
-      const uint64_t g = std::min<uint64_t>(loads / (2 * m), stages), parts = stages / g;
-      const uint64_t warps_per_tile = std::min(warps, parts);
-      return TilePlan{parts / warps_per_tile, warps / warps_per_tile};
-    };
-    // MoeGateUpTraits: NVFP4 experts from bucket 8 take one stage per round (4 loads per lane, kNarrow),
-    // in blocks of 4 warps except at bucket 16 (kSmallBlocks); otherwise 8 warps, 8 loads.
-    const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4, narrow = nvfp4 && b >= 8;
-    const uint64_t warps = narrow && b != 16 ? 4 : 8;
-    const uint64_t routed_rounds = tile_plan(nvfp4, c.hidden, 2, warps, narrow ? 4 : 8).rounds_total;
-    const TilePlan shared = tile_plan(false, c.hidden, 2, warps, 8);
-    const uint64_t shared_rounds = shared.rounds_total;
-    const uint64_t shared_slices =
-        shared_rounds > routed_rounds && shared_rounds % routed_rounds == 0 ? shared_rounds / routed_rounds : 1;
-    const uint64_t n_tiles = ceil_div(b, 8);
-    if (shared_slices > 1)
-      moe_partial = std::max(moe_partial, (c.shared_inter / 16) * shared_slices * n_tiles * 2 * 32 * 4 * 4);
-    arrivals = std::max(arrivals, 4 * ceil_div(c.shared_inter / 16, shared.tiles_per_block));
+    attn_partial =
+        std::max(attn_partial, uint64_t(tiling::attention_tiling(c.heads, c.kv_heads, c.head_dim, b).partial_floats) * 4);
+    route = std::max(route, uint64_t(tiling::moe_route_layout(moe, b).ints()) * 4);
+    const tiling::MoeGateUpTiling gate_up = tiling::moe_gate_up_tiling(moe, b, nvfp4);
+    moe_partial = std::max(moe_partial, uint64_t(gate_up.partial_floats) * 4);
+    arrivals = std::max(arrivals, uint64_t(gate_up.arrivals) * 4);
   }
   act.add("attn_partial", attn_partial);
   act.add("moe_route", route);
   act.add("moe_act", M * c.top_k * c.moe_inter * p.activation_bytes);
   act.add("shared_act", M * c.shared_inter * p.activation_bytes);
-  act.add("moe_partial", std::max<uint64_t>(moe_partial, 4));
+  act.add("moe_partial", moe_partial);
   act.add("moe_arrivals", arrivals);
+}
+
+// The host engine's MoE staging: routed rows gathered per expert, their gate, up and down outputs,
+// and the shared expert's gate and up (the h200 kernels keep all of these in registers).
+void add_host_buffers(Region& act, const Chemistry& c, const Plan& p) {
+  const uint64_t M = p.max_rows, A = p.activation_bytes, routed = M * c.top_k;
+  act.add("moe_in", routed * c.hidden * A);
+  act.add("moe_gate", routed * c.moe_inter * A);
+  act.add("moe_up", routed * c.moe_inter * A);
+  act.add("moe_down", routed * c.hidden * A);
+  act.add("shared_gate", M * c.shared_inter * A);
+  act.add("shared_up", M * c.shared_inter * A);
 }
 
 }  // namespace
@@ -87,6 +74,7 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
 Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   Plan p;
   p.booster = opt.booster;
+  p.limits = opt.limits;
   p.chemistry = c;
   p.fingerprint = c.fingerprint();
   p.buckets = opt.buckets;
@@ -138,17 +126,10 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   act.add("router", M * c.experts * 4);
   act.add("route_idx", routed * 4);
   act.add("route_w", routed * 4);
-  act.add("moe_in", routed * H * A);
-  act.add("moe_gate", routed * c.moe_inter * A);
-  act.add("moe_up", routed * c.moe_inter * A);
-  act.add("moe_down", routed * H * A);
-  act.add("shared_gate", M * c.shared_inter * A);
-  act.add("shared_up", M * c.shared_inter * A);
-  act.add("shared_out", M * H * A);
   act.add("shared_scale", M * 4);
   act.add("moe_out", M * H * A);
-  act.add("scores", uint64_t(c.heads) * p.max_context * 4);
   if (opt.booster == "h200") add_h200_buffers(act, c, p);
+  else add_host_buffers(act, c, p);
   uint64_t end = act.end();
 
   Region logits(p, "logits", end);

@@ -11,6 +11,7 @@ struct PlanOptions {
   int max_context = 0;       // 0 = the booster's default for this chemistry
   int prefill_chunk = 32;
   int state_snapshots = 0;   // 0 = two per stream slot, the prefix cache's minimum
+  tiling::BoosterLimits limits;  // the hardware profile's, recorded in the plan for kernel selection
 };
 
 // Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.

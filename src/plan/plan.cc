@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "core/align.h"
 #include "core/error.h"
@@ -34,8 +36,12 @@ json Plan::to_json() const {
   for (const auto& b : buffers)
     bs.push_back({{"name", b.name}, {"region", b.region}, {"offset", b.offset}, {"bytes", b.bytes}});
   for (const auto& r : regions) rs.push_back({{"name", r.name}, {"offset", r.offset}, {"bytes", r.bytes}});
-  for (const auto& k : kernels)
-    ks.push_back({{"op", k.op}, {"precision", k.precision}, {"impl", k.impl}, {"tile", k.tile}});
+  for (const auto& k : kernels) {
+    json tile = json::object();
+    for (const auto& [name, value] : k.tile) tile[name] = value;
+    ks.push_back({{"kernel", k.kernel}, {"bucket", k.bucket}, {"grid", k.grid}, {"threads", k.threads},
+                  {"smem_bytes", k.smem_bytes}, {"tile", tile}});
+  }
   return json{{"rocket_plan_version", version}, {"booster", booster}, {"fingerprint", fingerprint},
               {"chemistry", chemistry.to_json()}, {"fuel_dir", fuel_dir}, {"buckets", buckets},
               {"max_streams", max_streams}, {"max_context", max_context}, {"prefill_chunk", prefill_chunk},
@@ -43,6 +49,7 @@ json Plan::to_json() const {
               {"kv_cache", {{"page_tokens", kv_page_tokens}, {"page_bytes", kv_page_bytes}, {"pages", kv_pages}}},
               {"state_snapshots", state_snapshots},
               {"blob_bytes", blob_bytes}, {"arena_bytes", arena_bytes},
+              {"booster_limits", {{"sms", limits.sms}, {"smem_per_block", limits.smem_per_block}, {"l2_bytes", limits.l2_bytes}}},
               {"memory_map", {{"regions", rs}, {"buffers", bs}, {"tensors", ts}}}, {"kernels", ks},
               {"static_fire", {{"prompt", static_fire.prompt}, {"token", static_fire.token},
                                {"margin", static_fire.margin}, {"source", static_fire.source}}}};
@@ -70,6 +77,8 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     p.state_snapshots = j.at("state_snapshots");
     p.blob_bytes = j.at("blob_bytes");
     p.arena_bytes = j.at("arena_bytes");
+    const json& lim = j.at("booster_limits");
+    p.limits = {lim.at("sms"), lim.at("smem_per_block"), lim.at("l2_bytes")};
     const json& mm = j.at("memory_map");
     for (const auto& r : mm.at("regions")) p.regions.push_back({r.at("name"), r.at("offset"), r.at("bytes")});
     for (const auto& b : mm.at("buffers"))
@@ -84,7 +93,11 @@ Plan Plan::from_json(const json& j, const std::string& path) {
       pt.bytes = t.at("bytes");
       p.tensors.push_back(std::move(pt));
     }
-    for (const auto& k : j.at("kernels")) p.kernels.push_back({k.at("op"), k.at("precision"), k.at("impl"), k.at("tile")});
+    for (const auto& k : j.at("kernels")) {
+      PlanKernel pk{k.at("kernel"), k.at("bucket"), k.at("grid"), k.at("threads"), k.at("smem_bytes"), {}};
+      for (const auto& [name, value] : k.at("tile").items()) pk.tile.emplace_back(name, value.get<int64_t>());
+      p.kernels.push_back(std::move(pk));
+    }
     const json& sf = j.at("static_fire");
     p.static_fire = {sf.at("prompt").get<std::vector<int32_t>>(), sf.at("token"), sf.at("margin"), sf.at("source")};
   } catch (const json::exception& e) {
@@ -143,6 +156,29 @@ void Plan::validate(const std::string& path) const {
   for (const auto& t : tensors)
     if (t.offset % 256 != 0 || t.offset + t.bytes > blob_bytes)
       fail("{}: tensor {} at {} (+{}) misaligned or outside the weights region", path, t.name, t.offset, t.bytes);
+  validate_kernels(path);
+}
+
+void Plan::validate_kernels(const std::string& path) const {
+  if (limits.sms < 0 || limits.smem_per_block < 0) fail("{}: negative booster limits", path);
+  std::map<std::string, std::set<int>> seen;
+  for (const auto& k : kernels) {
+    if (k.kernel.empty()) fail("{}: a kernel entry without a name", path);
+    if (std::find(buckets.begin(), buckets.end(), k.bucket) == buckets.end())
+      fail("{}: kernel {} at bucket {}, which the plan does not compile", path, k.kernel, k.bucket);
+    if (!seen[k.kernel].insert(k.bucket).second) fail("{}: kernel {} listed twice at bucket {}", path, k.kernel, k.bucket);
+    if (k.grid < 1 || k.threads < 32 || k.threads > 1024 || k.threads % 32 != 0)
+      fail("{}: kernel {} at bucket {}: grid {} x {} threads is not a launch (whole warps, at most 1024)", path, k.kernel,
+           k.bucket, k.grid, k.threads);
+    if (k.smem_bytes < 0 || k.smem_bytes > limits.smem_per_block)
+      fail("{}: kernel {} at bucket {} takes {} bytes of shared memory, the booster has {} per block", path, k.kernel,
+           k.bucket, k.smem_bytes, limits.smem_per_block);
+    for (const auto& [name, value] : k.tile)
+      if (name.empty()) fail("{}: kernel {} at bucket {} has an unnamed tile parameter", path, k.kernel, k.bucket);
+  }
+  for (const auto& [name, at] : seen)
+    if (at.size() != buckets.size()) fail("{}: kernel {} is planned for {} of the {} buckets", path, name, at.size(), buckets.size());
+  if (booster == "h200" && kernels.empty()) fail("{}: an h200 plan without its kernel table", path);
 }
 
 }  // namespace rocket

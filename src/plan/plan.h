@@ -15,11 +15,13 @@
 #include "core/dtype.h"
 #include "fuel/chemistry.h"
 #include "fuel/manifest.h"
+#include "kernels/tiling/booster.h"
 
 namespace rocket {
 
 // Version 2: an h200 plan's NVFP4 parts are stored in the register code (compiler/nvfp4_code.h).
-constexpr int kPlanVersion = 2;
+// Version 3: the kernel table is data (PlanKernel) and the plan records its booster's limits.
+constexpr int kPlanVersion = 3;
 
 // One stored part of one weight in the blob (a quantised weight has several parts).
 struct PlanTensor {
@@ -40,10 +42,17 @@ struct PlanRegion {
   uint64_t offset = 0, bytes = 0;
 };
 
-// The compiler's choice for one op: implementation and pinned tile parameters.
-struct KernelChoice {
-  std::string op, precision, impl;
-  nlohmann::json tile = nlohmann::json::object();
+// The compiler's choice for one kernel at one bucket (kernels/tiling/*.h): its launch and the tile
+// parameters the engine's kernels are compiled with. engine.h carries them as constexpr and the h200
+// engine static_asserts its kernels' traits against them.
+struct PlanKernel {
+  std::string kernel;  // "moe_gate_up", "dense_lm_head", ...
+  int bucket = 0;
+  int64_t grid = 0;    // blocks
+  int threads = 0;     // per block
+  int smem_bytes = 0;  // shared memory per block
+  std::vector<std::pair<std::string, int64_t>> tile;  // named tile parameters
+  bool operator==(const PlanKernel&) const = default;
 };
 
 // The static-fire check the countdown runs before launch: greedy decoding of `prompt` must give `token`.
@@ -65,7 +74,6 @@ struct Plan {
   std::vector<int> buckets;            // compiled decode batch sizes
   int max_streams = 0;                 // = largest bucket; there are max_streams + 1 stream slots, the
                                        // last being the sink for a bucket's rows beyond the active streams
-  int stream_slots() const { return max_streams + 1; }
   int max_context = 0;                 // tokens per stream
   int prefill_chunk = 0;               // tokens per prefill call
   int max_rows = 0;                    // rows of every activation buffer = max(max_streams, prefill_chunk)
@@ -79,7 +87,8 @@ struct Plan {
   std::vector<PlanRegion> regions;
   std::vector<PlanTensor> tensors;
   std::vector<PlanBuffer> buffers;
-  std::vector<KernelChoice> kernels;
+  tiling::BoosterLimits limits;        // of the hardware profile the kernels were tiled for
+  std::vector<PlanKernel> kernels;     // h200: every kernel the engine tiles, at every bucket; host: none
   StaticFire static_fire;
 
   const PlanTensor& tensor(const std::string& name) const;   // Error if absent
@@ -91,8 +100,12 @@ struct Plan {
   static Plan from_json(const nlohmann::json& j, const std::string& path);
   static Plan load(const std::string& path);
   // Offsets aligned, inside their region, regions disjoint and inside the arena, no overlaps,
-  // fingerprint consistent with the chemistry.
+  // fingerprint consistent with the chemistry; the kernel table covers every bucket once per kernel,
+  // with launches the booster can run.
   void validate(const std::string& path) const;
+
+ private:
+  void validate_kernels(const std::string& path) const;
 };
 
 }  // namespace rocket

@@ -60,19 +60,41 @@ static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDi
 static_assert(kBufBytes_core >= uint64_t(kMaxRows) * (kValueDim > kQ ? kValueDim : kQ) * 2);
 static_assert(kBufBytes_hn >= uint64_t(kMaxRows) * kHidden * 2 && kMaxRows >= 8);
 
-// A bucket's workspaces fit the plan's buffers (sized by the compiler from the same traits).
-template <int B>
-constexpr bool workspaces_fit() {
+// The kernels this engine launches at bucket kBuckets[I] are the ones the compiler planned
+// (plan.kernels, engine.h kKernel_*: the same names and shapes as compiler/kernel_selection.cc), and
+// their workspaces fit the plan's buffers, which the compiler sized from the same tiling.
+template <size_t I>
+struct KernelsAsPlanned {
+  static constexpr int B = kBuckets[I];
   using GU = cuda::MoeGateUpTraits<MoeS, B, kPrecisionExperts>;
-  return cuda::AttentionTiles<AttnS, B>::kPartialFloats * 4 <= int64_t(kBufBytes_attn_partial) &&
-         sizeof(cuda::MoeRoute<MoeS, B>) <= kBufBytes_moe_route &&
-         uint64_t(GU::kPartialFloats) * 4 <= kBufBytes_moe_partial && uint64_t(GU::kArrivals) * 4 <= kBufBytes_moe_arrivals &&
-         uint64_t(B) * kTopK * kMoeInter * 2 <= kBufBytes_moe_act && uint64_t(B) * kSharedInter * 2 <= kBufBytes_shared_act &&
-         uint64_t(B) * 4 <= kBufBytes_shared_scale;
-}
-static_assert([]<size_t... I>(std::index_sequence<I...>) { return (workspaces_fit<kBuckets[I]>() && ...); }(
-                  std::make_index_sequence<std::size(kBuckets)>{}),
-              "a kernel workspace exceeds its plan buffer: the compiler's memory map and the kernels disagree");
+  using Down = cuda::MoeDownTraits<MoeS, B, kPrecisionExperts>;
+  static_assert(cuda::kDenseTiles<int(kHidden), B, int(kConvDim), int(kValueDim), int(kLinVHeads), int(kLinVHeads)> ==
+                    kKernel_dense_gdn_in[I],
+                "dense_gdn_in differs from the plan's");
+  static_assert(cuda::GdnDecodeTiling<GdnS, B>::kTiles == kKernel_gdn_decode[I], "gdn_decode differs from the plan's");
+  static_assert(cuda::kDenseTiles<int(kValueDim), B, int(kHidden)> == kKernel_dense_gdn_out[I], "dense_gdn_out differs from the plan's");
+  static_assert(cuda::kDenseTiles<int(kHidden), B, 2 * kQ, kKV, kKV> == kKernel_dense_attn_qkv[I], "dense_attn_qkv differs from the plan's");
+  static_assert(cuda::AttentionTiles<AttnS, B>::kTiles == kKernel_attention_decode[I], "attention_decode differs from the plan's");
+  static_assert(cuda::kDenseTiles<kQ, B, int(kHidden)> == kKernel_dense_attn_o[I], "dense_attn_o differs from the plan's");
+  static_assert(cuda::kDenseTiles<int(kHidden), B, int(kExperts)> == kKernel_dense_router[I], "dense_router differs from the plan's");
+  static_assert(cuda::MoeDispatchTraits<MoeS, B>::kTiles == kKernel_moe_route[I], "moe_route differs from the plan's");
+  static_assert(GU::kTiling.tiles_of() == kKernel_moe_gate_up[I], "moe_gate_up differs from the plan's");
+  static_assert(Down::kTiling.tiles_of() == kKernel_moe_down[I], "moe_down differs from the plan's");
+  static_assert(cuda::kDenseTiles<int(kHidden), B, int(kVocab)> == kKernel_dense_lm_head[I], "dense_lm_head differs from the plan's");
+  static_assert(cuda::kSampleTiles<B, int(kVocab)> == kKernel_sample[I], "sample differs from the plan's");
+
+  static_assert(cuda::AttentionTiles<AttnS, B>::kPartialFloats * 4 <= int64_t(kBufBytes_attn_partial) &&
+                    sizeof(cuda::MoeRoute<MoeS, B>) <= kBufBytes_moe_route &&
+                    uint64_t(GU::kPartialFloats) * 4 <= kBufBytes_moe_partial &&
+                    uint64_t(GU::kArrivals) * 4 <= kBufBytes_moe_arrivals &&
+                    uint64_t(B) * kTopK * kMoeInter * 2 <= kBufBytes_moe_act &&
+                    uint64_t(B) * kSharedInter * 2 <= kBufBytes_shared_act && uint64_t(B) * 4 <= kBufBytes_shared_scale,
+                "a kernel workspace exceeds its plan buffer: the compiler's memory map and the kernels disagree");
+  static constexpr bool kChecked = true;
+};
+static_assert([]<size_t... I>(std::index_sequence<I...>) { return (KernelsAsPlanned<I>::kChecked && ...); }(
+    std::make_index_sequence<std::size(kBuckets)>{}));
+static_assert(kBoosterLimits == cuda::kBooster, "the kernels are tiled for the plan's booster");
 
 // Calls f.template operator()<B>() for the compiled bucket b.
 template <class F>

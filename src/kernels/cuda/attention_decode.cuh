@@ -6,7 +6,7 @@
 //   4. multiplies by sigmoid(gate) and writes bf16 [rows][heads·hd] for o_proj.
 //
 // Split-K (flash-decoding): the context of each (row, KV head) is cut into kSplits ranges, one block
-// each, so one stream at 8192 tokens still fills the 132 SMs; a block reads every KV token of its
+// each, so one stream at 8192 tokens still fills the H200's SMs; a block reads every KV token of its
 // range once for all kGroup query heads that share the KV head, and leaves an unnormalised partial
 // (max, sum, Σ p·v) in a workspace. A second kernel merges the partials, normalises and gates.
 //
@@ -35,6 +35,7 @@
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/tiling/attention.h"
 
 namespace rocket::cuda {
 
@@ -47,30 +48,26 @@ struct AttentionShape {
   static_assert(kHeads % kKvHeads == 0, "GQA needs heads % kv_heads == 0");
 };
 
-// Tiles of the split kernel for kRows rows per launch.
+// Tiles of the split kernel for kRows rows per launch (kernels/tiling/attention.h).
 template <class S, int kRows>
 struct AttentionTiles {
-  static constexpr int kGroup = S::kHeads / S::kKvHeads;  // query heads sharing one KV head
-  static constexpr int kLanesPerToken = S::kHeadDim / 8;  // 8 dims (16 bytes of bf16) per lane
-  static constexpr int kTokensPerStep = 32 / kLanesPerToken;
-  static constexpr int kSteps = 4;  // tokens per lane per chunk: 4 K and 4 V loads in flight
-  static constexpr int kChunk = kSteps * kTokensPerStep;  // tokens a warp takes at a time
-  static constexpr int kWarps = 4;
-  static constexpr int kBlockTokens = kWarps * kChunk;
-  // NOTE: a split shorter than two block passes spends more on its query setup and partial than on
-  // KV, so short contexts use fewer splits rather than shorter ones.
-  static constexpr int kMinSplitTokens = 2 * kBlockTokens;
-  // NOTE: ~2 blocks per SM on the H200's 132 SMs when every row is long; fixed per bucket, so the
-  // grid never depends on the context lengths.
-  static constexpr int kTargetBlocks = 256;
-  static constexpr int kSplits = kTargetBlocks / (kRows * S::kKvHeads) > 1 ? kTargetBlocks / (kRows * S::kKvHeads) : 1;
+  static constexpr tiling::AttentionTiling kTiling = tiling::attention_tiling(S::kHeads, S::kKvHeads, S::kHeadDim, kRows);
+  static constexpr tiling::KernelTiles kTiles = tiling::attention_decode_tiles(S::kHeads, S::kKvHeads, S::kHeadDim, kRows);
+  static constexpr int kGroup = kTiling.group;                     // query heads sharing one KV head
+  static constexpr int kLanesPerToken = kTiling.lanes_per_token;  // 8 dims (16 bytes of bf16) per lane
+  static constexpr int kTokensPerStep = kTiling.tokens_per_step;
+  static constexpr int kSteps = kTiling.steps;  // tokens per lane per chunk: 4 K and 4 V loads in flight
+  static constexpr int kChunk = kTiling.chunk;  // tokens a warp takes at a time
+  static constexpr int kWarps = kTiling.warps;
+  static constexpr int kBlockTokens = kTiling.block_tokens;
+  static constexpr int kMinSplitTokens = kTiling.min_split_tokens;
+  static constexpr int kSplits = kTiling.splits;
   // Workspace: unnormalised outputs [rows][heads][splits][hd], then (max, sum) [rows][heads][splits].
-  static constexpr int64_t kPartialFloats = int64_t(kRows) * S::kHeads * kSplits * (S::kHeadDim + 2);
+  static constexpr int64_t kPartialFloats = kTiling.partial_floats;
 
   static_assert(S::kHeadDim % 32 == 0 && S::kHeadDim <= 256, "a token's head spans 1 to 32 lanes of 8 dims");
   static_assert((kGroup & (kGroup - 1)) == 0 && kGroup <= kLanesPerToken, "fold_heads needs a power-of-two group <= lanes per token");
-  static constexpr int kSmemBytes =
-      4 * (kGroup * S::kHeadDim + S::kHeadDim + kWarps * (kChunk * kGroup + kGroup) + kWarps * kGroup * (S::kHeadDim + 2));
+  static constexpr int kSmemBytes = kTiling.smem_bytes;
   static_assert(kSmemBytes <= 48 * 1024, "split kernel: static shared memory exceeds 48 KiB");
 };
 

@@ -54,6 +54,8 @@
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
+#include "kernels/cuda/booster.cuh"
+#include "kernels/tiling/dense.h"
 
 namespace rocket::cuda {
 
@@ -69,50 +71,31 @@ struct DenseParams {
   int x_rows = 0;
 };
 
-// Every launch choice, a compile-time function of the shape: the plan records these.
+// Every launch choice, from the shape's tiling (kernels/tiling/dense.h), which the plan records.
 template <int N, int K, int B>
 struct DenseTraits {
   using W = WeightTileTraits<Precision::kBF16>;
-  static constexpr int kSMs = 132;  // H200
-  static constexpr int kStages = W::template kStages<K>;
-  // NOTE: up to 8 loads of 16 bytes per lane in flight (4 KiB per warp) as the MoE experts use; with
-  // 32 warps resident per SM that is 128 KiB per SM, well past the ~35 KiB per SM that Little's law
-  // asks of 4.3 TB/s at ~1 us loaded latency, at a 64-register budget. At 16 token rows the second
-  // row group's accumulators still fit (dense_check: LM head 296 -> 273 us, 8192x2048 13.1 -> 11.1 us
-  // against half the stages); at 32 they take the budget (spills): half the stages (64 KiB per SM).
-  static constexpr int kGMax = B <= 16 ? 4 : 2;
-  static constexpr int kG = kStages < kGMax ? kStages : kGMax;
-  static constexpr int kParts = kStages / kG;
-  static constexpr int kTiles = (N + 15) / 16;
-  // NOTE: a shape with at most one tile per SM gets up to 32 warps per tile so its whole matrix is in
-  // flight in one wave (o_proj 2048x4096: 128 blocks x 32 warps x 4 KiB = 16 MiB); any other gets 16,
-  // so two blocks share an SM: one wave up to 264 tiles (in_proj_z), and past that one block's
-  // reduction tail overlaps the other's loads.
-  static constexpr int kMaxWarpsPerTile = kTiles <= kSMs ? 32 : 16;
-  static constexpr int kWarpsPerTile = kParts < kMaxWarpsPerTile ? kParts : kMaxWarpsPerTile;
-  static constexpr int kRounds = kParts / kWarpsPerTile;  // K parts a warp walks one after another
-  // Short K (few parts per tile): several tiles per block, but never so many that the grid gets
-  // fewer blocks than SMs.
-  static constexpr int kTilesPerBlockCap = kMaxWarpsPerTile / kWarpsPerTile;
-  static constexpr int kTilesPerSM = kTiles / kSMs;
-  static constexpr int kTilesPerBlock =
-      kTilesPerSM < 1 ? 1 : kTilesPerSM < kTilesPerBlockCap ? kTilesPerSM : kTilesPerBlockCap;
-  static constexpr int kWarps = kWarpsPerTile * kTilesPerBlock;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kBlocks = (kTiles + kTilesPerBlock - 1) / kTilesPerBlock;
-  // Register budget: 64 per thread at every block size (kThreads * kMinBlocks = 1024 threads per SM).
-  static constexpr int kMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
-  static constexpr int kRowGroups = (B + 7) / 8;  // mma N = 8 token rows
-  // Per-warp C fragments for the cross-warp sum; none when a tile has a single warp.
-  static constexpr int kSmemBytes = kWarpsPerTile > 1 ? kWarps * kRowGroups * 32 * 16 : 0;
-  // The last tile reads all 16 of its rows: a partial tile (N % 16 != 0) reads past row N-1.
-  static constexpr uint64_t kWeightReadBytes = uint64_t(kTiles) * 16 * K * 2;
+  static constexpr tiling::DenseTiling kTiling = tiling::dense_registers(N, K, B, kBooster);
+  static constexpr int kStages = kTiling.stages;
+  static constexpr int kG = kTiling.g;
+  static constexpr int kParts = kTiling.parts;
+  static constexpr int kTiles = kTiling.tiles;
+  static constexpr int kWarpsPerTile = kTiling.warps_per_tile;
+  static constexpr int kRounds = kTiling.rounds;
+  static constexpr int kTilesPerBlock = kTiling.tiles_per_block;
+  static constexpr int kWarps = kTiling.warps;
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kBlocks = kTiling.blocks;
+  static constexpr int kMinBlocks = kTiling.min_blocks;
+  static constexpr int kRowGroups = kTiling.row_groups;
+  static constexpr int kSmemBytes = kTiling.smem_bytes;
+  static constexpr uint64_t kWeightReadBytes = kTiling.weight_read_bytes;
 
   static_assert(N >= 1 && K >= 1 && B >= 1 && B <= 32, "dense: bad shape or bucket");
   static_assert(K % W::kLoadK == 0, "dense: K must be a whole number of 16-byte lane loads (multiple of 8)");
   static_assert(kStages % kG == 0 && kParts % kWarpsPerTile == 0, "dense: K does not split evenly over warps");
   static_assert(kThreads <= 1024, "dense: block too large");
-  static_assert(kSmemBytes <= 227 * 1024, "dense: shared memory exceeds the H200 per-block limit");
+  static_assert(kSmemBytes <= kBooster.smem_per_block, "dense: shared memory exceeds the booster's per-block limit");
 };
 
 // Grouped form: several projections of the same activations x in one launch, segment s with its own
@@ -155,35 +138,30 @@ struct DenseGroupTraits : DenseTraits<16 * (0 + ... + ((Ns + 15) / 16)), K, B> {
   static_assert(kSegments >= 1 && ((Ns >= 1) && ...), "dense group: empty segment");
 };
 
-// The stream form's geometry, and whether the shape takes it.
+// The stream form's geometry, and whether the shape takes it (kernels/tiling/dense.h).
 template <int K, int B, int... Ns>
 struct DenseStreamTraits {
-  static constexpr int kSMs = DenseTraits<16, K, B>::kSMs;
-  static constexpr int kTiles = (0 + ... + ((Ns + 15) / 16));
-  static constexpr int kChunkK = K < 1024 ? K : 1024;  // columns per chunk (per bulk copy of a row)
-  static constexpr int kChunks = K / kChunkK;          // chunks per tile
-  static constexpr int kRowBytes = 2 * kChunkK;
-  // NOTE: rows 64 bytes apart modulo 128, so the 8 lanes of a 16-byte load phase (rows g, g + 1 at
-  // four column offsets) hit 8 distinct 16-byte bank groups.
-  static constexpr int kRowStride = kRowBytes + 64;
-  static constexpr int kStageBytes = 16 * kRowStride;
-  static constexpr int kSteps = kChunkK / 32;  // 32-column steps (two mma k16) per chunk
-  static constexpr int kConsumers = kSteps < 8 ? kSteps : 8;
-  static constexpr int kThreads = (kConsumers + 1) * 32;
-  static constexpr int kRowGroups = (B + 7) / 8;
-  static constexpr int kXStride = 2 * K + 64;
-  static constexpr int kRedBytes = 2 * kConsumers * kRowGroups * 32 * 16;  // two tiles' partials
-  static constexpr int kMaxRing = 6;
-  static constexpr int kLimit = 227 * 1024 - kRedBytes - 2 * kMaxRing * 8;
-  static constexpr int kXBytes = B * kXStride;
-  // The form's rule (see the top of the file).
-  static constexpr bool kFits = kXBytes + 3 * kStageBytes <= kLimit;
-  static constexpr bool kChosen = kFits && B <= 16 && kChunkK == 1024 && kTiles >= 64 * kSMs;
-  static constexpr int kRing = !kFits ? 0 : (kLimit - kXBytes) / kStageBytes < kMaxRing ? (kLimit - kXBytes) / kStageBytes : kMaxRing;
-  static constexpr int kSmemBytes = kRing * kStageBytes + kXBytes + kRedBytes + 2 * kRing * 8;
-  static constexpr int kBlocks = kTiles < kSMs ? kTiles : kSMs;
+  static constexpr tiling::DenseStreamTiling kTiling = tiling::dense_stream(K, B, (0 + ... + ((Ns + 15) / 16)), kBooster);
+  static constexpr int kTiles = kTiling.tiles;
+  static constexpr int kChunkK = kTiling.chunk_k;
+  static constexpr int kChunks = kTiling.chunks;
+  static constexpr int kRowBytes = kTiling.row_bytes;
+  static constexpr int kRowStride = kTiling.row_stride;
+  static constexpr int kStageBytes = kTiling.stage_bytes;
+  static constexpr int kSteps = kTiling.steps;
+  static constexpr int kConsumers = kTiling.consumers;
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kRowGroups = kTiling.row_groups;
+  static constexpr int kXStride = kTiling.x_stride;
+  static constexpr int kRedBytes = kTiling.red_bytes;
+  static constexpr int kXBytes = kTiling.x_bytes;
+  static constexpr bool kFits = kTiling.fits;
+  static constexpr bool kChosen = kTiling.chosen;
+  static constexpr int kRing = kTiling.ring;
+  static constexpr int kSmemBytes = kTiling.smem_bytes;
+  static constexpr int kBlocks = kTiling.blocks;
   static_assert(K % 32 == 0 && K % kChunkK == 0, "dense stream: K must be whole 32-column steps and chunks");
-  static_assert(!kFits || kSmemBytes <= 227 * 1024, "dense stream: shared memory exceeds the H200 per-block limit");
+  static_assert(!kFits || kSmemBytes <= kBooster.smem_per_block, "dense stream: shared memory exceeds the booster's per-block limit");
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -444,6 +422,12 @@ enum class DenseForm { kRegisters, kStream };
 
 template <int K, int B, int... Ns>
 constexpr DenseForm kDenseForm = DenseStreamTraits<K, B, Ns...>::kChosen ? DenseForm::kStream : DenseForm::kRegisters;
+
+// The launch dense / dense_group make for these shapes, as the plan records it.
+template <int K, int B, int... Ns>
+constexpr tiling::KernelTiles kDenseTiles = kDenseForm<K, B, Ns...> == DenseForm::kStream
+                                                ? DenseStreamTraits<K, B, Ns...>::kTiling.tiles_of()
+                                                : DenseGroupTraits<K, B, Ns...>::kTiling.tiles_of();
 
 // A group launch in form F (dense_group takes the shape's form; the check compares both). x_rows as
 // DenseParams::x_rows (stream form only: the register group reads `rows` rows of x).

@@ -29,6 +29,7 @@
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/tiling/gdn.h"
 
 namespace rocket::cuda {
 
@@ -48,10 +49,9 @@ struct GdnParams {
   float eps = 1e-6f;                       // the gated norm's epsilon
 };
 
-// Shapes of one chemistry's GDN layer, and the tiling that follows from them: kWantColumns columns of
-// a value head per block (capped at Vd), four threads per column, so a thread holds 8 state rows of 4
-// columns whatever the width.
-template <int kKHeads_, int kVHeads_, int kKDim_, int kVDim_, int kWantColumns = 32>
+// Shapes of one chemistry's GDN layer, and the tiling that follows from them (kernels/tiling/gdn.h):
+// kWantColumns columns of a value head per block (capped at Vd), four threads per column.
+template <int kKHeads_, int kVHeads_, int kKDim_, int kVDim_, int kWantColumns = tiling::kGdnPrefillColumns>
 struct GdnShape {
   static constexpr int kKHeads = kKHeads_, kVHeads = kVHeads_, kKDim = kKDim_, kVDim = kVDim_;
   static constexpr int kKeyDim = kKHeads * kKDim;
@@ -59,15 +59,16 @@ struct GdnShape {
   static constexpr int kConvDim = 2 * kKeyDim + kValueDim;
   static constexpr int kGroup = kVHeads / kKHeads;  // value heads per key head
 
-  static constexpr int kColumns = kVDim < kWantColumns ? kVDim : kWantColumns;
-  static constexpr int kSplit = kVDim / kColumns;  // blocks (a cluster) per value head
-  static constexpr int kColVecs = kColumns / 4;    // lanes across a row slice
-  static constexpr int kThreads = kColumns * 4;
-  static constexpr int kWarps = kThreads / 32;
+  static constexpr tiling::GdnTiling kTiling = tiling::gdn_tiling(kKDim, kVDim, kWantColumns);
+  static constexpr int kColumns = kTiling.columns;
+  static constexpr int kSplit = kTiling.split;      // blocks (a cluster) per value head
+  static constexpr int kColVecs = kTiling.col_vecs;  // lanes across a row slice
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kWarps = kTiling.warps;
   template <int kCols>
   using WithColumns = GdnShape<kKHeads, kVHeads, kKDim, kVDim, kCols>;
-  static constexpr int kRowGroups = kThreads / kColVecs;
-  static constexpr int kRows = kKDim / kRowGroups;  // state rows per thread: 4 * kRows floats in registers
+  static constexpr int kRowGroups = kTiling.row_groups;
+  static constexpr int kRows = kTiling.rows;  // state rows per thread: 4 * kRows floats in registers
 
   static_assert(kVHeads % kKHeads == 0, "value heads must be a multiple of key heads");
   static_assert(kVDim % kColumns == 0 && kColumns % 4 == 0 && 32 % kColVecs == 0, "column tiling");
@@ -77,16 +78,11 @@ struct GdnShape {
   static_assert(kThreads >= 32 && kThreads <= 1024, "gdn: block size");
 };
 
-// Decode tiling per bucket. NOTE: at one row, 32 columns per block (a state row's slice is one
-// 128-byte line, 8 lanes of float4) turn a 128 x 128 head into a cluster of 4 blocks: bucket 1 gets
-// 128 blocks, one per SM, instead of 32. From kWideRows rows there are blocks enough with wider
-// slices; gdn_check (a3b, h200-kernels.md) measured 64 columns (clusters of 2, 256 threads) fastest:
-// B=8 12.5 -> 9.8 us, B=32 47.4 -> 43.4 us, against 10.1 / 44.9 us for a whole head per block.
+// Decode tiling per bucket (kernels/tiling/gdn.h: 32 columns per block below 8 rows, 64 from 8).
 template <class S, int B>
 struct GdnDecodeTiling {
-  static constexpr int kWideRows = 8;
-  static constexpr int kColumns = B >= kWideRows ? 64 : 32;
-  using Shape = typename S::template WithColumns<kColumns>;
+  using Shape = typename S::template WithColumns<tiling::gdn_decode_columns(B)>;
+  static constexpr tiling::KernelTiles kTiles = tiling::gdn_decode_tiles(S::kVHeads, S::kKDim, S::kVDim, B);
 };
 
 template <class S, int kMaxTokens>
@@ -283,6 +279,9 @@ __global__ void __cluster_dims__(S::kSplit, 1, 1) __launch_bounds__(S::kThreads)
 template <class S, int B>
 void gdn_decode(const GdnParams& p, cudaStream_t stream) {
   using T = typename GdnDecodeTiling<S, B>::Shape;
+  static_assert(GdnDecodeTiling<S, B>::kTiles.grid == B * T::kVHeads * T::kSplit && GdnDecodeTiling<S, B>::kTiles.threads == T::kThreads &&
+                    GdnDecodeTiling<S, B>::kTiles.smem_bytes == sizeof(GdnSmem<T, 1>),
+                "gdn decode: the planned launch differs from this one");
   CHECK(p.tokens == 1, "gdn decode steps one token per row");
   launch_dependent(gdn_kernel<T, 1>, B * T::kVHeads * T::kSplit, T::kThreads, 0, stream, p);
 }
@@ -290,6 +289,8 @@ void gdn_decode(const GdnParams& p, cudaStream_t stream) {
 // Prefill: one stream (slot slots[0]), p.tokens (1..kChunk) tokens in order.
 template <class S, int kChunk>
 void gdn_prefill(const GdnParams& p, cudaStream_t stream) {
+  static_assert(sizeof(GdnSmem<S, kChunk>) == tiling::gdn_smem_bytes(S::kTiling, S::kKDim, kChunk),
+                "gdn: the tiling's shared-memory bytes differ from the kernel's");
   CHECK(p.tokens >= 1 && p.tokens <= kChunk, "gdn prefill takes 1..chunk tokens");
   launch_dependent(gdn_kernel<S, kChunk>, S::kVHeads * S::kSplit, S::kThreads, 0, stream, p);
 }

@@ -20,6 +20,7 @@
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/router.cuh"
+#include "kernels/tiling/moe.h"
 
 namespace rocket::cuda {
 
@@ -30,13 +31,15 @@ template <int Hidden, int Inter, int SharedInter, int Experts, int TopK>
 struct MoeShape {
   static constexpr int kHidden = Hidden, kInter = Inter, kSharedInter = SharedInter;
   static constexpr int kExperts = Experts, kTopK = TopK;
+  static constexpr tiling::MoeDims kDims{Hidden, Inter, SharedInter, Experts, TopK};
 };
 
 // Written by moe_dispatch, read by the expert kernels. Entry a < active is one expert with rows.
 template <class D, int B>
 struct MoeRoute {
-  static constexpr int kSlots = B * D::kTopK;
-  static constexpr int kMaxActive = D::kExperts < kSlots ? D::kExperts : kSlots;
+  static constexpr tiling::MoeRouteLayout kLayout = tiling::moe_route_layout(D::kDims, B);
+  static constexpr int kSlots = kLayout.slots;
+  static constexpr int kMaxActive = kLayout.max_active;
   int active;                 // experts with at least one routed row this step
   int expert[kMaxActive];     // ascending expert ids
   int start[kMaxActive + 1];  // entry a owns slots [start[a], start[a + 1]); start[active] = kSlots
@@ -60,17 +63,21 @@ struct MoeRouteParams {
 
 template <class D, int B>
 struct MoeDispatchTraits {
-  static constexpr int kRouteRows = 8;  // moe_route: one kernel up to this many rows, one row per warp
-  static constexpr int kSlots = B * D::kTopK;
-  static constexpr int kWidest = D::kExperts > kSlots ? D::kExperts : kSlots;
+  static constexpr tiling::MoeDispatchTiling kTiling = tiling::moe_dispatch_tiling(D::kDims, B);
+  static constexpr tiling::KernelTiles kTiles = tiling::moe_route_tiles(D::kDims, B);
+  static constexpr int kRouteRows = kTiling.route_rows;  // moe_route: one kernel up to this many rows, one row per warp
+  static constexpr int kSlots = kTiling.slots;
+  static constexpr int kWidest = kTiling.widest;
   // One thread per slot and per expert; when routing here, also one warp per row.
-  static constexpr int kGroupThreads = (kWidest + 31) / 32 * 32;
-  static constexpr int kRouteThreads = B <= kRouteRows ? 32 * B : 0;
-  static constexpr int kThreads = kGroupThreads > kRouteThreads ? kGroupThreads : kRouteThreads;
-  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kGroupThreads = kTiling.group_threads;
+  static constexpr int kRouteThreads = kTiling.route_threads;
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kWarps = kTiling.warps;
   static_assert(kThreads <= 1024, "moe dispatch: one block holds every slot and every expert");
   static_assert(kSlots < (1 << 16), "moe dispatch: counts and active flags share one scanned int");
 };
+static_assert(sizeof(MoeRoute<MoeShape<8, 16, 16, 4, 2>, 3>) == 4 * MoeRoute<MoeShape<8, 16, 16, 4, 2>, 3>::kLayout.ints(),
+              "moe route: the tiling's layout differs from the struct");
 
 // ---------------------------------------------------------------------------------------------------
 // CUDA kernels

@@ -36,11 +36,13 @@
 #include <cstdint>
 
 #include "fuel/chemistry.h"
+#include "kernels/cuda/booster.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
+#include "kernels/tiling/moe.h"
 #include "plan/layout.h"
 
 namespace rocket::cuda {
@@ -52,18 +54,19 @@ namespace rocket::cuda {
 template <Precision Q, int K, int kRows, int kM, int kWarps, int kSliceCount, int kLoads = 8>
 struct ExpertTilePlan {
   using W = WeightTileTraits<Q>;
-  static constexpr int kStages = W::template kStages<K>;
-  static constexpr int kG = kLoads / (2 * kM) < kStages ? kLoads / (2 * kM) : kStages;
-  static constexpr int kPartK = kG * W::kStageK;
-  static constexpr int kParts = kStages / kG;
-  static constexpr int kWarpsPerTile = kWarps < kParts ? kWarps : kParts;
-  static constexpr int kTilesPerBlock = kWarps / kWarpsPerTile;
-  static constexpr int kRoundsTotal = kParts / kWarpsPerTile;
-  static constexpr int kSlices = kSliceCount;
-  static constexpr int kRounds = kRoundsTotal / kSlices;
-  static constexpr int kTiles = kRows / 16;
-  static constexpr int kGroups = (kTiles + kTilesPerBlock - 1) / kTilesPerBlock;
-  static constexpr int kBlocks = kGroups * kSlices;
+  static constexpr tiling::ExpertTiles kTiling = tiling::expert_tiles(W::kNvfp4, K, kRows, kM, kWarps, kSliceCount, kLoads);
+  static constexpr int kStages = kTiling.stages;
+  static constexpr int kG = kTiling.g;
+  static constexpr int kPartK = kTiling.part_k;
+  static constexpr int kParts = kTiling.parts;
+  static constexpr int kWarpsPerTile = kTiling.warps_per_tile;
+  static constexpr int kTilesPerBlock = kTiling.tiles_per_block;
+  static constexpr int kRoundsTotal = kTiling.rounds_total;
+  static constexpr int kSlices = kTiling.slices;
+  static constexpr int kRounds = kTiling.rounds;
+  static constexpr int kTiles = kTiling.tiles;
+  static constexpr int kGroups = kTiling.groups;
+  static constexpr int kBlocks = kTiling.blocks;
   static_assert(kRows % 16 == 0, "expert tile: rows come in mma tiles of 16");
   static_assert(K % W::kLoadK == 0, "expert tile: K must be a whole number of 16-byte lane loads");
   static_assert(kStages % kG == 0 && kParts % kWarpsPerTile == 0 && kRoundsTotal % kSlices == 0,
@@ -102,67 +105,45 @@ struct MoeDownParams {
   __nv_bfloat16* out = nullptr;                // [B][hidden] MoE block output
 };
 
+// The rules and the measurements behind them: kernels/tiling/moe.h.
 template <class D, int B, Precision P>
 struct MoeGateUpTraits {
-  // NOTE: blocks of 8 warps, three resident (<= 80 registers), each warp two stages of gate and up (8
-  // loads of 16 bytes per lane) in one round. At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM, so
-  // that makes it one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as
-  // much as on HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls):
-  // narrow rounds of one stage (4 loads per lane) fit 64 registers, so 32 warps per SM decode side by
-  // side (moe_check a3b nvfp4 random, gate_up: B=16 41.4 -> 39.8 us, B=32 77.6 -> 63.0 us; B=1 7.6 ->
-  // 8.2 us, so not there). bf16 experts have no decode to hide.
-  // Blocks of 4 warps taking a tile's K in four narrow rounds each (eight blocks per SM) are faster
-  // still alone (moe_check: B=8 24.0 -> 22.8, B=16 39.8 -> 37.9, B=32 63.0 -> 57.9 us), and in the
-  // engine's step at buckets 8 and 32 (3.79 -> 3.74, 8.12 -> 8.03 ms), but not at 16: there the
-  // step got slower (5.42 -> 5.45 ms) although its MoE timed alone got faster (2.78 -> 2.68 ms), the
-  // loss is in how it meets its neighbours, cause not found (h200-a3b.md History 00:20Z).
-  static constexpr bool kNarrow = P == Precision::kNVFP4 && B >= 8;
-  static constexpr bool kSmallBlocks = kNarrow && B != 16;  // blocks of 4 warps
-  static constexpr int kWarps = kSmallBlocks ? 4 : 8;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kMinBlocks = kNarrow ? 32 / kWarps : 3;  // narrow: 32 warps per SM at 64 registers
-  static constexpr int kSlots = B * D::kTopK;
-  static constexpr int kNTiles = (B + 7) / 8;  // groups of 8 rows: an expert has at most B rows
-  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kNarrow ? 4 : 8>;
-  // NOTE: the bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
-  // over as many blocks as it has extra rounds keeps every block of the grid one equal round long.
-  static constexpr int kSharedRounds = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, 1>::kRoundsTotal;
-  static constexpr int kSharedSlices =
-      kSharedRounds > Routed::kRoundsTotal && kSharedRounds % Routed::kRoundsTotal == 0 ? kSharedRounds / Routed::kRoundsTotal : 1;
+  static constexpr tiling::MoeGateUpTiling kTiling = tiling::moe_gate_up_tiling(D::kDims, B, P == Precision::kNVFP4);
+  static constexpr bool kNarrow = kTiling.narrow;
+  static constexpr int kWarps = kTiling.warps;
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kMinBlocks = kTiling.min_blocks;
+  static constexpr int kSlots = kTiling.slots;
+  static constexpr int kNTiles = kTiling.n_tiles;
+  using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kTiling.routed_loads>;
+  static constexpr int kSharedSlices = kTiling.shared_slices;
   using Shared = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, kSharedSlices>;
-  static constexpr int kBlocks = 1 + Shared::kBlocks + MoeRoute<D, B>::kMaxActive * Routed::kBlocks;
-  static constexpr int kSmemBytes = kWarps * kNTiles * 2 * 32 * 16;  // per-warp C fragments
-  static constexpr int kPartialFloats = kSharedSlices > 1 ? Shared::kTiles * kSharedSlices * kNTiles * 2 * 32 * 4 : 1;
-  static constexpr int kArrivals = Shared::kGroups;
-  static_assert(kSmemBytes <= 227 * 1024, "moe_gate_up: shared memory exceeds the H200 per-block limit");
+  static constexpr int kBlocks = int(kTiling.blocks);
+  static constexpr int kSmemBytes = kTiling.smem_bytes;  // per-warp C fragments
+  static constexpr int kPartialFloats = kTiling.partial_floats;
+  static constexpr int kArrivals = kTiling.arrivals;
+  static_assert(kBlocks == 1 + Shared::kBlocks + MoeRoute<D, B>::kMaxActive * Routed::kBlocks, "moe_gate_up: grid");
+  static_assert(kSmemBytes <= kBooster.smem_per_block, "moe_gate_up: shared memory exceeds the booster's per-block limit");
 };
 
 template <class D, int B, Precision P>
 struct MoeDownTraits {
-  // NOTE: up to bucket 8, half an expert's K per unit (4 loads of 16 bytes per lane) with two units in
-  // flight per warp (the next one's loads issued before this one's math): bucket 1 keeps 20 warps per
-  // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.8 us, B=8 unchanged). From 16,
-  // one unit at a time: NVFP4 half-K units at 32 warps (64 registers) decode side by side, as
-  // moe_gate_up's narrow rounds (moe_check a3b nvfp4 random B=16 down 24.1 -> 22.0 us, B=32 35.0 ->
-  // 33.3 us; half-K at 24 warps was slower than whole-K, 24.1 -> 24.5 us); bf16 experts keep whole-K
-  // units at 24 warps (at 64 registers they spill).
-  static constexpr bool kPipelined = B <= 8;
-  static constexpr bool kNarrow = P == Precision::kNVFP4 && !kPipelined;
-  // NOTE: one block per 16 output columns is 128 blocks, one per SM: 24 warps (<= 85 registers)
-  // rather than 16 keep more units in flight per SM; 32 for the narrow units.
-  static constexpr int kWarps = kNarrow ? 32 : 24;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kSlots = B * D::kTopK;
-  static constexpr int kNTiles = (B + 7) / 8;
-  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kPipelined || kNarrow ? 4 : 8>;
+  static constexpr tiling::MoeDownTiling kTiling = tiling::moe_down_tiling(D::kDims, B, P == Precision::kNVFP4);
+  static constexpr bool kPipelined = kTiling.pipelined;
+  static constexpr bool kNarrow = kTiling.narrow;
+  static constexpr int kWarps = kTiling.warps;
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kSlots = kTiling.slots;
+  static constexpr int kNTiles = kTiling.n_tiles;
+  using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kTiling.routed_loads>;
   using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1, 1>;
-  static constexpr int kBlocks = D::kHidden / 16;
+  static constexpr int kBlocks = kTiling.blocks;
   // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
-  static constexpr int kYStride = 20;
+  static constexpr int kYStride = kTiling.y_stride;
   // Each warp takes at most one of the shared expert's units before the routed ones (moe_down_kernel).
   static_assert(Shared::kParts <= kWarps, "moe_down: more shared-expert K parts than warps");
-  static constexpr int kSmemBytes = (Routed::kParts * kSlots + Shared::kParts * B) * kYStride * 4;
-  static_assert(kSmemBytes <= 227 * 1024, "moe_down: shared memory exceeds the H200 per-block limit");
+  static constexpr int kSmemBytes = kTiling.smem_bytes;
+  static_assert(kSmemBytes <= kBooster.smem_per_block, "moe_down: shared memory exceeds the booster's per-block limit");
 };
 
 // ---------------------------------------------------------------------------------------------------

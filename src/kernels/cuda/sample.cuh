@@ -39,9 +39,11 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/booster.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/tiling/sample.h"
 
 namespace rocket::cuda {
 
@@ -63,14 +65,15 @@ struct SampleParams {
 
 template <int kVocab>
 struct SampleTraits {
-  static constexpr int kBlocks = 8;  // cluster per row: the portable maximum
-  static constexpr int kThreads = 512;
-  static constexpr int kWarps = kThreads / 32;
+  static constexpr tiling::SampleTiling kTiling = tiling::sample_tiling(kVocab);
+  static constexpr int kBlocks = kTiling.blocks;  // cluster per row: the portable maximum
+  static constexpr int kThreads = kTiling.threads;
+  static constexpr int kWarps = kTiling.warps;
   // Elements per thread, odd so that threads reading their own chunks hit distinct banks.
-  static constexpr int kPerThread = ((kVocab + kBlocks * kThreads - 1) / (kBlocks * kThreads)) | 1;
-  static constexpr int kSlice = kThreads * kPerThread;  // elements per block
-  static constexpr int kCandidates = 4096;  // a cut's gather buffer in block 0: 8-byte sort keys
-  static constexpr int kSmemBytes = kSlice * 4 + kCandidates * 8;
+  static constexpr int kPerThread = kTiling.per_thread;
+  static constexpr int kSlice = kTiling.slice;            // elements per block
+  static constexpr int kCandidates = kTiling.candidates;  // a cut's gather buffer in block 0: 8-byte sort keys
+  static constexpr int kSmemBytes = kTiling.smem_bytes;
   static constexpr int kDepths = 7;         // candidate thresholds a round: first e >= 2^-(4t+2), t < kDepths
   static constexpr int kDepthRounds = 5;    // rounds of thresholds before the cut falls back to radix search
   static constexpr int kFixedShift = 45;    // mass = e · 2^45
@@ -78,7 +81,7 @@ struct SampleTraits {
   static_assert(uint64_t(kVocab) << kFixedShift < (uint64_t(1) << 63), "fixed-point mass overflows");
   static_assert(kCandidates % kThreads == 0 && (kCandidates & (kCandidates - 1)) == 0, "candidate scan and sort");
   static_assert(2 * kDepths <= 15, "one cluster reduction carries each threshold's count and mass");
-  static_assert(kSmemBytes + 4096 <= 227 * 1024, "sample: slice exceeds the H200 per-block shared memory");
+  static_assert(kSmemBytes + 4096 <= kBooster.smem_per_block, "sample: slice exceeds the booster's per-block shared memory");
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -526,6 +529,10 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
+// The launch sample makes, as the plan records it.
+template <int B, int kVocab>
+constexpr tiling::KernelTiles kSampleTiles = tiling::sample_tiles(kVocab, B);
+
 // Greedy tokens for B rows: one cluster per row streams the logits once.
 template <int B, int kVocab>
 void argmax(const SampleParams& p, cudaStream_t stream) {
@@ -537,6 +544,9 @@ void argmax(const SampleParams& p, cudaStream_t stream) {
 template <int B, int kVocab>
 void sample(const SampleParams& p, cudaStream_t stream) {
   using T = SampleTraits<kVocab>;
+  static_assert(kSampleTiles<B, kVocab>.grid == B * T::kBlocks && kSampleTiles<B, kVocab>.threads == T::kThreads &&
+                    kSampleTiles<B, kVocab>.smem_bytes == T::kSmemBytes,
+                "sample: the planned launch differs from this one");
   static bool configured = false;  // NOTE: one attribute call per instantiation, before any capture
   if (!configured) {
     CUDA_CHECK(cudaFuncSetAttribute(sample_kernel<kVocab>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));

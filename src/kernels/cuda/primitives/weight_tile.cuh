@@ -16,6 +16,7 @@
 
 #include "fuel/chemistry.h"
 #include "kernels/cuda/primitives/nvfp4.cuh"
+#include "kernels/tiling/weight_tile.h"
 
 namespace rocket::cuda {
 
@@ -23,15 +24,15 @@ template <Precision P>
 struct WeightTileTraits {
   static_assert(P == Precision::kBF16 || P == Precision::kNVFP4, "weight tile: bf16 and nvfp4 weights only");
   static constexpr bool kNvfp4 = P == Precision::kNVFP4;
-  static constexpr int kLoadK = kNvfp4 ? 32 : 8;  // weights per lane per 16-byte load
-  static constexpr int kStageK = 4 * kLoadK;      // columns per warp stage
+  static constexpr int kLoadK = tiling::load_k(kNvfp4);    // weights per lane per 16-byte load
+  static constexpr int kStageK = tiling::stage_k(kNvfp4);  // columns per warp stage
   static constexpr int kOctets = kLoadK / 8;      // 8-column groups per load (one mma k16 pair each)
   template <int K>
   static constexpr int kRowBytes = kNvfp4 ? K / 2 : 2 * K;
   template <int K>
   static constexpr int kScaleRowBytes = K / 16;  // nvfp4 e4m3 block scales
   template <int K>
-  static constexpr int kStages = (K + kStageK - 1) / kStageK;
+  static constexpr int kStages = tiling::stages(kNvfp4, K);
 };
 
 // kG stages of rows g and g + 8 of one tile, as loaded: the registers a warp holds in flight.

@@ -1,0 +1,181 @@
+// Tiling of the MoE kernels (kernels/cuda/moe_dispatch.cuh, moe_experts.cuh, which carry the
+// measurements behind each rule): the route's layout, the dispatch block, and how the grouped
+// expert kernels spread their 16-row weight tiles over warps, blocks and K slices.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/tiling/booster.h"
+#include "kernels/tiling/kernel_tiles.h"
+#include "kernels/tiling/weight_tile.h"
+
+namespace rocket::tiling {
+
+// The MoE shapes of one chemistry.
+struct MoeDims {
+  int hidden = 0, inter = 0, shared_inter = 0, experts = 0, top_k = 0;
+};
+
+// moe_dispatch.cuh MoeRoute: active, expert[max_active], start[max_active + 1], slot_row and
+// slot_of [slots], all int.
+struct MoeRouteLayout {
+  int slots = 0, max_active = 0;
+  constexpr int64_t ints() const { return 1 + max_active + max_active + 1 + 2 * int64_t(slots); }
+};
+
+constexpr MoeRouteLayout moe_route_layout(const MoeDims& d, int b) {
+  const int slots = b * d.top_k;
+  return {slots, min(d.experts, slots)};
+}
+
+struct MoeDispatchTiling {
+  int route_rows = 0;  // moe_route: router and grouping in one kernel up to this many rows
+  int slots = 0, widest = 0, group_threads = 0, route_threads = 0, threads = 0, warps = 0;
+  bool fused = false;
+};
+
+constexpr MoeDispatchTiling moe_dispatch_tiling(const MoeDims& d, int b) {
+  MoeDispatchTiling t;
+  t.route_rows = 8;
+  t.slots = b * d.top_k;
+  t.widest = max(d.experts, t.slots);
+  // One thread per slot and per expert; when routing here, also one warp per row.
+  t.group_threads = ceil_div(t.widest, 32) * 32;
+  t.route_threads = b <= t.route_rows ? 32 * b : 0;
+  t.threads = max(t.group_threads, t.route_threads);
+  t.warps = t.threads / 32;
+  t.fused = b <= t.route_rows;
+  return t;
+}
+
+// The grouping kernel (fused with the router's top-k up to route_rows rows): one block.
+constexpr KernelTiles moe_route_tiles(const MoeDims& d, int b) {
+  const MoeDispatchTiling t = moe_dispatch_tiling(d, b);
+  return KernelTiles{.grid = 1, .threads = t.threads, .smem_bytes = 0}.with("fused_router", t.fused ? 1 : 0);
+}
+
+// How the 16-row tiles of one entry's matrix (rows x k) map onto warps and blocks. Every warp holds g
+// stages in flight (`loads` 16-byte loads per lane, m tiles of two row halves); the `parts`
+// warp-sized pieces of a tile's K are spread over warps_per_tile warps of a block, `rounds` after
+// another, and over `slices` blocks.
+struct ExpertTiles {
+  int stages = 0, g = 0, part_k = 0, parts = 0, warps_per_tile = 0, tiles_per_block = 0, rounds_total = 0;
+  int slices = 0, rounds = 0, tiles = 0, groups = 0, blocks = 0;
+};
+
+constexpr ExpertTiles expert_tiles(bool nvfp4, int k, int rows, int m, int warps, int slices, int loads = 8) {
+  ExpertTiles t;
+  t.stages = stages(nvfp4, k);
+  t.g = min(loads / (2 * m), t.stages);
+  t.part_k = t.g * stage_k(nvfp4);
+  t.parts = t.stages / t.g;
+  t.warps_per_tile = min(warps, t.parts);
+  t.tiles_per_block = warps / t.warps_per_tile;
+  t.rounds_total = t.parts / t.warps_per_tile;
+  t.slices = slices;
+  t.rounds = t.rounds_total / slices;
+  t.tiles = rows / 16;
+  t.groups = ceil_div(t.tiles, t.tiles_per_block);
+  t.blocks = t.groups * slices;
+  return t;
+}
+
+struct MoeGateUpTiling {
+  bool narrow = false, small_blocks = false;
+  int warps = 0, threads = 0, min_blocks = 0, slots = 0, n_tiles = 0, routed_loads = 0;
+  ExpertTiles routed, shared;
+  int shared_rounds = 0, shared_slices = 0;
+  int64_t blocks = 0;
+  int smem_bytes = 0, partial_floats = 0, arrivals = 0;
+
+  constexpr KernelTiles tiles_of() const {
+    return KernelTiles{.grid = blocks, .threads = threads, .smem_bytes = smem_bytes}
+        .with("warps", warps)
+        .with("min_blocks", min_blocks)
+        .with("routed_stages_per_warp", routed.g)
+        .with("shared_slices", shared_slices)
+        .with("workspace_bytes", int64_t(partial_floats) * 4)
+        .with("arrival_counters", arrivals);
+  }
+};
+
+constexpr MoeGateUpTiling moe_gate_up_tiling(const MoeDims& d, int b, bool nvfp4) {
+  MoeGateUpTiling t;
+  // NOTE: blocks of 8 warps, three resident (<= 80 registers), each warp two stages of gate and up (8
+  // loads of 16 bytes per lane) in one round. At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM, so
+  // that makes it one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as
+  // much as on HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls):
+  // narrow rounds of one stage (4 loads per lane) fit 64 registers, so 32 warps per SM decode side by
+  // side (moe_check a3b nvfp4 random, gate_up: B=16 41.4 -> 39.8 us, B=32 77.6 -> 63.0 us; B=1 7.6 ->
+  // 8.2 us, so not there). bf16 experts have no decode to hide.
+  // Blocks of 4 warps taking a tile's K in four narrow rounds each (eight blocks per SM) are faster
+  // still alone (moe_check: B=8 24.0 -> 22.8, B=16 39.8 -> 37.9, B=32 63.0 -> 57.9 us), and in the
+  // engine's step at buckets 8 and 32 (3.79 -> 3.74, 8.12 -> 8.03 ms), but not at 16: there the
+  // step got slower (5.42 -> 5.45 ms) although its MoE timed alone got faster (2.78 -> 2.68 ms), the
+  // loss is in how it meets its neighbours, cause not found (h200-a3b.md History 00:20Z).
+  t.narrow = nvfp4 && b >= 8;
+  t.small_blocks = t.narrow && b != 16;  // blocks of 4 warps
+  t.warps = t.small_blocks ? 4 : 8;
+  t.threads = t.warps * 32;
+  t.min_blocks = t.narrow ? 32 / t.warps : 3;  // narrow: 32 warps per SM at 64 registers
+  t.slots = b * d.top_k;
+  t.n_tiles = ceil_div(b, 8);  // groups of 8 rows: an expert has at most B rows
+  t.routed_loads = t.narrow ? 4 : 8;
+  t.routed = expert_tiles(nvfp4, d.hidden, d.inter, 2, t.warps, 1, t.routed_loads);
+  // NOTE: the bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
+  // over as many blocks as it has extra rounds keeps every block of the grid one equal round long.
+  t.shared_rounds = expert_tiles(false, d.hidden, d.shared_inter, 2, t.warps, 1).rounds_total;
+  t.shared_slices = t.shared_rounds > t.routed.rounds_total && t.shared_rounds % t.routed.rounds_total == 0
+                        ? t.shared_rounds / t.routed.rounds_total
+                        : 1;
+  t.shared = expert_tiles(false, d.hidden, d.shared_inter, 2, t.warps, t.shared_slices);
+  t.blocks = 1 + t.shared.blocks + int64_t(moe_route_layout(d, b).max_active) * t.routed.blocks;
+  t.smem_bytes = t.warps * t.n_tiles * 2 * 32 * 16;  // per-warp C fragments
+  t.partial_floats = t.shared_slices > 1 ? t.shared.tiles * t.shared_slices * t.n_tiles * 2 * 32 * 4 : 1;
+  t.arrivals = t.shared.groups;
+  return t;
+}
+
+struct MoeDownTiling {
+  bool pipelined = false, narrow = false;
+  int warps = 0, threads = 0, slots = 0, n_tiles = 0, routed_loads = 0;
+  ExpertTiles routed, shared;
+  int blocks = 0;
+  int y_stride = 0;  // a slot's 16 outputs, padded so a C-fragment store's 32 lanes hit 32 banks
+  int smem_bytes = 0;
+
+  constexpr KernelTiles tiles_of() const {
+    return KernelTiles{.grid = blocks, .threads = threads, .smem_bytes = smem_bytes}
+        .with("warps", warps)
+        .with("routed_stages_per_unit", routed.g)
+        .with("units_in_flight", pipelined ? 2 : 1);
+  }
+};
+
+constexpr MoeDownTiling moe_down_tiling(const MoeDims& d, int b, bool nvfp4) {
+  MoeDownTiling t;
+  // NOTE: up to bucket 8, half an expert's K per unit (4 loads of 16 bytes per lane) with two units in
+  // flight per warp (the next one's loads issued before this one's math): bucket 1 keeps 20 warps per
+  // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.8 us, B=8 unchanged). From 16,
+  // one unit at a time: NVFP4 half-K units at 32 warps (64 registers) decode side by side, as
+  // moe_gate_up's narrow rounds (moe_check a3b nvfp4 random B=16 down 24.1 -> 22.0 us, B=32 35.0 ->
+  // 33.3 us; half-K at 24 warps was slower than whole-K, 24.1 -> 24.5 us); bf16 experts keep whole-K
+  // units at 24 warps (at 64 registers they spill).
+  t.pipelined = b <= 8;
+  t.narrow = nvfp4 && !t.pipelined;
+  // NOTE: one block per 16 output columns is 128 blocks, one per SM: 24 warps (<= 85 registers)
+  // rather than 16 keep more units in flight per SM; 32 for the narrow units.
+  t.warps = t.narrow ? 32 : 24;
+  t.threads = t.warps * 32;
+  t.slots = b * d.top_k;
+  t.n_tiles = ceil_div(b, 8);
+  t.routed_loads = t.pipelined || t.narrow ? 4 : 8;
+  t.routed = expert_tiles(nvfp4, d.inter, d.hidden, 1, 1, 1, t.routed_loads);
+  t.shared = expert_tiles(false, d.shared_inter, d.hidden, 1, 1, 1);
+  t.blocks = d.hidden / 16;
+  t.y_stride = 20;
+  t.smem_bytes = (t.routed.parts * t.slots + t.shared.parts * b) * t.y_stride * 4;
+  return t;
+}
+
+}  // namespace rocket::tiling

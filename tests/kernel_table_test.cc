@@ -1,0 +1,156 @@
+// The plan's kernel table: the compiler's tiling of every h200 kernel at every bucket, read back from
+// plan JSON, validated, and covered by the memory map's workspaces. Plans come from the a3b and tiny
+// configs and the committed H200 profile, as `rocket build --booster h200` makes them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "boosters/profile.h"
+#include "compiler/kernel_selection.h"
+#include "compiler/memory_map.h"
+#include "core/error.h"
+#include "fuel/forge.h"
+#include "kernels/tiling/attention.h"
+#include "kernels/tiling/moe.h"
+#include "test_paths.h"
+
+namespace rocket {
+namespace {
+
+Plan h200_plan(const std::string& fuel, int layers, WeightFormat f) {
+  const Chemistry c = chemistry_from_config(forge_config(fuel, layers), f, fuel + "/config.json");
+  const HardwareProfile hw = load_profile(test::source_dir() + "/boosters/h200.json");
+  Plan p = plan_memory(c, PlanOptions{.booster = "h200", .limits = booster_limits(hw)});
+  p.kernels = select_kernels(p);
+  p.validate("plan");
+  return p;
+}
+
+const PlanKernel& kernel(const Plan& p, const std::string& name, int bucket) {
+  for (const PlanKernel& k : p.kernels)
+    if (k.kernel == name && k.bucket == bucket) return k;
+  fail("no kernel {} at bucket {}", name, bucket);
+}
+
+int64_t tile(const PlanKernel& k, const std::string& name) {
+  for (const auto& [n, v] : k.tile)
+    if (n == name) return v;
+  fail("kernel {} has no tile parameter {}", k.kernel, name);
+}
+
+struct FuelCase {
+  std::string name;
+  int layers;
+  WeightFormat format;
+};
+const FuelCase kFuels[] = {{"a3b", 4, WeightFormat::kNVFP4}, {"a3b", 4, WeightFormat::kBF16}, {"tiny", 0, WeightFormat::kBF16}};
+
+TEST(KernelTable, EveryKernelAtEveryBucket) {
+  for (const FuelCase& f : kFuels) {
+    const Plan p = h200_plan(f.name, f.layers, f.format);
+    EXPECT_EQ(p.limits.sms, 132);
+    EXPECT_EQ(p.limits.smem_per_block, 227 * 1024);
+    std::map<std::string, std::set<int>> at;
+    for (const PlanKernel& k : p.kernels) {
+      EXPECT_TRUE(at[k.kernel].insert(k.bucket).second) << k.kernel << " twice at " << k.bucket;
+      EXPECT_GE(k.grid, 1) << k.kernel;
+      EXPECT_LE(k.smem_bytes, p.limits.smem_per_block) << k.kernel;
+      EXPECT_FALSE(k.tile.empty()) << k.kernel;
+    }
+    EXPECT_EQ(at.size(), 12u) << f.name;
+    for (const auto& [name, buckets] : at) EXPECT_EQ(buckets, std::set<int>(p.buckets.begin(), p.buckets.end())) << name;
+  }
+}
+
+// Values worked by hand from the tiling rules for a3b NVFP4 (hidden 2048, vocab 248320, 16 Q / 2 KV
+// heads x 256, 32 V heads x 128, 256 experts top-8, intermediate 512).
+TEST(KernelTable, A3bChoices) {
+  const Plan p = h200_plan("a3b", 4, WeightFormat::kNVFP4);
+  // The LM head (15520 tiles >= 64 per SM) streams up to 16 rows, one persistent block per SM.
+  EXPECT_EQ(tile(kernel(p, "dense_lm_head", 16), "form"), 1);
+  EXPECT_EQ(kernel(p, "dense_lm_head", 16).grid, 132);
+  EXPECT_EQ(tile(kernel(p, "dense_lm_head", 32), "form"), 0);
+  // o_proj 2048 x 4096: 128 tiles, at most one per SM, so 32 warps per tile.
+  EXPECT_EQ(tile(kernel(p, "dense_attn_o", 1), "warps_per_tile"), 32);
+  EXPECT_EQ(kernel(p, "dense_attn_o", 1).grid, 128);
+  // GDN: clusters of 4 blocks of 32 columns below 8 rows, of 2 blocks of 64 from 8.
+  EXPECT_EQ(tile(kernel(p, "gdn_decode", 1), "cluster"), 4);
+  EXPECT_EQ(kernel(p, "gdn_decode", 1).grid, 128);
+  EXPECT_EQ(tile(kernel(p, "gdn_decode", 8), "cluster"), 2);
+  EXPECT_EQ(kernel(p, "gdn_decode", 8).threads, 256);
+  // Attention: 256 target blocks over (rows x 2 KV heads).
+  EXPECT_EQ(tile(kernel(p, "attention_decode", 1), "splits"), 128);
+  EXPECT_EQ(tile(kernel(p, "attention_decode", 32), "splits"), 4);
+  // The MoE warp rule: 8 warps, 4 at buckets 8 and 32; down 24 warps, 32 from bucket 16.
+  for (int b : {1, 2, 4, 16}) EXPECT_EQ(tile(kernel(p, "moe_gate_up", b), "warps"), 8) << b;
+  for (int b : {8, 32}) EXPECT_EQ(tile(kernel(p, "moe_gate_up", b), "warps"), 4) << b;
+  for (int b : {1, 2, 4, 8}) EXPECT_EQ(tile(kernel(p, "moe_down", b), "warps"), 24) << b;
+  for (int b : {16, 32}) EXPECT_EQ(tile(kernel(p, "moe_down", b), "warps"), 32) << b;
+  EXPECT_EQ(tile(kernel(p, "moe_route", 8), "fused_router"), 1);
+  EXPECT_EQ(tile(kernel(p, "moe_route", 16), "fused_router"), 0);
+  EXPECT_EQ(kernel(p, "sample", 4).grid, 32);
+}
+
+TEST(KernelTable, WorkspacesCoverTheTiling) {
+  for (const FuelCase& f : kFuels) {
+    const Plan p = h200_plan(f.name, f.layers, f.format);
+    const Chemistry& c = p.chemistry;
+    const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
+    for (int b : p.buckets) {
+      EXPECT_LE(uint64_t(tile(kernel(p, "attention_decode", b), "workspace_bytes")), p.buffer("attn_partial").bytes) << b;
+      EXPECT_LE(uint64_t(tile(kernel(p, "moe_gate_up", b), "workspace_bytes")), p.buffer("moe_partial").bytes) << b;
+      EXPECT_LE(uint64_t(tile(kernel(p, "moe_gate_up", b), "arrival_counters")) * 4, p.buffer("moe_arrivals").bytes) << b;
+      EXPECT_LE(uint64_t(tiling::moe_route_layout(moe, b).ints()) * 4, p.buffer("moe_route").bytes) << b;
+    }
+    // Sized for the largest need, not more.
+    EXPECT_EQ(p.buffer("attn_partial").bytes,
+              uint64_t(tiling::attention_tiling(c.heads, c.kv_heads, c.head_dim, p.max_streams).partial_floats) * 4);
+  }
+}
+
+TEST(KernelTable, PlanJsonRoundTrips) {
+  for (const FuelCase& f : kFuels) {
+    const Plan p = h200_plan(f.name, f.layers, f.format);
+    const Plan back = Plan::from_json(p.to_json(), "plan.json");
+    EXPECT_EQ(back.limits, p.limits);
+    ASSERT_EQ(back.kernels.size(), p.kernels.size());
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      PlanKernel a = p.kernels[i], b = back.kernels[i];
+      std::sort(a.tile.begin(), a.tile.end());
+      std::sort(b.tile.begin(), b.tile.end());
+      EXPECT_EQ(a, b) << a.kernel << " at " << a.bucket;
+    }
+    EXPECT_EQ(back.to_json(), p.to_json());
+  }
+}
+
+TEST(KernelTable, ValidationRefusesABrokenTable) {
+  const Plan p = h200_plan("tiny", 0, WeightFormat::kBF16);
+  auto refused = [&](auto&& change, const std::string& why) {
+    Plan q = p;
+    change(q);
+    try {
+      Plan::from_json(q.to_json(), "plan.json");
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused([](Plan& q) { q.kernels.pop_back(); }, "of the 6 buckets");
+  refused([](Plan& q) { q.kernels.push_back(q.kernels.front()); }, "twice");
+  refused([](Plan& q) { q.kernels.front().bucket = 3; }, "does not compile");
+  refused([](Plan& q) { q.kernels.front().threads = 48; }, "not a launch");
+  refused([](Plan& q) { q.kernels.front().smem_bytes = q.limits.smem_per_block + 1; }, "shared memory");
+  refused([](Plan& q) { q.kernels.clear(); }, "without its kernel table");
+}
+
+TEST(KernelTable, HostPlansHaveNone) {
+  const Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
+  const Plan p = plan_memory(c, PlanOptions{.booster = "host"});
+  EXPECT_TRUE(select_kernels(p).empty());
+}
+
+}  // namespace
+}  // namespace rocket
