@@ -163,7 +163,9 @@ void build(const BuildOptions& opt) {
   po.booster = opt.booster;
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
-  po.limits = booster_limits(hw);
+  // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
+  // machine it was built on.
+  if (opt.booster == "h200") po.limits = booster_limits(hw);
   Plan plan = plan_memory(chem, po);
   plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
   plan.kernels = select_kernels(plan);
