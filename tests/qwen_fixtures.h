@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 

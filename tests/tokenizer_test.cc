@@ -21,6 +21,7 @@
 
 #include "test_paths.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "tokenizer/tokenizer.h"
+#include "core/utf8.h"
 
 namespace rocket {
 
@@ -24,12 +24,6 @@ Json byte_values(std::string_view bytes) {
   Json values = Json::array();
   for (char c : bytes) values.push_back(int(uint8_t(c)));
   return values;
-}
-
-int64_t code_points(std::string_view utf8) {
-  int64_t n = 0;
-  for (char c : utf8) n += (uint8_t(c) & 0xC0) != 0x80;
-  return n;
 }
 
 Json head(const ResponseMeta& meta, std::string_view object) {
@@ -91,7 +85,7 @@ Json completion_logprobs_json(std::span<const TokenLogprob> tokens, int64_t& tex
     if (!top.contains(s)) top[s] = finite_logprob(t.logprob);
     tops.push_back(std::move(top));
     offsets.push_back(text_offset);
-    text_offset += code_points(s);
+    text_offset += int64_t(code_point_count(s));
   }
   return {{"tokens", std::move(text)},
           {"token_logprobs", std::move(lps)},

@@ -12,36 +12,6 @@ namespace rocket::jinja {
 
 namespace {
 
-// Length of the UTF-8 sequence starting with `lead`; a stray continuation or invalid lead byte counts
-// as one code point of its own.
-size_t sequence_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead >> 5) == 0x6) return 2;
-  if ((lead >> 4) == 0xE) return 3;
-  if ((lead >> 3) == 0x1E) return 4;
-  return 1;
-}
-
-char32_t decode_at(std::string_view s, size_t pos, size_t len) {
-  const auto b = [&](size_t i) { return char32_t(static_cast<unsigned char>(s[pos + i])); };
-  switch (len) {
-    case 2: return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3: return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-    case 4: return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
-    default: return b(0);
-  }
-}
-
-template <typename F>
-void for_each_code_point(std::string_view s, F&& f) {
-  for (size_t pos = 0; pos < s.size();) {
-    size_t len = sequence_length(static_cast<unsigned char>(s[pos]));
-    if (pos + len > s.size()) len = 1;
-    f(decode_at(s, pos, len), pos, len);
-    pos += len;
-  }
-}
-
 bool in_set(char32_t cp, const std::vector<char32_t>& set) {
   for (char32_t c : set) {
     if (c == cp) return true;
@@ -90,19 +60,6 @@ std::vector<size_t> code_point_offsets(std::string_view s) {
   for_each_code_point(s, [&](char32_t, size_t pos, size_t) { offsets.push_back(pos); });
   offsets.push_back(s.size());
   return offsets;
-}
-
-size_t code_point_count(std::string_view s) {
-  size_t n = 0;
-  for_each_code_point(s, [&](char32_t, size_t, size_t) { ++n; });
-  return n;
-}
-
-std::vector<char32_t> decode_utf8(std::string_view s) {
-  std::vector<char32_t> out;
-  out.reserve(s.size());
-  for_each_code_point(s, [&](char32_t cp, size_t, size_t) { out.push_back(cp); });
-  return out;
 }
 
 bool is_py_space(char32_t cp) {

@@ -2,24 +2,24 @@
 //
 // Chat templates are written for HF transformers, i.e. Python Jinja2, where a string is a sequence of
 // code points: len(), indexing and slicing count code points, and strip()/split() use Python's
-// whitespace set (str.isspace). These helpers give the same answers on UTF-8 bytes. Input is assumed
-// to be valid UTF-8 (it comes from JSON, which nlohmann validates, or from the template source);
-// ill-formed bytes are treated as single code points rather than rejected.
+// whitespace set (str.isspace). These helpers give the same answers on UTF-8 bytes, read by
+// core/utf8.h (decode_utf8, code_point_count, for_each_code_point). Input is assumed to be valid
+// UTF-8 (it comes from JSON, which nlohmann validates, or from the template source); an ill-formed
+// byte is a code point of its own rather than an error.
 #pragma once
 
-#include "core/utf8.h"  // append_utf8
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/utf8.h"
 
 namespace rocket::jinja {
 
 // Byte offset of each code point, plus a final entry equal to s.size(): code point i is
 // s.substr(offsets[i], offsets[i + 1] - offsets[i]).
 std::vector<size_t> code_point_offsets(std::string_view s);
-size_t code_point_count(std::string_view s);
-std::vector<char32_t> decode_utf8(std::string_view s);
 
 // Python's str.isspace() for one code point (also what Jinja's `-` whitespace control strips).
 bool is_py_space(char32_t cp);

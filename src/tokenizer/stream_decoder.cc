@@ -1,5 +1,7 @@
 #include "tokenizer/stream_decoder.h"
 
+#include "core/utf8.h"
+
 namespace rocket {
 
 std::string StreamDecoder::push(int32_t id) {

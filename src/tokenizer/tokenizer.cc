@@ -22,82 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-// ---------------------------------------------------------------------------------------------------
-// UTF-8
-
-enum class Utf8 { kValid, kInvalid, kTruncated };
-
-struct Utf8Scan {
-  size_t len;  // bytes of the code point (kValid), of the maximal ill-formed subpart (kInvalid), or
-               // of the well-formed prefix that ran into the end of the input (kTruncated)
-  Utf8 kind;
-};
-
-// Well-formed sequences are those of Unicode table 3-7; the second byte's range depends on the first.
-Utf8Scan scan_utf8(const uint8_t* p, size_t n) {
-  const uint8_t b0 = p[0];
-  if (b0 < 0x80) return {1, Utf8::kValid};
-  size_t need;
-  uint8_t lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 1;
-  } else if (b0 == 0xE0) {
-    need = 2, lo = 0xA0;
-  } else if ((b0 >= 0xE1 && b0 <= 0xEC) || b0 == 0xEE || b0 == 0xEF) {
-    need = 2;
-  } else if (b0 == 0xED) {
-    need = 2, hi = 0x9F;  // excludes surrogates
-  } else if (b0 == 0xF0) {
-    need = 3, lo = 0x90;
-  } else if (b0 >= 0xF1 && b0 <= 0xF3) {
-    need = 3;
-  } else if (b0 == 0xF4) {
-    need = 3, hi = 0x8F;  // excludes > U+10FFFF
-  } else {
-    return {1, Utf8::kInvalid};
-  }
-  for (size_t i = 1; i <= need; ++i) {
-    if (i >= n) return {i, Utf8::kTruncated};
-    if (p[i] < lo || p[i] > hi) return {i, Utf8::kInvalid};
-    lo = 0x80, hi = 0xBF;
-  }
-  return {need + 1, Utf8::kValid};
-}
-
-bool is_valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    Utf8Scan sc = scan_utf8(p + i, n - i);
-    if (sc.kind != Utf8::kValid) return false;
-    i += sc.len;
-  }
-  return true;
-}
-
 bool is_ascii(std::string_view s) {
   for (char c : s)
     if (uint8_t(c) >= 0x80) return false;
   return true;
-}
-
-// Decodes one code point of well-formed UTF-8 at s[i], advancing i.
-uint32_t next_code_point(std::string_view s, size_t& i) {
-  const auto b0 = uint8_t(s[i]);
-  if (b0 < 0x80) {
-    ++i;
-    return b0;
-  }
-  const size_t len = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
-  uint32_t cp = b0 & (0x7F >> len);
-  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (uint8_t(s[i + k]) & 0x3F);
-  i += len;
-  return cp;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -123,7 +51,9 @@ std::array<uint32_t, 256> byte_to_code_point() {
 std::string token_bytes_of(const std::string& text, const std::vector<int16_t>& code_point_to_byte) {
   std::string bytes;
   for (size_t i = 0; i < text.size();) {
-    const uint32_t cp = next_code_point(text, i);
+    const Utf8Scan sc = scan_utf8(text, i);
+    i += sc.len;
+    const char32_t cp = sc.cp;  // U+FFFD, outside the alphabet, for an ill-formed entry
     if (cp >= code_point_to_byte.size() || code_point_to_byte[cp] < 0) return text;
     bytes += char(code_point_to_byte[cp]);
   }
@@ -507,9 +437,7 @@ void Tokenizer::split_and_merge(std::string_view piece, size_t level, std::vecto
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.match);
     const size_t begin = ov[0], end = ov[1];
     if (end == begin) {  // an empty match delimits nothing; step over one code point
-      size_t next = begin;
-      next_code_point(piece, next);
-      pos = next;
+      pos = begin < piece.size() ? begin + scan_utf8(piece, begin).len : piece.size();
       continue;
     }
     // Isolated: the text between matches and each match are pieces of their own.
@@ -625,30 +553,6 @@ std::string_view Tokenizer::token_bytes(int32_t id) const {
 
 bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && size_t(id) < id_special_.size() && id_special_[size_t(id)];
-}
-
-size_t append_utf8_lossy(std::string_view bytes, std::string& out, bool final) {
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  const size_t n = bytes.size();
-  size_t i = 0;
-  while (i < n) {
-    // Copy the longest ASCII run at once: it is most of most text.
-    size_t j = i;
-    while (j < n && p[j] < 0x80) ++j;
-    out.append(bytes.data() + i, j - i);
-    i = j;
-    if (i == n) break;
-    const Utf8Scan sc = scan_utf8(p + i, n - i);
-    if (sc.kind == Utf8::kValid) {
-      out.append(bytes.data() + i, sc.len);
-    } else if (sc.kind == Utf8::kTruncated && !final) {
-      return i;  // may complete with the next bytes
-    } else {
-      out += "\xEF\xBF\xBD";  // U+FFFD for the maximal subpart
-    }
-    i += sc.len;
-  }
-  return n;
 }
 
 }  // namespace rocket

@@ -138,11 +138,4 @@ class Tokenizer {
   std::unique_ptr<Cache> cache_;
 };
 
-// Appends `bytes` to `out` as well-formed UTF-8, replacing each maximal ill-formed subsequence with
-// U+FFFD (the Unicode "maximal subpart" practice shared by Python's errors="replace", Rust's
-// from_utf8_lossy and the WHATWG TextDecoder). When `final` is false, a trailing sequence that is
-// well formed so far but incomplete is left unconsumed, since later bytes may complete it. Returns
-// the number of bytes consumed.
-size_t append_utf8_lossy(std::string_view bytes, std::string& out, bool final);
-
 }  // namespace rocket
