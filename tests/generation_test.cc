@@ -1,13 +1,15 @@
 // Generation: a stop requested through the RequestSink (parallel_tool_calls=false has its call) ends
 // the request at its next token as a stop string would: no further token, the final event with usage.
-// A token the engine picked with sampling_row's knobs steps the request exactly as sampling the same
-// logits on the host does (text, logprobs, usage), and a forced sequence overrides the engine's pick.
+// Its knobs are the request's, the draw keyed by position, so a seeded request draws the same tokens
+// in any generation; the engine's pick steps the request (text, logprobs of the row it was picked
+// from, usage), and a forced sequence overrides the engine's pick.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "kernels/host/sample.h"
+#include "openai/logprobs.h"
 #include "openai/openai_request.h"
 #include "scheduler/generation.h"
 
@@ -27,14 +30,6 @@ namespace {
 
 using test::qwen;
 
-// A row of logits whose argmax is `id`, the rest spread so that no two are equal.
-std::vector<float> logits_for(int32_t id) {
-  std::vector<float> row(size_t(qwen().vocab_size()));
-  for (size_t i = 0; i < row.size(); ++i) row[i] = -1.0f - float(i % 97) * 0.01f;
-  row[size_t(id)] = 5.0f;
-  return row;
-}
-
 std::vector<TokenEvent> drain(RequestSink& sink) {
   std::vector<TokenEvent> events;
   while (std::optional<TokenEvent> e = sink.pop(std::chrono::milliseconds(0))) events.push_back(std::move(*e));
@@ -43,7 +38,7 @@ std::vector<TokenEvent> drain(RequestSink& sink) {
 
 TEST(Generation, StopRequestEndsTheRequestAtItsNextToken) {
   CompletionRequest r;
-  r.temperature = 0;  // greedy: the argmax of each row
+  r.temperature = 0;  // greedy
   const std::vector<int32_t> prompt = qwen().encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   const std::vector<int32_t> out = qwen().encode(" Hello there, friend");
   ASSERT_GE(out.size(), 3u);
@@ -51,11 +46,10 @@ TEST(Generation, StopRequestEndsTheRequestAtItsNextToken) {
   auto sink = std::make_shared<RequestSink>();
   Generation g(1, r, prompt, /*max_tokens=*/100, qwen(), eos, sink, /*forced=*/nullptr);
 
-  int64_t pos = int64_t(prompt.size());
-  EXPECT_EQ(g.step(logits_for(out[0]).data(), qwen().vocab_size(), pos++), out[0]);
-  EXPECT_EQ(g.step(logits_for(out[1]).data(), qwen().vocab_size(), pos++), out[1]);
+  EXPECT_EQ(g.step(out[0], nullptr, qwen().vocab_size()), out[0]);
+  EXPECT_EQ(g.step(out[1], nullptr, qwen().vocab_size()), out[1]);
   sink->request_stop();
-  EXPECT_EQ(g.step(logits_for(out[2]).data(), qwen().vocab_size(), pos++), std::nullopt);
+  EXPECT_EQ(g.step(out[2], nullptr, qwen().vocab_size()), std::nullopt);
   EXPECT_TRUE(g.finished());
   EXPECT_TRUE(g.answered());
 
@@ -102,7 +96,37 @@ Output collect(RequestSink& sink) {
   return out;
 }
 
-TEST(Generation, PickedTokenStepsAsHostSamplingOfTheSameLogits) {
+TEST(Generation, KnobsAreTheRequestsKeyedByPosition) {
+  CompletionRequest r;
+  r.temperature = 0.9;
+  r.top_p = 0.95;
+  r.top_k = 200;
+  r.seed = 1234;
+  const std::vector<int32_t> prompt = qwen().encode("Hi");
+  const std::vector<int32_t> eos;
+  Generation a(1, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(), /*forced=*/nullptr);
+  Generation b(2, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(), /*forced=*/nullptr);
+  for (int64_t pos : {int64_t(0), int64_t(prompt.size()), int64_t(4095)}) {
+    const SamplingKnobs k = a.knobs(pos);
+    EXPECT_EQ(k.temperature, 0.9f);
+    EXPECT_EQ(k.top_p, 0.95f);
+    EXPECT_EQ(k.top_k, 200);
+    EXPECT_EQ(k.seed, 1234u);
+    EXPECT_EQ(k.counter, uint64_t(pos));
+    EXPECT_EQ(k.pad, 0u);
+    // A seeded request draws the same way in any generation: a retry, another slot, another engine.
+    const SamplingKnobs again = b.knobs(pos);
+    EXPECT_EQ(std::memcmp(&k, &again, sizeof k), 0);
+  }
+  r.top_k = -1;  // vLLM's spelling of "off"
+  r.seed.reset();
+  Generation c(3, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(), /*forced=*/nullptr);
+  Generation d(4, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(), /*forced=*/nullptr);
+  EXPECT_EQ(c.knobs(0).top_k, 0);
+  EXPECT_NE(c.knobs(0).seed, d.knobs(0).seed);  // unseeded requests draw independently
+}
+
+TEST(Generation, StepsTheEnginesPickWithItsLogprobs) {
   CompletionRequest r;
   r.temperature = 0.9;
   r.top_p = 0.95;
@@ -113,40 +137,49 @@ TEST(Generation, PickedTokenStepsAsHostSamplingOfTheSameLogits) {
   const std::vector<int32_t> prompt = qwen().encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   const std::vector<int32_t> eos;
   constexpr int kTokens = 12;
-  auto host_sink = std::make_shared<RequestSink>(), picked_sink = std::make_shared<RequestSink>();
-  Generation host(1, r, prompt, kTokens, qwen(), eos, host_sink, /*forced=*/nullptr);
-  Generation picked(2, r, prompt, kTokens, qwen(), eos, picked_sink, /*forced=*/nullptr);
-  EXPECT_TRUE(picked.needs_logits());
+  auto sink = std::make_shared<RequestSink>();
+  Generation g(1, r, prompt, kTokens, qwen(), eos, sink, /*forced=*/nullptr);
+  EXPECT_TRUE(g.needs_logits());
 
-  // Flat random rows: many tokens are in reach of every draw, so a wrong seed, counter or knob in
-  // sampling_row picks a different token.
+  // The engine's part, as either engine does it: host::sample of the row with the generation's knobs.
+  // Flat random rows put many tokens in reach of every draw, so a wrong seed, counter or knob in
+  // knobs() picks a different token than the request's own knobs do.
   const int V = qwen().vocab_size();
   std::mt19937 rng(7);
   std::normal_distribution<float> noise(0.0f, 0.5f);
   std::vector<float> row(static_cast<size_t>(V)), scratch(static_cast<size_t>(V));
   std::vector<int32_t> scratch_idx(static_cast<size_t>(V));
+  std::vector<int32_t> picks;
+  std::vector<RowLogprobs> scores;
   int64_t pos = int64_t(prompt.size());
   for (int i = 0; i < kTokens; ++i, ++pos) {
     for (float& x : row) x = noise(rng);
-    const RowSampling k = picked.sampling_row(pos);
-    const int32_t engine_pick = host::sample(row.data(), V, {k.temperature, k.top_p, k.top_k, k.seed}, k.counter,
-                                             scratch.data(), scratch_idx.data());
-    const std::optional<int32_t> a = host.step(row.data(), V, pos);
-    const std::optional<int32_t> b = picked.step_picked(engine_pick, row.data(), V);
-    ASSERT_EQ(a, b) << "step " << i;
+    const int32_t pick = host::sample(row.data(), V, g.knobs(pos), scratch.data(), scratch_idx.data());
+    const SamplingKnobs requested{.temperature = 0.9f, .top_p = 0.95f, .top_k = 200, .seed = 1234, .counter = uint64_t(pos)};
+    ASSERT_EQ(pick, host::sample(row.data(), V, requested, scratch.data(), scratch_idx.data())) << "step " << i;
+    const std::optional<int32_t> next = g.step(pick, row.data(), V);
+    if (i + 1 < kTokens) ASSERT_EQ(next, pick) << "step " << i;
+    else ASSERT_EQ(next, std::nullopt);
+    picks.push_back(pick);
+    scores.push_back(row_logprobs(row.data(), V, pick, 3));
   }
-  EXPECT_TRUE(host.finished());
-  EXPECT_TRUE(picked.finished());
+  EXPECT_TRUE(g.finished());
 
-  const Output want = collect(*host_sink), got = collect(*picked_sink);
-  EXPECT_FALSE(want.text.empty());
-  EXPECT_EQ(got.text, want.text);
-  EXPECT_EQ(got.tokens, want.tokens);
-  EXPECT_EQ(got.logprobs, want.logprobs);
-  EXPECT_EQ(got.top, want.top);
+  const Output got = collect(*sink);
+  EXPECT_FALSE(got.text.empty());
+  EXPECT_EQ(got.text, qwen().decode(picks));
+  ASSERT_EQ(got.tokens.size(), picks.size());
+  for (size_t i = 0; i < picks.size(); ++i) {
+    EXPECT_EQ(got.tokens[i], std::string(qwen().token_bytes(picks[i])));
+    EXPECT_EQ(got.logprobs[i], scores[i].logprob);
+    ASSERT_EQ(got.top[i].size(), scores[i].top.size());
+    for (size_t t = 0; t < got.top[i].size(); ++t) {
+      EXPECT_EQ(got.top[i][t].first, std::string(qwen().token_bytes(scores[i].top[t].token)));
+      EXPECT_EQ(got.top[i][t].second, scores[i].top[t].logprob);
+    }
+  }
   EXPECT_EQ(got.finish, FinishReason::kLength);
   EXPECT_EQ(got.completion_tokens, int64_t(kTokens));
-  EXPECT_EQ(got.completion_tokens, want.completion_tokens);
 }
 
 TEST(Generation, ForcedTokensOverrideTheEnginesPick) {
@@ -163,8 +196,8 @@ TEST(Generation, ForcedTokensOverrideTheEnginesPick) {
   auto sink = std::make_shared<RequestSink>();
   Generation g(1, r, prompt, /*max_tokens=*/100, qwen(), eos, sink, &forced);
   const int32_t engine_pick = 42;  // in none of the forced sequence
-  for (int32_t want : seq) EXPECT_EQ(g.step_picked(engine_pick, nullptr, qwen().vocab_size()), want);
-  EXPECT_EQ(g.step_picked(engine_pick, nullptr, qwen().vocab_size()), std::nullopt);  // the sequence ran out
+  for (int32_t want : seq) EXPECT_EQ(g.step(engine_pick, nullptr, qwen().vocab_size()), want);
+  EXPECT_EQ(g.step(engine_pick, nullptr, qwen().vocab_size()), std::nullopt);  // the sequence ran out
 
   const Output out = collect(*sink);
   EXPECT_EQ(out.text, qwen().decode(seq));

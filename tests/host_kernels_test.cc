@@ -581,8 +581,9 @@ struct Sampler {
   std::vector<float> logits, scratch;
   std::vector<int32_t> idx;
   explicit Sampler(std::vector<float> l) : logits(std::move(l)), scratch(logits.size()), idx(logits.size()) {}
-  int32_t operator()(const SamplingParams& p, uint64_t counter) {
-    return sample(logits.data(), int(logits.size()), p, counter, scratch.data(), idx.data());
+  int32_t operator()(SamplingKnobs k, uint64_t counter) {
+    k.counter = counter;
+    return sample(logits.data(), int(logits.size()), k, scratch.data(), idx.data());
   }
 };
 
@@ -618,7 +619,7 @@ TEST(HostSample, SameSeedAndCounterSameToken) {
   std::fill(b.scratch.begin(), b.scratch.end(), 123.0f);  // scratch contents must not matter
   std::set<int32_t> distinct;
   for (uint64_t c = 0; c < 300; ++c) {
-    const SamplingParams p{.temperature = 0.9f, .top_p = 0.95f, .top_k = 200, .seed = 77};
+    const SamplingKnobs p{.temperature = 0.9f, .top_p = 0.95f, .top_k = 200, .seed = 77};
     const int32_t t = a(p, c);
     ASSERT_EQ(t, b(p, c)) << "counter " << c;
     ASSERT_EQ(t, a(p, c)) << "counter " << c;

@@ -34,7 +34,7 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   const uint64_t M = p.max_rows, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
   // Per-step inputs: token ids, stream slots and positions (int32 each), then one 32-byte
-  // cuda::SampleRow per row; the step's first kernel copies them here from the host's pinned staging.
+  // SamplingKnobs per row; the step's first kernel copies them here from the host's pinned staging.
   act.add("step_inputs", M * (3 * 4 + 32));
   // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);

@@ -58,17 +58,18 @@ ParityResult run_parity(BatchEngine& e, const PrefillRows& prefill_rows, const G
   std::vector<int64_t> pos(P);
   std::vector<int32_t> next(P);
   std::vector<int> slots(P);
-  std::vector<RowSampling> greedy(P, RowSampling{.temperature = 0.0f});
+  std::vector<SamplingKnobs> greedy(P, SamplingKnobs{.temperature = 0.0f});
   for (int p = 0; p < P; ++p) {
     slots[p] = p;
     e.reset_state(p);
     const std::vector<int32_t>& ids = g.prompts[p].prompt_ids;
-    const float* last = nullptr;
     for (size_t at = 0; at < ids.size(); at += chunk) {
       const int n = int(std::min<size_t>(chunk, ids.size() - at));
-      last = e.prefill(p, ids.data() + at, n, int64_t(at), at + n == ids.size());
+      const bool last = at + n == ids.size();
+      e.prefill(p, ids.data() + at, n, int64_t(at), last ? &greedy[size_t(p)] : nullptr, last);
     }
-    next[p] = host::argmax(last, V);
+    next[p] = e.tokens()[0];  // the first token, picked in the engine as serving picks it
+    if (next[p] != host::argmax(e.logits(0), V)) ++r.sampler_mismatches;
     pos[p] = int64_t(ids.size());
   }
   const size_t steps = g.prompts[0].greedy_ids.size();

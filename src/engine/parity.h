@@ -4,8 +4,8 @@
 //      every position's logits against the reference's (golden.h compare_logits; the last prompt
 //      position against the full row too, when the golden has it);
 //   2) free running: all prompts decode together as one bucket of distinct streams, the next token
-//      the engine's own greedy pick, which must equal the host argmax of the same logits (on the
-//      H200 that checks the device sampler). A step whose token differs from the reference's fails
+//      the engine's own greedy pick (the first one at the end of the prompt's prefill), which must
+//      equal the host argmax of the same logits (on the H200 that checks the device sampler). A step whose token differs from the reference's fails
 //      unless the reference's own top-1/top-2 margin there lies within the tolerance band; then it
 //      is counted as skipped. Either way the stream is re-synchronised on the reference token.
 // A relative difference fails unless it is <= the tolerance, so a NaN logit fails too.

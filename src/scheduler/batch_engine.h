@@ -11,20 +11,10 @@
 #include <cstdint>
 #include <span>
 
+#include "core/sampling_knobs.h"
 #include "plan/plan.h"
 
 namespace rocket {
-
-// One decode row's sampling knobs: the engine draws the same token as host::sample(logits, vocab,
-// {temperature, top_p, top_k, seed}, counter) would from that row's logits, so a seeded request picks
-// the same tokens whichever engine samples it.
-struct RowSampling {
-  float temperature = 1.0f;  // 0 (or below) = greedy
-  float top_p = 1.0f;        // 1 = all
-  int top_k = 0;             // 0 = all
-  uint64_t seed = 0;
-  uint64_t counter = 0;      // the draw's key: the position the token will take
-};
 
 class BatchEngine {
  public:
@@ -33,19 +23,23 @@ class BatchEngine {
   virtual const Plan& plan() const = 0;
   virtual int vocab() const = 0;
 
-  // n <= plan().prefill_chunk consecutive tokens of the stream in `slot` at positions pos0..;
-  // returns the last row's logits when `want_logits`, else nullptr.
-  virtual const float* prefill(int slot, const int32_t* ids, int n, int64_t pos0, bool want_logits) = 0;
+  // n <= plan().prefill_chunk consecutive tokens of the stream in `slot` at positions pos0... With
+  // `knobs` (the chunk that ends a prompt) the engine picks the token after the last row with them,
+  // exactly as decode picks its rows' (read it with tokens()[0]); nullptr picks nothing.
+  // `want_logits`: the last row's logits are needed as well (logits(0)).
+  virtual void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
+                       bool want_logits) = 0;
   // One token for each of n <= plan().max_streams streams, run as the smallest bucket holding n; each
-  // row picks its next token inside the engine with sampling[row] (read them with tokens()), so the
-  // loop thread samples nothing and an engine on a device brings only n tokens back. `want_logits`:
-  // the rows' logits are needed as well (logprobs), at the cost of bringing them to the host.
-  virtual void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const RowSampling* sampling,
+  // row picks its next token inside the engine with knobs[row] (read them with tokens()), so the loop
+  // thread samples nothing and an engine on a device brings only n tokens back. `want_logits`: the
+  // rows' logits are needed as well (logprobs), at the cost of bringing them to the host.
+  virtual void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
                       bool want_logits) = 0;
-  // The token each row of the last decode picked, row order (valid until the next decode).
+  // The token each row of the last decode picked, row order, or the last prefill's pick (row 0) when
+  // it had knobs; valid until the next prefill or decode.
   virtual const int32_t* tokens() const = 0;
-  // Logits of row `row` of the last decode, which must have wanted them (valid until the next prefill
-  // or decode).
+  // Logits of row `row` of the last decode, or of the last prefill's last row (row 0), which must have
+  // wanted them (valid until the next prefill or decode).
   virtual const float* logits(int row) const = 0;
 
   // A fresh sequence in `slot`: zero conv and recurrent state.

@@ -61,10 +61,10 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
     : id_(id), prompt_(std::move(prompt)), max_tokens_(max_tokens), tokenizer_(tokenizer), eos_(eos),
       sink_(std::move(sink)), decoder_(tokenizer), stops_(request.stop), started_(std::chrono::steady_clock::now()) {
   CHECK(max_tokens_ >= 1, "a generation needs room for one token");
-  sampling_.temperature = float(request.temperature);
-  sampling_.top_p = float(request.top_p);
-  sampling_.top_k = request.top_k > 0 ? request.top_k : 0;
-  sampling_.seed = request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull;
+  knobs_.temperature = float(request.temperature);
+  knobs_.top_p = float(request.top_p);
+  knobs_.top_k = request.top_k > 0 ? int32_t(request.top_k) : 0;
+  knobs_.seed = request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull;
   usage_.prompt_tokens = int64_t(prompt_.size());
   if (request.logprobs) top_logprobs_ = request.top_logprobs;
   if (forced && !request.user.empty()) {
@@ -75,24 +75,15 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   }
 }
 
-RowSampling Generation::sampling_row(int64_t pos) const {
-  return RowSampling{.temperature = sampling_.temperature, .top_p = sampling_.top_p, .top_k = sampling_.top_k,
-                     .seed = sampling_.seed, .counter = uint64_t(pos)};
+SamplingKnobs Generation::knobs(int64_t pos) const {
+  SamplingKnobs k = knobs_;
+  k.counter = uint64_t(pos);
+  return k;
 }
 
-int32_t Generation::sample(const float* logits, int vocab, int64_t pos) const {
-  // The loop thread's scratch: sampling allocates nothing per token, and a batch of generations
-  // stepped by one thread shares it.
-  thread_local std::vector<float> scratch;
-  thread_local std::vector<int32_t> scratch_idx;
-  scratch.resize(size_t(vocab));
-  scratch_idx.resize(size_t(vocab));
-  return host::sample(logits, vocab, sampling_, uint64_t(pos), scratch.data(), scratch_idx.data());
-}
-
-template <typename Pick>
-std::optional<int32_t> Generation::advance(const float* logits, int vocab, Pick pick) {
+std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int vocab) {
   CHECK(!finished_, "step() on a finished generation");
+  CHECK(logits || !needs_logits(), "logprobs need the logits of the row the engine picked from");
   if (sink_->cancelled()) {
     finished_ = true;
     std::fprintf(stderr, "[serve] request %llu: %lld prompt + %lld completion tokens, cancelled (client gone)\n",
@@ -102,12 +93,10 @@ std::optional<int32_t> Generation::advance(const float* logits, int vocab, Pick 
   if (sink_->stop_requested()) return finish(FinishReason::kStop);
   // A forced sequence that runs out ends the turn as eos would.
   if (forced_ && forced_next_ == forced_->size()) return finish(FinishReason::kStop);
-  int32_t next;
+  int32_t next = picked;
   if (forced_) {
     next = (*forced_)[forced_next_++];
     if (next >= vocab) rocket::fail("forced token {} is outside the engine's vocabulary [0, {})", next, vocab);
-  } else {
-    next = pick();
   }
   if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) return finish(FinishReason::kStop);
   ++usage_.completion_tokens;
@@ -129,15 +118,6 @@ std::optional<int32_t> Generation::advance(const float* logits, int vocab, Pick 
   }
   if (usage_.completion_tokens == max_tokens_) return finish(FinishReason::kLength);
   return next;
-}
-
-std::optional<int32_t> Generation::step(const float* logits, int vocab, int64_t pos) {
-  return advance(logits, vocab, [&] { return sample(logits, vocab, pos); });
-}
-
-std::optional<int32_t> Generation::step_picked(int32_t picked, const float* logits, int vocab) {
-  CHECK(logits || !needs_logits(), "logprobs need the logits of the row the engine picked from");
-  return advance(logits, vocab, [picked] { return picked; });
 }
 
 std::optional<int32_t> Generation::finish(FinishReason reason) {

@@ -1,10 +1,12 @@
-// One request's output side, for the continuous-batching scheduler: everything between "the engine
-// produced a row of logits for this request" and "the HTTP thread receives text". A Generation chooses the request's next token (sampled with its own params
-// and seed, taken as the engine sampled it with the same params and seed, or taken from a test-only
-// forced sequence), detokenises it (StreamDecoder), holds back and cuts stop strings (StopMatcher),
-// ends on eos / stop string / max_tokens, counts usage, and pushes TokenEvents to the request's
-// RequestSink. The engine side only feeds logits or picked tokens and positions, so a loop can drive
-// one Generation per slot, one token at a time, in any interleaving.
+// One request's output side, driven by the continuous-batching scheduler: everything between "the
+// engine picked this request's next token" and "the HTTP thread receives text". A Generation gives the
+// knobs every token of the request is drawn with (its own params and seed, the draw keyed by the
+// token's position, so a seeded request reproduces whichever engine, batch or prompt-cache hit it
+// meets), takes the engine's pick (or a test-only forced sequence's next token), detokenises it
+// (StreamDecoder), holds back and cuts stop strings (StopMatcher), ends on eos / stop string /
+// max_tokens, counts usage, and pushes TokenEvents to the request's RequestSink. The engine side only
+// feeds picked tokens (and logits for logprobs), so a loop can drive one Generation per slot, one token
+// at a time, in any interleaving.
 //
 // Thread safety: a Generation is driven by one thread (the engine loop); its RequestSink is the only
 // part shared with the HTTP thread.
@@ -25,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/host/sample.h"
+#include "core/sampling_knobs.h"
 #include "openai/openai_request.h"
 #include "openai/openai_response.h"
 #include "openai/stop_strings.h"
@@ -108,20 +110,15 @@ class Generation {
   uint64_t id() const { return id_; }
   const std::vector<int32_t>& prompt() const { return prompt_; }
 
-  // Given the logits for the next position (`vocab` floats), chooses the next token (sampled, the
-  // draw keyed by `pos`, the position the token will take; or the forced sequence's next), and
-  // pushes the text it completes. Returns the token to feed back to the engine at `pos`, or nullopt
-  // when the request is finished (eos, stop string, max_tokens, forced sequence ended, stop
-  // requested, cancelled);
-  // then the final event has been pushed, none if cancelled.
-  // REQUIRES: not finished.
-  std::optional<int32_t> step(const float* logits, int vocab, int64_t pos);
-  // As step, with the token the engine already drew with sampling_row(pos), the same draw step would
-  // make from the logits (a forced sequence still overrides it). `logits` (`vocab` floats) may be null
-  // unless needs_logits(). REQUIRES: not finished.
-  std::optional<int32_t> step_picked(int32_t picked, const float* logits, int vocab);
-  // The knobs an engine samples this request's token at `pos` with.
-  RowSampling sampling_row(int64_t pos) const;
+  // Takes the token the engine picked with knobs(pos) for the next position `pos` (or the forced
+  // sequence's next instead), and pushes the text it completes. `logits` (`vocab` floats, the row
+  // the engine picked from) may be null unless needs_logits(). Returns the token to feed back to the
+  // engine at `pos`, or nullopt when the request is finished (eos, stop string, max_tokens, forced
+  // sequence ended, stop requested, cancelled); then the final event has been pushed, none if
+  // cancelled. REQUIRES: not finished.
+  std::optional<int32_t> step(int32_t picked, const float* logits, int vocab);
+  // The knobs an engine draws this request's token at position `pos` with.
+  SamplingKnobs knobs(int64_t pos) const;
   // Logprobs were requested: stepping needs the logits as well as the token.
   bool needs_logits() const { return top_logprobs_ >= 0; }
 
@@ -146,10 +143,6 @@ class Generation {
   };
 
   std::optional<int32_t> finish(FinishReason reason);
-  // step and step_picked after their choice of token: `pick()` gives it unless a forced sequence does.
-  template <typename Pick>
-  std::optional<int32_t> advance(const float* logits, int vocab, Pick pick);
-  int32_t sample(const float* logits, int vocab, int64_t pos) const;
   // Pushes `text` (may be empty) with the logprobs of the tokens it completes; `stopped`: the output
   // ends with it, so tokens begun before its end are released too and the rest dropped.
   void emit(std::string text, bool stopped);
@@ -162,7 +155,7 @@ class Generation {
   std::shared_ptr<RequestSink> sink_;
   std::optional<std::vector<int32_t>> forced_;
   size_t forced_next_ = 0;
-  host::SamplingParams sampling_;
+  SamplingKnobs knobs_;  // counter 0: knobs(pos) keys each draw
   StreamDecoder decoder_;
   StopMatcher stops_;
   int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested

@@ -212,23 +212,23 @@ void Scheduler::decode_step() {
   const int n = int(rows.size());
   std::vector<int32_t> ids(rows.size());
   std::vector<int64_t> pos(rows.size());
-  std::vector<RowSampling> sampling(rows.size());
+  std::vector<SamplingKnobs> knobs(rows.size());
   // The engine samples every row; the logits come back only when a row needs them for logprobs.
   bool want_logits = false;
   for (int i = 0; i < n; ++i) {
     const Stream& s = *slots_[size_t(rows[size_t(i)])];
     ids[size_t(i)] = s.next;
     pos[size_t(i)] = s.pos;
-    sampling[size_t(i)] = s.generation->sampling_row(s.pos + 1);
+    knobs[size_t(i)] = s.generation->knobs(s.pos + 1);
     want_logits = want_logits || s.generation->needs_logits();
   }
-  engine_.decode(n, ids.data(), rows.data(), pos.data(), sampling.data(), want_logits);
+  engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
   const int32_t* picked = engine_.tokens();
   for (int i = 0; i < n; ++i) {
     Stream& s = *slots_[size_t(rows[size_t(i)])];
     capture(s, int(s.pos + 1));
     std::optional<int32_t> next =
-        s.generation->step_picked(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
+        s.generation->step(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
     if (!next) {
       retire(s, /*keep_cache=*/true);
       continue;
@@ -259,7 +259,10 @@ void Scheduler::prefill_step() {
       int n = std::min({chunk, total - s.computed, budget});
       if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
       const bool last = s.computed + n == total;
-      const float* logits = engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last);
+      // The prompt's last chunk picks its first token in the engine, as decode picks every later one.
+      const SamplingKnobs knobs = s.generation->knobs(total);
+      const bool want_logits = last && s.generation->needs_logits();
+      engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last ? &knobs : nullptr, want_logits);
       s.computed += n;
       budget -= n;
       prefilled += n;
@@ -267,7 +270,8 @@ void Scheduler::prefill_step() {
       if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
       if (!last) continue;
       s.pages.publish();  // concurrent requests sharing this prompt hit from now on
-      std::optional<int32_t> next = s.generation->step(logits, engine_.vocab(), total);
+      std::optional<int32_t> next =
+          s.generation->step(engine_.tokens()[0], want_logits ? engine_.logits(0) : nullptr, engine_.vocab());
       if (!next) {
         retire(s, /*keep_cache=*/true);
         break;

@@ -14,7 +14,8 @@
 //  3. Prefill: streams still reading their prompt run chunks of the plan's prefill size, oldest first,
 //     within a per-step token budget so the decoding streams keep a steady inter-token latency. Where a
 //     chunk ends on a page boundary the state is captured into a snapshot slot, and after the prompt
-//     the prefix is published so concurrent requests sharing it hit at once.
+//     the prefix is published so concurrent requests sharing it hit at once. The chunk that ends a
+//     prompt picks the stream's first token inside the engine, with the knobs decode uses.
 // A stream that finishes (eos, stop, length) or whose client left detaches: the pages up to its last
 // captured boundary stay cached for the next turn; the rest returns to the pool.
 #pragma once

@@ -56,8 +56,8 @@ std::vector<float> llm_logits(int rows, int vocab, std::mt19937& rng) {
 
 // Knob mix by row: greedy, plain temperature, top-k only, top-p only, both, tiny top-p (one token),
 // top-k 1, a large top-k, the recommended knobs of Qwen3.5, top-k at and beyond the candidate buffer.
-rocket::cuda::SampleRow knobs_for(int i, std::mt19937& rng) {
-  rocket::cuda::SampleRow k;
+SamplingKnobs knobs_for(int i, std::mt19937& rng) {
+  SamplingKnobs k;
   k.seed = (uint64_t(rng()) << 32) | rng();
   k.counter = rng() % 4096;
   switch (i % 12) {
@@ -80,11 +80,11 @@ rocket::cuda::SampleRow knobs_for(int i, std::mt19937& rng) {
 template <int kVocab, int B>
 bool run(const char* name, bool llm, double copy, std::mt19937& rng) {
   const std::vector<float> logits = llm ? llm_logits(B, kVocab, rng) : flat_logits(B, kVocab, rng);
-  std::vector<rocket::cuda::SampleRow> knobs(B);
+  std::vector<SamplingKnobs> knobs(B);
   for (int i = 0; i < B; ++i) knobs[i] = knobs_for(i + B, rng);
   if (B == 1) knobs[0] = knobs_for(8 + 4 * int(llm), rng);  // a cut on each shape (rows with B + i)
   DeviceBuffer<float> dl(logits);
-  DeviceBuffer<rocket::cuda::SampleRow> dk(knobs);
+  DeviceBuffer<SamplingKnobs> dk(knobs);
   DeviceBuffer<int32_t> dt(B);
   rocket::cuda::SampleParams p{.logits = dl.ptr, .knobs = dk.ptr, .tokens = dt.ptr};
   std::vector<float> scratch(kVocab);
@@ -99,10 +99,8 @@ bool run(const char* name, bool llm, double copy, std::mt19937& rng) {
     CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<int32_t> got = dt.download();
     for (int i = 0; i < B; ++i) {
-      const host::SamplingParams hp{.temperature = knobs[i].temperature, .top_p = knobs[i].top_p,
-                                    .top_k = knobs[i].top_k, .seed = knobs[i].seed};
-      const int32_t want = host::sample(logits.data() + size_t(i) * kVocab, kVocab, hp, knobs[i].counter,
-                                        scratch.data(), scratch_idx.data());
+      const int32_t want =
+          host::sample(logits.data() + size_t(i) * kVocab, kVocab, knobs[i], scratch.data(), scratch_idx.data());
       ++compared;
       if (got[i] != want && ok) {
         ok = false;

@@ -88,7 +88,7 @@ constexpr Kind kKinds[] = {{"GDN", kKindGdn},   {"attention", kKindAttention}, {
 
 }  // namespace
 
-int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::SampleRow& knobs) {
+int run_bench(H200Engine& e, int context, int steps, int reps, const SamplingKnobs& knobs) {
   if (context < 1 || steps < 1 || reps < 1 || context + reps * steps + 2 > kMaxContext)
     throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(reps) + " x " + std::to_string(steps) +
                 " steps exceed the plan's context " + std::to_string(kMaxContext) + " (build with a larger --max-context)");
@@ -115,7 +115,7 @@ int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::Sampl
     std::vector<int> slots(b);
     std::vector<int64_t> pos(b, context);
     std::vector<int32_t> ids(b);
-    std::vector<cuda::SampleRow> rows(b, knobs);
+    std::vector<SamplingKnobs> rows(b, knobs);
     for (int s = 0; s < b; ++s) slots[s] = s, ids[s] = int32_t((1000 + 7919 * s) % kVocab), rows[s].seed = uint64_t(s + 1);
     auto step = [&] {
       for (int s = 0; s < b; ++s) rows[s].counter = uint64_t(pos[s]);

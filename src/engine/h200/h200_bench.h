@@ -10,6 +10,6 @@ namespace rocket {
 // Each bucket decodes `reps` runs of `steps` steps; the table reports the median run. Every stream
 // samples with `knobs` (its own seed; greedy when the temperature is <= 0).
 // REQUIRES: context + reps * steps + 2 <= the plan's max_context. Returns the process exit status.
-int run_bench(H200Engine& e, int context, int steps, int reps, const cuda::SampleRow& knobs);
+int run_bench(H200Engine& e, int context, int steps, int reps, const SamplingKnobs& knobs);
 
 }  // namespace rocket

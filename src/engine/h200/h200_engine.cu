@@ -123,9 +123,8 @@ struct H200Engine::StepInputs {
   int32_t ids[kMaxRows];
   int32_t slots[kMaxRows];  // decode: each row's slot; prefill: slots[0]
   int32_t pos[kMaxRows];    // decode: each row's position; prefill: pos[0], the piece's first
-  cuda::SampleRow sample[kMaxRows];
+  SamplingKnobs sample[kMaxRows];  // decode: each row's; prefill: sample[0], the last piece's pick
 };
-static_assert(sizeof(cuda::SampleRow) == 32, "the compiler sizes step_inputs with 32-byte sample rows");
 
 H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : dir_(engine_dir) {
   static_assert(sizeof(StepInputs) <= kBufBytes_step_inputs);
@@ -392,10 +391,10 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
 }
 
 template <int B>
-void H200Engine::enqueue_decode(uint32_t kinds) {
+void H200Engine::enqueue_decode(uint32_t kinds, int logits_row) {
   const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
   enqueue_layers<B, false>(kinds, -1);
-  float* logits = buf<float>(kBuf_logits);
+  float* logits = buf<float>(kBuf_logits) + int64_t(logits_row) * kVocab;
   // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are
   // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
   if (kinds & kKindLmHead)
@@ -414,7 +413,8 @@ void H200Engine::enqueue_prefill(int slot, bool logits) {
 // ---------------------------------------------------------------------------------------------------
 // Steps
 
-void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row) {
+void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
+                         const SamplingKnobs* knobs) {
   CHECK(n >= 1 && n <= kPrefillChunk && slot >= 0 && slot < kMaxStreams);
   if (pos0 + n > kMaxContext)
     throw Error("prefill: positions up to " + std::to_string(pos0 + n) + " exceed the plan's context " + std::to_string(kMaxContext));
@@ -429,9 +429,14 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
     std::copy(ids + at, ids + at + piece, s.ids);
     s.slots[0] = slot;
     s.pos[0] = int32_t(pos0 + at);
+    const bool pick = knobs && at + piece == n;
+    if (pick) s.sample[0] = *knobs;
     upload_step();
     const bool want = at + piece > first_logit_row;
-    with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want); });
+    with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want || pick); });
+    // The prompt's first token: bucket 1's decode step reduced to its sampler, on the piece's last
+    // row with the knobs staged in sample[0], so it is drawn by the same kernel as every later one.
+    if (pick) enqueue_decode<1>(kKindSampling, piece - 1);
     if (want) {
       const int r0 = std::max(first_logit_row - at, 0);
       CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(at + r0) * kVocab, buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
@@ -442,7 +447,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs) {
+void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs) {
   CHECK(n >= 1);
   const int b = bucket_for(n);
   for (int i = 0; i < n; ++i) {
@@ -458,8 +463,7 @@ void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64
     s.ids[i] = real ? ids[i] : ids[0];
     s.slots[i] = real ? slots[i] : kPadSlot;
     s.pos[i] = real ? int32_t(pos[i]) : 0;
-    s.sample[i] = real && knobs ? knobs[i] : cuda::SampleRow{.temperature = 0.0f};
-    s.sample[i].reserved = 0;
+    s.sample[i] = real && knobs ? knobs[i] : SamplingKnobs{.temperature = 0.0f};
   }
   // The graph's embedding reads the staging itself (enqueue_layers).
   CUDA_CHECK(cudaGraphLaunch(graph(b, kKindAll), stream_));
@@ -505,7 +509,7 @@ std::string H200Engine::static_fire() {
       s.ids[i] = int32_t((7919 * (i + 1)) % kVocab);
       s.slots[i] = kPadSlot;
       s.pos[i] = 0;
-      s.sample[i] = cuda::SampleRow{.temperature = 0.0f};
+      s.sample[i] = SamplingKnobs{.temperature = 0.0f};
     }
     with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindAll); });
     staged_read_enqueued();

@@ -80,15 +80,18 @@ class H200Engine {
   int bucket_for(int n) const;
 
   // n <= kPrefillChunk consecutive tokens of the stream in `slot` at positions pos0.. pos0+n-1. The
-  // logits of rows >= first_logit_row are copied to the host (logits(row)); n means none.
-  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row);
+  // logits of rows >= first_logit_row are copied to the host (logits(row)); n means none. `knobs`
+  // (nullptr: none) pick the token after the last row on the device, as decode picks its rows', into
+  // tokens()[0].
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
+               const SamplingKnobs* knobs = nullptr);
 
   // One token for each of n streams, as the smallest bucket >= n (rows beyond n run on the padding
   // slot). `knobs` (n rows, or nullptr for greedy) pick each row's next token into tokens(). Logits
   // stay on the device until download_logits.
-  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const cuda::SampleRow* knobs);
-  // The tokens the last decode picked, row order (waits for the step). The sampler writes them to
-  // this pinned buffer, so they hold until the next decode is issued.
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs);
+  // The tokens the last decode (or prefill with knobs) picked, row order (waits for the step). The
+  // sampler writes them to this pinned buffer, so they hold until the next decode or prefill is issued.
   const int32_t* tokens();
   // Copies decode rows [0, n) of the logits to the host (waits for the step).
   void download_logits(int n);
@@ -112,8 +115,9 @@ class H200Engine {
 
  private:
   struct StepInputs;
+  // `logits_row`: the first row of the logits buffer this step's LM head writes and its sampler reads.
   template <int B>
-  void enqueue_decode(uint32_t kinds);
+  void enqueue_decode(uint32_t kinds, int logits_row = 0);
   template <int B>
   void enqueue_prefill(int slot, bool logits);
   template <int B, bool kPrefill>

@@ -53,7 +53,7 @@ std::unique_ptr<H200Engine> countdown(const fs::path& dir) {
 void prefill_prompt(BatchEngine& e, int slot, const std::vector<int32_t>& ids) {
   for (size_t at = 0; at < ids.size(); at += engine::kPrefillChunk) {
     const int n = int(std::min<size_t>(engine::kPrefillChunk, ids.size() - at));
-    e.prefill(slot, ids.data() + at, n, int64_t(at), at + n == ids.size());
+    e.prefill(slot, ids.data() + at, n, int64_t(at), nullptr, at + n == ids.size());
   }
 }
 
@@ -115,7 +115,7 @@ int cmd_replay(const fs::path& dir, const std::vector<std::string>& args) {
       std::vector<int> slots(b);
       std::vector<int64_t> pos(b);
       std::vector<int32_t> ids(b);
-      std::vector<cuda::SampleRow> knobs(b);
+      std::vector<SamplingKnobs> knobs(b);
       for (int s = 0; s < b; ++s) {
         slots[s] = s;
         be.reset_state(s);
@@ -124,8 +124,8 @@ int cmd_replay(const fs::path& dir, const std::vector<std::string>& args) {
         prefill_prompt(be, s, prompt);
         pos[s] = int64_t(prompt.size());
         ids[s] = int32_t(300 + 17 * s);
-        if (s % 2) knobs[s] = cuda::SampleRow{.temperature = 0.8f, .top_p = 0.9f, .top_k = 50, .seed = uint64_t(s)};
-        else knobs[s] = cuda::SampleRow{.temperature = 0.0f};
+        if (s % 2) knobs[s] = SamplingKnobs{.temperature = 0.8f, .top_p = 0.9f, .top_k = 50, .seed = uint64_t(s)};
+        else knobs[s] = SamplingKnobs{.temperature = 0.0f};
       }
       for (int t = 0; t < steps; ++t) {
         for (int s = 0; s < b; ++s) knobs[s].counter = uint64_t(pos[s]);
@@ -153,7 +153,7 @@ int cmd_replay(const fs::path& dir, const std::vector<std::string>& args) {
 // The countdown, then the OpenAI-compatible server on the continuous-batching scheduler.
 int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
   int context = 512, steps = 32, reps = 5;
-  cuda::SampleRow knobs{.temperature = 0.0f};
+  SamplingKnobs knobs{.temperature = 0.0f};
   CLI::App cli("Decode time at every bucket, split by kernel kind, against the device copy roofline.", "rocket-engine bench");
   cli.add_option("--context", context, "tokens of context every stream decodes from")->check(at_least(1))->capture_default_str();
   cli.add_option("--steps", steps, "decode steps per timed run")->check(at_least(1))->capture_default_str();

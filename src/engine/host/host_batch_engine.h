@@ -15,30 +15,28 @@ class HostBatchEngine final : public BatchEngine {
 
   const Plan& plan() const override { return e_.plan(); }
   int vocab() const override { return int(engine::kVocab); }
-  const float* prefill(int slot, const int32_t* ids, int n, int64_t pos0, bool want_logits) override {
-    e_.prefill(slot, ids, n, pos0, want_logits ? n - 1 : n);
-    return want_logits ? e_.logits(n - 1) : nullptr;
+  // The last row's logits exist whenever a token is picked, so `want_logits` changes nothing here.
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
+               bool want_logits) override {
+    e_.prefill(slot, ids, n, pos0, knobs || want_logits ? n - 1 : n);
+    logits_row0_ = n - 1;
+    if (!knobs) return;
+    tokens_.resize(1);
+    tokens_[0] = pick(e_.logits(n - 1), *knobs);
   }
   // The host engine computes every row's logits anyway, so `want_logits` changes nothing here.
-  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const RowSampling* sampling,
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
     e_.decode(n, ids, slots, pos);
+    logits_row0_ = 0;
     tokens_.resize(size_t(n));
     // Rows are independent draws; dynamic, because a greedy row is an argmax and a sampled one a
     // full-vocabulary softmax.
 #pragma omp parallel for if (n > 1) schedule(dynamic)
-    for (int row = 0; row < n; ++row) {
-      thread_local std::vector<float> scratch;
-      thread_local std::vector<int32_t> scratch_idx;
-      scratch.resize(size_t(engine::kVocab));
-      scratch_idx.resize(size_t(engine::kVocab));
-      const RowSampling& r = sampling[row];
-      tokens_[size_t(row)] = host::sample(e_.logits(row), int(engine::kVocab), {r.temperature, r.top_p, r.top_k, r.seed},
-                                          r.counter, scratch.data(), scratch_idx.data());
-    }
+    for (int row = 0; row < n; ++row) tokens_[size_t(row)] = pick(e_.logits(row), knobs[row]);
   }
   const int32_t* tokens() const override { return tokens_.data(); }
-  const float* logits(int row) const override { return e_.logits(row); }
+  const float* logits(int row) const override { return e_.logits(logits_row0_ + row); }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }
@@ -47,8 +45,18 @@ class HostBatchEngine final : public BatchEngine {
   void restore_state(int snapshot, int slot) override { e_.restore_state(snapshot, slot); }
 
  private:
+  // host::sample with this thread's scratch: picking allocates nothing per token.
+  static int32_t pick(const float* logits, const SamplingKnobs& knobs) {
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<int32_t> scratch_idx;
+    scratch.resize(size_t(engine::kVocab));
+    scratch_idx.resize(size_t(engine::kVocab));
+    return host::sample(logits, int(engine::kVocab), knobs, scratch.data(), scratch_idx.data());
+  }
+
   HostEngine& e_;
-  std::vector<int32_t> tokens_;  // the last decode's picks
+  std::vector<int32_t> tokens_;  // the last picks
+  int logits_row0_ = 0;          // the engine's logits row that is row 0 of the last call
 };
 
 }  // namespace rocket

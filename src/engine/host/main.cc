@@ -49,7 +49,7 @@ int cmd_generate(const fs::path& dir, const std::vector<std::string>& args) {
   if (const auto rc = parse_command(cli, args)) return *rc;
   const std::string& prompt = o.prompt;
   const int max_tokens = o.max_tokens;
-  host::SamplingParams sp;
+  SamplingKnobs sp;
   sp.temperature = o.temperature;
   sp.top_p = o.top_p;
   sp.top_k = o.top_k;
@@ -77,7 +77,8 @@ int cmd_generate(const fs::path& dir, const std::vector<std::string>& args) {
   const float* logits = e.logits(int((ids.size() - 1) % engine::kPrefillChunk));
   int generated = 0;
   for (; generated < max_tokens; ++generated) {
-    int32_t next = host::sample(logits, int(engine::kVocab), sp, uint64_t(pos), scratch.data(), scratch_idx.data());
+    sp.counter = uint64_t(pos);
+    int32_t next = host::sample(logits, int(engine::kVocab), sp, scratch.data(), scratch_idx.data());
     if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     std::fputs(out.push(next).c_str(), stdout);
     std::fflush(stdout);

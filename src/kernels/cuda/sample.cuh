@@ -1,7 +1,8 @@
-// Token selection on the H200 for the B rows of a decode step: greedy argmax and temperature / top-k /
-// top-p sampling, drawing with the host sampler's counter-based generator (kernels/host/sample.h) so a
-// seeded request picks the same token on either booster. Per-row knobs come from a device array, so one
-// captured graph serves any mix of requests; tokens are written as int32 to device memory or, as the
+// Token selection on the H200 for the B rows of a decode step (and for a prompt's last row, after its
+// prefill): greedy argmax and temperature / top-k / top-p sampling, drawing with the host sampler's
+// counter-based generator (kernels/host/sample.h) so a seeded request picks the same token on either
+// booster. Per-row knobs (core/sampling_knobs.h) come from a device array, so one captured graph serves
+// any mix of requests; tokens are written as int32 to device memory or, as the
 // engine does, straight to mapped pinned host memory (no copy back after the step).
 //
 // A row is one cluster of kBlocks blocks; each block owns a contiguous slice of the vocabulary, and a
@@ -39,6 +40,7 @@
 
 #include <cstdint>
 
+#include "core/sampling_knobs.h"
 #include "kernels/cuda/booster.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
@@ -47,19 +49,9 @@
 
 namespace rocket::cuda {
 
-// One row's request knobs (host SamplingParams plus the draw counter).
-struct SampleRow {
-  float temperature = 1.0f;  // <= 0: greedy
-  float top_p = 1.0f;        // < 1: keep the smallest most-likely prefix with mass >= top_p
-  int32_t top_k = 0;         // 0 (or >= vocab): all
-  uint32_t reserved = 0;     // keeps seed 8-byte aligned; written as 0
-  uint64_t seed = 0;
-  uint64_t counter = 0;
-};
-
 struct SampleParams {
-  const float* logits = nullptr;     // [rows][kVocab]
-  const SampleRow* knobs = nullptr;  // [rows]
+  const float* logits = nullptr;         // [rows][kVocab]
+  const SamplingKnobs* knobs = nullptr;  // [rows]
   int32_t* tokens = nullptr;         // [rows], device or mapped pinned host memory
 };
 
@@ -308,7 +300,7 @@ __device__ __forceinline__ uint64_t top_p_target(float top_p, uint64_t total) {
 
 // The draw's target over `mass`. Host: u = uniform · mass, the first token with u < running mass; in
 // integers, the first whose running mass reaches floor(u) + 1.
-__device__ __forceinline__ uint64_t draw_target(const SampleRow& knobs, uint64_t mass) {
+__device__ __forceinline__ uint64_t draw_target(const SamplingKnobs& knobs, uint64_t mass) {
   const double u = counter_uniform(knobs.seed, knobs.counter) * double(mass);
   return min(uint64_t(u) + 1, mass);
 }
@@ -318,7 +310,7 @@ __device__ __forceinline__ uint64_t draw_target(const SampleRow& knobs, uint64_t
 // prefix and the draw by running mass. `total` is the whole row's mass (the draw's mass when no top-k
 // applies). Returns the token, for every thread of the block.
 template <class T>
-__device__ __forceinline__ int32_t draw_from_candidates(uint64_t* c, int n, const SampleRow& knobs, bool top_k, float top,
+__device__ __forceinline__ int32_t draw_from_candidates(uint64_t* c, int n, const SamplingKnobs& knobs, bool top_k, float top,
                                                         uint64_t total, Exchange<T::kThreads>& x) {
   const auto pow2_ceil = [](int v) { return v <= 1 ? 1 : 1 << (32 - __clz(v - 1)); };
   const int sorted = pow2_ceil(n);
@@ -388,7 +380,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   if (threadIdx.x == 0) x.phase = 0;
   __syncthreads();
   const int row = blockIdx.x / T::kBlocks;
-  const SampleRow knobs = p.knobs[row];
+  const SamplingKnobs knobs = p.knobs[row];
   const float* logits = p.logits + int64_t(row) * kVocab;
   if (knobs.temperature <= 0.0f) {
     const int32_t token = sd::row_argmax<kVocab>(logits, x, cluster);

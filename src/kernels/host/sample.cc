@@ -36,14 +36,13 @@ double counter_uniform(uint64_t seed, uint64_t counter) {
   return double(z >> 11) * 0x1.0p-53;
 }
 
-int32_t sample(const float* logits, int n, const SamplingParams& params, uint64_t counter, float* scratch,
-               int32_t* scratch_idx) {
+int32_t sample(const float* logits, int n, const SamplingKnobs& knobs, float* scratch, int32_t* scratch_idx) {
   CHECK(n >= 1, "sample from an empty row");
-  if (params.temperature <= 0.0f) return argmax(logits, n);
+  if (knobs.temperature <= 0.0f) return argmax(logits, n);
   float* p = scratch;
   int32_t* idx = scratch_idx;
   for (int i = 0; i < n; ++i) {
-    p[i] = logits[i] / params.temperature;  // division as HF's TemperatureLogitsWarper does
+    p[i] = logits[i] / knobs.temperature;  // division as HF's TemperatureLogitsWarper does
     idx[i] = i;
   }
   // Strict total order: larger value first, lower index on ties, so every selection below is
@@ -51,8 +50,8 @@ int32_t sample(const float* logits, int n, const SamplingParams& params, uint64_
   const auto before = [p](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); };
 
   int kept = n;
-  if (params.top_k > 0 && params.top_k < n) {
-    kept = params.top_k;
+  if (knobs.top_k > 0 && knobs.top_k < n) {
+    kept = knobs.top_k;
     std::nth_element(idx, idx + kept, idx + n, before);
   }
   float mx = -INFINITY;
@@ -67,13 +66,13 @@ int32_t sample(const float* logits, int n, const SamplingParams& params, uint64_
   // The draw walks the kept tokens in a defined order: by probability when top-k truncated them (the
   // order nth_element leaves is unspecified; the device sampler walks by probability too), else by
   // index (the top-p branch below sorts its prefix itself).
-  if (kept < n && params.top_p >= 1.0f) std::sort(idx, idx + kept, before);
+  if (kept < n && knobs.top_p >= 1.0f) std::sort(idx, idx + kept, before);
   int prefix = kept;
-  if (params.top_p < 1.0f) {
+  if (knobs.top_p < 1.0f) {
     // Sort the distribution lazily, a growing chunk at a time: nth_element moves the next-best chunk
     // to the front of the unsorted tail, then only that chunk is sorted. Cost is O(kept) plus
     // O(prefix log prefix), not a full sort of the vocabulary.
-    const double need = double(params.top_p) * total;
+    const double need = double(knobs.top_p) * total;
     double cum = 0.0;
     int sorted = 0;
     for (int m = std::min(kept, kTopPFirstChunk);; m = std::min(kept, m * 4)) {
@@ -90,7 +89,7 @@ int32_t sample(const float* logits, int n, const SamplingParams& params, uint64_
 
   double mass = 0.0;
   for (int i = 0; i < prefix; ++i) mass += p[idx[i]];
-  const double u = counter_uniform(params.seed, counter) * mass;
+  const double u = counter_uniform(knobs.seed, knobs.counter) * mass;
   double cum = 0.0;
   int32_t last = idx[0];
   for (int i = 0; i < prefix; ++i) {

@@ -1,21 +1,16 @@
 // Token selection from one row of logits: greedy argmax and temperature / top-k / top-p sampling.
 //
-// Sampling is a pure function of (logits, params, counter): the random draw comes from a
-// counter-based generator keyed by (seed, counter), so a request reproduces token for token
-// regardless of thread count, batch position or what else is in the batch. The caller advances
-// the counter (typically: the token's position in the sequence).
+// Sampling is a pure function of (logits, knobs): the random draw comes from a counter-based
+// generator keyed by (seed, counter), so a request reproduces token for token regardless of thread
+// count, batch position or what else is in the batch. The caller advances the counter (the token's
+// position in the sequence).
 #pragma once
 
 #include <cstdint>
 
-namespace rocket::host {
+#include "core/sampling_knobs.h"
 
-struct SamplingParams {
-  float temperature = 1.0f;  // 0 (or below) = greedy
-  float top_p = 1.0f;        // keep the smallest most-likely prefix with mass >= top_p; 1 = all
-  int top_k = 0;             // keep the k most likely; 0 = all
-  uint64_t seed = 0;
-};
+namespace rocket::host {
 
 // Index of the largest logit; the lowest index on ties.
 int32_t argmax(const float* logits, int n);
@@ -28,7 +23,6 @@ double counter_uniform(uint64_t seed, uint64_t counter);
 // distribution sorted by probability (ties to the lower index), then invert the cumulative mass
 // at counter_uniform(seed, counter). scratch [n] floats and scratch_idx [n] are overwritten;
 // nothing is allocated. REQUIRES: n >= 1.
-int32_t sample(const float* logits, int n, const SamplingParams& params, uint64_t counter, float* scratch,
-               int32_t* scratch_idx);
+int32_t sample(const float* logits, int n, const SamplingKnobs& knobs, float* scratch, int32_t* scratch_idx);
 
 }  // namespace rocket::host
