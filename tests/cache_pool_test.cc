@@ -124,12 +124,19 @@ TEST(CacheGeometry, PagesTimesPageBytesIsThePlansKvRegion) {
     EXPECT_EQ(g.page_bytes() % (64 * 1024), 0u);
     EXPECT_EQ(g.page_tokens, plan.kv_page_tokens);
     EXPECT_EQ(g.layer_pages, 2 * plan.chemistry.full_layers());
-    // The last plan page of the last cache page ends exactly at the end of the kv_cache buffer.
-    EXPECT_EQ(g.kv_offset(g.pages - 1, g.layer_pages / 2 - 1, 1) + g.layer_page_bytes, kv.bytes);
-    EXPECT_EQ(g.kv_offset(1, 0, 0), g.page_bytes());
+    // The engines' layout of kv_cache: the last plan page of the last cache page ends exactly at the
+    // end of the buffer, and cache pages follow each other at the geometry's page size.
+    const KvLayout layout{.full_layers = plan.chemistry.full_layers(), .page_bytes = plan.kv_page_bytes};
+    EXPECT_EQ(layout.offset(g.pages - 1, g.layer_pages / 2 - 1, 1) + layout.page_bytes, kv.bytes);
+    EXPECT_EQ(layout.offset(1, 0, 0), g.page_bytes());
+    EXPECT_EQ(layout.cache_page_bytes(), g.page_bytes());
+    EXPECT_EQ(layout.offset(0, 0, 1), layout.page_bytes);  // V follows its layer's K
     const SnapshotLayout s = SnapshotLayout::of(plan.chemistry);
     EXPECT_EQ(s.recurrent_bytes, uint64_t(plan.chemistry.linear_layers()) * plan.chemistry.lin_v_heads *
                                      plan.chemistry.lin_k_dim * plan.chemistry.lin_v_dim * 4);
+    EXPECT_EQ(s.conv_bytes, uint64_t(plan.chemistry.linear_layers()) * plan.chemistry.conv_dim() *
+                                (plan.chemistry.conv_kernel - 1) * 4);
+    EXPECT_EQ(s.conv_offset(), s.recurrent_bytes);
     EXPECT_EQ(g.snapshot_bytes, s.slot_bytes());
     EXPECT_GE(g.snapshot_bytes, s.state_bytes());
     EXPECT_EQ(g.snapshot_region_bytes(), uint64_t(g.snapshot_slots) * g.snapshot_bytes);

@@ -5,18 +5,10 @@
 
 namespace rocket {
 
-uint64_t SnapshotLayout::slot_bytes() const { return align_up(state_bytes()); }
-
 SnapshotLayout SnapshotLayout::of(const Chemistry& c) {
   const uint64_t layers = uint64_t(c.linear_layers());
   return {.recurrent_bytes = layers * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim * 4,
           .conv_bytes = layers * c.conv_dim() * (c.conv_kernel - 1) * 4};
-}
-
-uint64_t CacheGeometry::kv_offset(int page, int full_layer, int kv) const {
-  CHECK(page >= 0 && page < pages, "cache page out of range");
-  CHECK(full_layer >= 0 && 2 * full_layer < layer_pages && (kv == 0 || kv == 1), "layer or K/V out of range");
-  return (uint64_t(page) * layer_pages + 2 * uint64_t(full_layer) + kv) * layer_page_bytes;
 }
 
 CacheGeometry CacheGeometry::from_plan(const Plan& plan, int snapshot_slots) {

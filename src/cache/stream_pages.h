@@ -25,7 +25,7 @@
 namespace rocket {
 
 // Copy the first `tokens` token rows of cache page src into cache page dst, for every
-// full-attention layer's K and V (CacheGeometry::kv_offset), before writing dst.
+// full-attention layer's K and V (KvLayout, cache/layout.h), before writing dst.
 struct PageCopy {
   int src = -1, dst = -1, tokens = 0;
 };

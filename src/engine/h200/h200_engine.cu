@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "cache/layout.h"
 #include "engine/h200/device_budget.h"
 #include "engine/upright.h"
 #include "kernels/host/sample.h"
@@ -37,6 +38,10 @@ constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
 constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
 constexpr int kQ = int(kHeads * kHeadDim), kKV = int(kKvHeads * kHeadDim);
 constexpr int64_t kPageElems = int64_t(kKvPageBytes / sizeof(bf16));
+constexpr KvLayout kKv{.full_layers = kFullLayers, .page_bytes = kKvPageBytes};
+constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLinearLayers * kGdnStateFloats,
+                                   .conv_bytes = sizeof(float) * kLinearLayers * kConvStateFloats};
+static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");
 
 using GdnS = cuda::GdnShape<int(kLinKHeads), int(kLinVHeads), int(kLinKDim), int(kLinVDim)>;
 using AttnS = cuda::AttentionShape<int(kHeads), int(kKvHeads), int(kHeadDim), int(kRotaryDim), int(kKvPageTokens)>;
@@ -325,7 +330,7 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
         stream_);
   }
   if (kinds & kKindAttention) {
-    // Plan page of (cache page c, full layer f, K|V) at ((c · kFullLayers + f) · 2 + kv) · page bytes.
+    // The layer's K and V pages of cache page 0, and the stride from one cache page to the next.
     bf16* kv = buf<bf16>(kBuf_kv_cache);
     const int64_t layer = kKindSlot[l];
     const cuda::AttentionParams<AttnS> p{
@@ -334,9 +339,9 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
         .v = v,
         .q_norm = weight<bf16>(A.q_norm),
         .k_norm = weight<bf16>(A.k_norm),
-        .k_cache = kv + (layer * 2 + 0) * kPageElems,
-        .v_cache = kv + (layer * 2 + 1) * kPageElems,
-        .page_stride = kFullLayers * 2 * kPageElems,
+        .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
+        .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
+        .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
         .page_table = buf<int32_t>(kBuf_page_tables) + (kPrefill ? int64_t(slot) * kPagesPerStream : 0),
         .table_width = kPagesPerStream,
         .slots = in->slots,
@@ -566,41 +571,38 @@ void H200Engine::bind_pages(int slot, const int* pages, int n) {
 
 void H200Engine::copy_page(int src, int dst, int tokens) {
   CHECK(src >= 0 && src < kCachePages && dst >= 0 && dst < kCachePages && tokens >= 0 && tokens <= kKvPageTokens);
-  bf16* kv = buf<bf16>(kBuf_kv_cache);
+  uint8_t* kv = buf<uint8_t>(kBuf_kv_cache);
   for (int64_t l = 0; l < kFullLayers; ++l)
-    for (int64_t h = 0; h < 2; ++h)
-      CUDA_CHECK(cudaMemcpyAsync(kv + ((dst * kFullLayers + l) * 2 + h) * kPageElems, kv + ((src * kFullLayers + l) * 2 + h) * kPageElems,
-                                 sizeof(bf16) * tokens * kKV, cudaMemcpyDeviceToDevice, stream_));
+    for (int h = 0; h < 2; ++h)
+      CUDA_CHECK(cudaMemcpyAsync(kv + kKv.offset(dst, l, h), kv + kKv.offset(src, l, h), sizeof(bf16) * tokens * kKV,
+                                 cudaMemcpyDeviceToDevice, stream_));
 }
-
-namespace {
-constexpr uint64_t kGdnSlotBytes = sizeof(float) * kLinearLayers * kGdnStateFloats;
-constexpr uint64_t kConvSlotBytes = sizeof(float) * kLinearLayers * kConvStateFloats;
-static_assert(kSnapshotSlotBytes >= kGdnSlotBytes + kConvSlotBytes);
-}  // namespace
 
 void H200Engine::capture_state(int slot, int snapshot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
-  uint8_t* dst = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshotSlotBytes;
-  CUDA_CHECK(cudaMemcpyAsync(dst, buf<uint8_t>(kBuf_gdn_state) + slot * kGdnSlotBytes, kGdnSlotBytes, cudaMemcpyDeviceToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(dst + kGdnSlotBytes, buf<uint8_t>(kBuf_conv_state) + slot * kConvSlotBytes, kConvSlotBytes,
+  constexpr uint64_t R = kSnapshot.recurrent_bytes, C = kSnapshot.conv_bytes;
+  uint8_t* dst = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
+  CUDA_CHECK(cudaMemcpyAsync(dst, buf<uint8_t>(kBuf_gdn_state) + slot * R, R, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dst + kSnapshot.conv_offset(), buf<uint8_t>(kBuf_conv_state) + slot * C, C,
                              cudaMemcpyDeviceToDevice, stream_));
 }
 
 void H200Engine::restore_state(int snapshot, int slot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
-  const uint8_t* src = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshotSlotBytes;
-  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_gdn_state) + slot * kGdnSlotBytes, src, kGdnSlotBytes, cudaMemcpyDeviceToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_conv_state) + slot * kConvSlotBytes, src + kGdnSlotBytes, kConvSlotBytes,
+  constexpr uint64_t R = kSnapshot.recurrent_bytes, C = kSnapshot.conv_bytes;
+  const uint8_t* src = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
+  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_gdn_state) + slot * R, src, R, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_conv_state) + slot * C, src + kSnapshot.conv_offset(), C,
                              cudaMemcpyDeviceToDevice, stream_));
 }
 
 void H200Engine::copy_state(int from_slot, int to_slot) {
   CHECK(from_slot >= 0 && from_slot < kSlots && to_slot >= 0 && to_slot < kSlots);
+  constexpr uint64_t R = kSnapshot.recurrent_bytes, C = kSnapshot.conv_bytes;
   uint8_t* g = buf<uint8_t>(kBuf_gdn_state);
   uint8_t* c = buf<uint8_t>(kBuf_conv_state);
-  CUDA_CHECK(cudaMemcpyAsync(g + to_slot * kGdnSlotBytes, g + from_slot * kGdnSlotBytes, kGdnSlotBytes, cudaMemcpyDeviceToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(c + to_slot * kConvSlotBytes, c + from_slot * kConvSlotBytes, kConvSlotBytes, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(g + to_slot * R, g + from_slot * R, R, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(c + to_slot * C, c + from_slot * C, C, cudaMemcpyDeviceToDevice, stream_));
 }
 
 }  // namespace rocket

@@ -7,6 +7,7 @@
 
 #include "boosters/memory_budget.h"
 #include "boosters/profile.h"
+#include "cache/layout.h"
 #include "core/error.h"
 #include "engine/upright.h"
 #include "kernels/host/activations.h"
@@ -34,6 +35,10 @@ static_assert(kRotaryDim % 2 == 0 && kRotaryDim <= kHeadDim);
 // pool is exactly these pages (CacheGeometry::validate checks it against the plan).
 constexpr int64_t kCachePages = kSlots * HostEngine::kPagesPerStream;
 static_assert(kKvPageBytes >= kKvPageTokens * kKvHeads * kHeadDim * sizeof(float));
+constexpr KvLayout kKv{.full_layers = kFullLayers, .page_bytes = kKvPageBytes};
+constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLinearLayers * kGdnStateFloats,
+                                   .conv_bytes = sizeof(float) * kLinearLayers * kConvStateFloats};
+static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");
 static_assert(kHeads % kKvHeads == 0 && kLinVHeads % kLinKHeads == 0);
 
 }  // namespace
@@ -69,8 +74,7 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
 }
 
 float* HostEngine::kv_page(int page, int full_layer, int kv) const {
-  return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(buf(kBuf_kv_cache)) +
-                                  ((int64_t(page) * kFullLayers + full_layer) * 2 + kv) * kKvPageBytes);
+  return reinterpret_cast<float*>(buf<uint8_t>(kBuf_kv_cache) + kKv.offset(page, full_layer, kv));
 }
 
 void HostEngine::bind_pages(int slot, const int* pages, int n) {
@@ -88,33 +92,28 @@ void HostEngine::copy_page(int src, int dst, int tokens) {
       std::memcpy(kv_page(dst, l, kv), kv_page(src, l, kv), sizeof(float) * tokens * kKvHeads * kHeadDim);
 }
 
-namespace {
-constexpr uint64_t kGdnSlotBytes = sizeof(float) * kLinearLayers * kGdnStateFloats;
-constexpr uint64_t kConvSlotBytes = sizeof(float) * kLinearLayers * kConvStateFloats;
-}  // namespace
-
 void HostEngine::capture_state(int slot, int snapshot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
-  uint8_t* dst = reinterpret_cast<uint8_t*>(buf(kBuf_state_snapshots)) + snapshot * kSnapshotSlotBytes;
-  std::memcpy(dst, reinterpret_cast<uint8_t*>(buf(kBuf_gdn_state)) + slot * kGdnSlotBytes, kGdnSlotBytes);
-  std::memcpy(dst + kGdnSlotBytes, reinterpret_cast<uint8_t*>(buf(kBuf_conv_state)) + slot * kConvSlotBytes,
-              kConvSlotBytes);
+  uint8_t* dst = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
+  std::memcpy(dst, buf<uint8_t>(kBuf_gdn_state) + slot * kSnapshot.recurrent_bytes, kSnapshot.recurrent_bytes);
+  std::memcpy(dst + kSnapshot.conv_offset(), buf<uint8_t>(kBuf_conv_state) + slot * kSnapshot.conv_bytes,
+              kSnapshot.conv_bytes);
 }
 
 void HostEngine::restore_state(int snapshot, int slot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
-  const uint8_t* src = reinterpret_cast<uint8_t*>(buf(kBuf_state_snapshots)) + snapshot * kSnapshotSlotBytes;
-  std::memcpy(reinterpret_cast<uint8_t*>(buf(kBuf_gdn_state)) + slot * kGdnSlotBytes, src, kGdnSlotBytes);
-  std::memcpy(reinterpret_cast<uint8_t*>(buf(kBuf_conv_state)) + slot * kConvSlotBytes, src + kGdnSlotBytes,
-              kConvSlotBytes);
+  const uint8_t* src = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
+  std::memcpy(buf<uint8_t>(kBuf_gdn_state) + slot * kSnapshot.recurrent_bytes, src, kSnapshot.recurrent_bytes);
+  std::memcpy(buf<uint8_t>(kBuf_conv_state) + slot * kSnapshot.conv_bytes, src + kSnapshot.conv_offset(),
+              kSnapshot.conv_bytes);
 }
 
 void HostEngine::copy_state(int from_slot, int to_slot) {
   CHECK(from_slot >= 0 && from_slot < kSlots && to_slot >= 0 && to_slot < kSlots);
-  uint8_t* g = reinterpret_cast<uint8_t*>(buf(kBuf_gdn_state));
-  uint8_t* c = reinterpret_cast<uint8_t*>(buf(kBuf_conv_state));
-  std::memcpy(g + to_slot * kGdnSlotBytes, g + from_slot * kGdnSlotBytes, kGdnSlotBytes);
-  std::memcpy(c + to_slot * kConvSlotBytes, c + from_slot * kConvSlotBytes, kConvSlotBytes);
+  uint8_t* g = buf<uint8_t>(kBuf_gdn_state);
+  uint8_t* c = buf<uint8_t>(kBuf_conv_state);
+  std::memcpy(g + to_slot * kSnapshot.recurrent_bytes, g + from_slot * kSnapshot.recurrent_bytes, kSnapshot.recurrent_bytes);
+  std::memcpy(c + to_slot * kSnapshot.conv_bytes, c + from_slot * kSnapshot.conv_bytes, kSnapshot.conv_bytes);
 }
 
 HostEngine::~HostEngine() { std::free(runtime_); }

@@ -22,7 +22,7 @@
 // (h200-a3b.md History 06:34Z says what it was).
 //
 // KV cache: a cache page holds kPageTokens tokens; a layer's K (and V) plan page is
-// [kPageTokens][kv_heads][hd] bf16 (src/cache/geometry.h). The launch sees the layer's K and V page
+// [kPageTokens][kv_heads][hd] bf16 (KvLayout, src/cache/layout.h). The launch sees the layer's K and V page
 // of cache page 0 and the stride between cache pages; a row's page table maps logical page j to a
 // cache page index.
 #pragma once
