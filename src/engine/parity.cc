@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "kernels/host/sample.h"
 
@@ -111,6 +112,20 @@ ParityResult run_parity(BatchEngine& e, const PrefillRows& prefill_rows, const G
     r.ok = false;
   }
   return r;
+}
+
+std::optional<int> parse_parity_command(const std::vector<std::string>& args, float& tolerance,
+                                        const std::string& tolerance_help, Golden& golden) {
+  std::string golden_path, full;
+  CLI::App cli("Teacher-forced logits and free-running greedy tokens against the HF reference's goldens.",
+               "rocket-engine parity");
+  cli.add_option("--golden", golden_path, "golden vectors (tests/golden/*.json)")->required()->check(CLI::ExistingFile);
+  cli.add_option("--full", full, "full logits at each prompt's last position (tests/golden/*_last.bin)")
+      ->check(CLI::ExistingFile);
+  cli.add_option("--tolerance", tolerance, tolerance_help)->check(at_least(0))->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return rc;
+  golden = load_golden(golden_path, full);
+  return std::nullopt;
 }
 
 }  // namespace rocket

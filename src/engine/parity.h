@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/golden.h"
 #include "scheduler/batch_engine.h"
@@ -40,5 +42,12 @@ struct ParityResult {
 // Runs both halves on slots [0, prompts); the first failure of each kind is reported on stderr.
 // Error when the golden has more prompts than the engine has streams.
 ParityResult run_parity(BatchEngine& engine, const PrefillRows& prefill_rows, const Golden& golden, float tolerance);
+
+// `rocket-engine parity`'s flags, one table for every engine: --golden FILE (required), --full FILE,
+// --tolerance R, whose default is the engine's own `tolerance` (`tolerance_help` says where it comes
+// from). Returns the exit status when the command ends here (--help, a refused flag); otherwise the
+// golden is loaded into `golden` and `tolerance` holds the one to use.
+std::optional<int> parse_parity_command(const std::vector<std::string>& args, float& tolerance,
+                                        const std::string& tolerance_help, Golden& golden);
 
 }  // namespace rocket

@@ -67,18 +67,11 @@ void prefill_prompt(BatchEngine& e, int slot, const std::vector<int32_t>& ids) {
 // (bench/results/h200-parity.md). The default allows 5x the estimate (4 layers: 7.8e-2), above the
 // reference's own bf16 spread; the free-running greedy tokens stay the sharp test.
 int cmd_parity(const fs::path& dir, const std::vector<std::string>& args) {
-  std::string golden, full;
   float tolerance = float(5.0 * std::sqrt(4.0 * engine::kLayers) * std::ldexp(1.0, -8));
-  CLI::App cli("Teacher-forced logits and free-running greedy tokens against the HF reference's goldens.",
-               "rocket-engine parity");
-  cli.add_option("--golden", golden, "golden vectors (tests/golden/*.json)")->required()->check(CLI::ExistingFile);
-  cli.add_option("--full", full, "full logits at each prompt's last position (tests/golden/*_last.bin)")
-      ->check(CLI::ExistingFile);
-  cli.add_option("--tolerance", tolerance, "largest relative logit difference allowed (default: 5x the bf16 estimate)")
-      ->check(at_least(0))
-      ->capture_default_str();
-  if (const auto rc = parse_command(cli, args)) return *rc;
-  const Golden g = load_golden(golden, full);
+  Golden g;
+  if (const auto rc = parse_parity_command(args, tolerance,
+                                           "largest relative logit difference allowed (default: 5x the bf16 estimate)", g))
+    return *rc;
   const std::unique_ptr<H200Engine> engine = countdown(dir);
   H200Engine& e = *engine;
   H200BatchEngine be(e);

@@ -97,18 +97,9 @@ int cmd_generate(const fs::path& dir, const std::vector<std::string>& args) {
 
 // Parity against the HF goldens (engine/parity.h).
 int cmd_parity(const fs::path& dir, const std::vector<std::string>& args) {
-  std::string golden, full;
   float tolerance = 1e-3f;
-  CLI::App cli("Teacher-forced logits and free-running greedy tokens against the HF reference's goldens.",
-               "rocket-engine parity");
-  cli.add_option("--golden", golden, "golden vectors (tests/golden/*.json)")->required()->check(CLI::ExistingFile);
-  cli.add_option("--full", full, "full logits at each prompt's last position (tests/golden/*_last.bin)")
-      ->check(CLI::ExistingFile);
-  cli.add_option("--tolerance", tolerance, "largest relative logit difference allowed")
-      ->check(at_least(0))
-      ->capture_default_str();
-  if (const auto rc = parse_command(cli, args)) return *rc;
-  const Golden g = load_golden(golden, full);
+  Golden g;
+  if (const auto rc = parse_parity_command(args, tolerance, "largest relative logit difference allowed", g)) return *rc;
   HostEngine e(dir.string());
   HostBatchEngine batch(e);
   const ParityResult r = run_parity(
