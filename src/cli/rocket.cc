@@ -32,7 +32,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--config-only]\n"
-    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--no-weights|--weights-only]\n"
+    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--no-weights|--weights-only]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
     "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
@@ -85,6 +85,9 @@ int cmd_build(const std::vector<std::string>& args) {
   cli.add_option("--out", b.out, "the engine directory to write")->required();
   cli.add_option("--profile", b.profile, "hardware profile JSON (rocket probe --out)")->check(CLI::ExistingFile);
   cli.add_option("--max-context", b.max_context, "tokens per stream (0: the booster's default)")->check(at_least(0));
+  cli.add_option("--prefill-chunk", b.prefill_chunk,
+                 "tokens per prefill call (0: host 32; h200 2048, the largest piece of its tensor-core prefill)")
+      ->check(at_least(0));
   cli.add_option("--snapshots", b.state_snapshots, "recurrent-state snapshots the prefix cache keeps (0: 2 per stream slot)")
       ->check(at_least(0));
   cli.add_option("--golden", b.golden,

@@ -91,7 +91,7 @@ std::string generate_engine_header(const Plan& p) {
   i("kExperts", c.experts); i("kTopK", c.top_k); i("kMoeInter", c.moe_inter); i("kSharedInter", c.shared_inter);
   i("kFullLayers", c.full_layers()); i("kLinearLayers", c.linear_layers());
   i("kMaxStreams", p.max_streams); i("kMaxContext", p.max_context); i("kPrefillChunk", p.prefill_chunk);
-  i("kMaxRows", p.max_rows); i("kStateSnapshots", p.state_snapshots); i("kKvPageTokens", p.kv_page_tokens); u("kKvPageBytes", p.kv_page_bytes);
+  i("kMaxRows", p.max_rows); i("kLogitRows", p.logit_rows); i("kStateSnapshots", p.state_snapshots); i("kKvPageTokens", p.kv_page_tokens); u("kKvPageBytes", p.kv_page_bytes);
   u("kSnapshotSlotBytes", SnapshotLayout::of(c).slot_bytes());
   u("kBlobBytes", p.blob_bytes); u("kArenaBytes", p.arena_bytes);
   std::string buckets;

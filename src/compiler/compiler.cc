@@ -163,6 +163,7 @@ void build(const BuildOptions& opt) {
   po.booster = opt.booster;
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
+  po.prefill_chunk = opt.prefill_chunk;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
   // machine it was built on.
   if (opt.booster == "h200") po.limits = booster_limits(hw);

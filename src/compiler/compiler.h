@@ -19,6 +19,7 @@ struct BuildOptions {
   std::string profile;     // hardware profile JSON; default: probe this machine (host) / boosters/h200.json
   int max_context = 0;     // 0 = booster default
   int state_snapshots = 0; // 0 = two per stream slot
+  int prefill_chunk = 0;   // tokens per prefill call; 0 = the booster's default (host 32, h200 2048)
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   bool force = false;
   // The split build for a GPU machine that cannot compile engines (no fmt or nlohmann headers there):

@@ -31,11 +31,17 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // tiling (kernels/tiling/*.h, the headers their traits are computed from) at every bucket: the
 // engine runs decode at each bucket and prefill in pieces of those sizes.
 void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
-  const uint64_t M = p.max_rows, slots = uint64_t(p.max_streams) + 1;
+  const uint64_t M = p.max_rows, S = p.max_streams, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
-  // Per-step inputs: token ids, stream slots and positions (int32 each), then one 32-byte
-  // SamplingKnobs per row; the step's first kernel copies them here from the host's pinned staging.
-  act.add("step_inputs", M * (3 * 4 + 32));
+  // Per-step inputs of a decode step or a bucket-sized prefill piece: token ids, stream slots and
+  // positions (int32 each), then one 32-byte SamplingKnobs per row; the step's first kernel copies them
+  // here from the host's pinned staging.
+  act.add("step_inputs", S * (3 * 4 + 32));
+  // A token-path piece's inputs: ids and positions of its rows, its slot.
+  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + 4) * 4);
+  // cuBLAS's workspace for the token path's projections (its recommended 32 MiB on Hopper), so it
+  // allocates nothing after upright.
+  act.add("gemm_workspace", 32ull << 20);
   // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);
   const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
@@ -81,8 +87,12 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   std::sort(p.buckets.begin(), p.buckets.end());
   p.max_streams = p.buckets.back();
   p.max_context = opt.max_context ? opt.max_context : std::min(c.max_positions, opt.booster == "host" ? 2048 : 8192);
-  p.prefill_chunk = opt.prefill_chunk;
+  p.prefill_chunk = opt.prefill_chunk ? opt.prefill_chunk : opt.booster == "host" ? 32 : 2048;
   p.max_rows = std::max(p.max_streams, p.prefill_chunk);
+  // Logits cross for a decode step's rows, or for one LM-head pass over a prefill piece's rows that
+  // want them (the h200 token path computes them a pass at a time): never a whole piece's.
+  // The host engine keeps every row's logits.
+  p.logit_rows = opt.booster == "host" ? p.max_rows : std::min(p.max_rows, std::max(p.max_streams, 32));
   // The host booster computes in fp32 throughout (it is the parity engine); the h200 engine keeps
   // activations and KV in bf16 and recurrent state in fp32.
   p.activation_bytes = opt.booster == "host" ? 4 : 2;
@@ -133,7 +143,7 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   uint64_t end = act.end();
 
   Region logits(p, "logits", end);
-  logits.add("logits", M * uint64_t(c.vocab) * 4);
+  logits.add("logits", uint64_t(p.logit_rows) * c.vocab * 4);
   end = logits.end();
 
   // Stream slots: one per stream of the largest bucket, plus a padding sink that the rows of a bucket

@@ -9,7 +9,7 @@ struct PlanOptions {
   std::string booster = "host";
   std::vector<int> buckets = {1, 2, 4, 8, 16, 32};
   int max_context = 0;       // 0 = the booster's default for this chemistry
-  int prefill_chunk = 32;
+  int prefill_chunk = 0;     // 0 = the booster's default: host 32; h200 2048, the token path's largest piece
   int state_snapshots = 0;   // 0 = two per stream slot, the prefix cache's minimum
   tiling::BoosterLimits limits;  // the hardware profile's, recorded in the plan for kernel selection
 };

@@ -33,10 +33,12 @@ std::string h200_engine_compile_command(const std::string& engine_dir, const std
   const std::string src = source_dir() + "/src";
   const std::string obj = engine_dir + "/obj";
   // Host sources with g++ (fmt does not compile under nvcc), CUDA sources with nvcc, all at once;
-  // then one link: everything static but cpp-httplib (Debian ships no archive of it). The GPU machine
-  // has only libc and the CUDA driver, so the shared libraries the binary needs beyond libc are copied
-  // into ENGINE_DIR/lib, which the binary searches first (DT_RPATH, which also covers the libraries'
-  // own dependencies, unlike DT_RUNPATH): the engine directory runs wherever it is copied.
+  // then one link: everything static but cpp-httplib (Debian ships no archive of it) and cuBLAS. The
+  // shared libraries the binary needs beyond libc and cuBLAS are copied into ENGINE_DIR/lib, which the
+  // binary searches first (DT_RPATH, which also covers the libraries' own dependencies, unlike
+  // DT_RUNPATH), so the engine directory runs wherever it is copied. cuBLAS (its Lt half alone is
+  // ~500 MB) is the CUDA toolkit's on the machine that runs the engine: searched next in the build's
+  // toolkit directory, then LD_LIBRARY_PATH.
   std::string compile = fmt::format("mkdir -p '{}'", obj), objects;
   for (const auto& e : fs::directory_iterator(src + "/engine/h200")) {
     const std::string path = e.path().string(), o = obj + "/" + e.path().stem().string() + ".o";
@@ -53,10 +55,11 @@ std::string h200_engine_compile_command(const std::string& engine_dir, const std
   const std::string lib = engine_dir + "/lib";
   return fmt::format("set -e -o pipefail; {} && wait && for o in{}; do test -s \"$o\"; done && '{}' -gencode=arch=compute_90a,code=sm_90a "
                      "-cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc{} {} -o '{}' -lcpp-httplib -lpthread "
-                     "-ldl -lrt -Xlinker --disable-new-dtags -Xlinker -rpath -Xlinker '$ORIGIN/../lib' && mkdir -p '{}' && "
+                     "-lcublas -ldl -lrt -Xlinker --disable-new-dtags -Xlinker -rpath -Xlinker '$ORIGIN/../lib:{}' && mkdir -p '{}' && "
                      "ldd '{}' | awk '$2 == \"=>\" && $3 ~ /^\\// {{print $3}}' | "
-                     "{{ grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\\.so' || true; }} | xargs -r cp -L -t '{}'",
-                     compile, objects, ROCKET_NVCC, objects, ROCKET_H200_ENGINE_LINK, output, lib, output, lib);
+                     "{{ grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcublas(Lt)?)\\.so' || true; }} | "
+                     "xargs -r cp -L -t '{}'",
+                     compile, objects, ROCKET_NVCC, objects, ROCKET_H200_ENGINE_LINK, output, ROCKET_CUDA_LIB, lib, output, lib);
 #else
   fail("build: this rocket was built without nvcc, so it cannot compile the h200 engine for {}", engine_dir);
 #endif

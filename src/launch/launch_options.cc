@@ -30,7 +30,7 @@ void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
       ->check(at_least(1))
       ->capture_default_str();
   cmd.add_option("--prefill-budget", o.scheduler.prefill_budget,
-                 "prompt tokens prefilled per step while streams decode (0: four prefill chunks)")
+                 "prompt tokens prefilled per step while streams decode (0: 128, or one prefill call where a call is longer)")
       ->check(at_least(0))
       ->capture_default_str();
   cmd.add_option_function<std::string>(

@@ -45,7 +45,7 @@ json Plan::to_json() const {
   return json{{"rocket_plan_version", version}, {"booster", booster}, {"fingerprint", fingerprint},
               {"chemistry", chemistry.to_json()}, {"fuel_dir", fuel_dir}, {"buckets", buckets},
               {"max_streams", max_streams}, {"max_context", max_context}, {"prefill_chunk", prefill_chunk},
-              {"max_rows", max_rows}, {"activation_bytes", activation_bytes}, {"kv_bytes", kv_bytes},
+              {"max_rows", max_rows}, {"logit_rows", logit_rows}, {"activation_bytes", activation_bytes}, {"kv_bytes", kv_bytes},
               {"kv_cache", {{"page_tokens", kv_page_tokens}, {"page_bytes", kv_page_bytes}, {"pages", kv_pages}}},
               {"state_snapshots", state_snapshots},
               {"blob_bytes", blob_bytes}, {"arena_bytes", arena_bytes},
@@ -69,6 +69,7 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     p.max_context = j.at("max_context");
     p.prefill_chunk = j.at("prefill_chunk");
     p.max_rows = j.at("max_rows");
+    p.logit_rows = j.at("logit_rows");
     p.activation_bytes = j.at("activation_bytes");
     p.kv_bytes = j.at("kv_bytes");
     p.kv_page_tokens = j.at("kv_cache").at("page_tokens");
@@ -125,6 +126,10 @@ void Plan::validate(const std::string& path) const {
     fail("{}: fingerprint {} does not match its own chemistry ({})", path, fingerprint, chemistry.fingerprint());
   if (buckets.empty() || max_streams != *std::max_element(buckets.begin(), buckets.end()))
     fail("{}: max_streams {} must equal the largest bucket", path, max_streams);
+  if (prefill_chunk < 1 || max_rows != std::max(max_streams, prefill_chunk))
+    fail("{}: max_rows {} must be max(max_streams {}, prefill_chunk {})", path, max_rows, max_streams, prefill_chunk);
+  if (logit_rows < std::min(max_rows, max_streams) || logit_rows > max_rows)
+    fail("{}: logit_rows {} outside [max_streams, max_rows]", path, logit_rows);
   for (int32_t id : static_fire.prompt)
     if (id < 0 || id >= chemistry.vocab) fail("{}: static_fire prompt token {} outside the vocabulary", path, id);
   if (!static_fire.prompt.empty() && (static_fire.token < 0 || static_fire.token >= chemistry.vocab))

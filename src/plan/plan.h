@@ -21,7 +21,7 @@ namespace rocket {
 
 // Version 2: an h200 plan's NVFP4 parts are stored in the register code (compiler/nvfp4_code.h).
 // Version 3: the kernel table is data (PlanKernel) and the plan records its booster's limits.
-constexpr int kPlanVersion = 3;
+constexpr int kPlanVersion = 4;
 
 // One stored part of one weight in the blob (a quantised weight has several parts).
 struct PlanTensor {
@@ -75,8 +75,9 @@ struct Plan {
   int max_streams = 0;                 // = largest bucket; there are max_streams + 1 stream slots, the
                                        // last being the sink for a bucket's rows beyond the active streams
   int max_context = 0;                 // tokens per stream
-  int prefill_chunk = 0;               // tokens per prefill call
+  int prefill_chunk = 0;               // tokens per prefill call (h200: the token path's largest piece)
   int max_rows = 0;                    // rows of every activation buffer = max(max_streams, prefill_chunk)
+  int logit_rows = 0;                  // rows of the logits buffer: a decode step's, or one LM-head pass of a piece
   int activation_bytes = 4, kv_bytes = 4;  // element widths the engine's kernels use
   int kv_page_tokens = 0;              // tokens per KV page; a page is a 64 KiB multiple
   uint64_t kv_page_bytes = 0;

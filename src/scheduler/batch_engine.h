@@ -16,6 +16,14 @@
 
 namespace rocket {
 
+// A snapshot taken inside a prefill call: the stream's conv + recurrent state after the first
+// `tokens` of its n rows (0 < tokens < n), into state snapshot `snapshot`. The prefix cache wants the
+// state at the last page boundary a prompt reaches, which a long call passes midway.
+struct PrefillCapture {
+  int tokens = 0;
+  int snapshot = -1;
+};
+
 class BatchEngine {
  public:
   virtual ~BatchEngine() = default;
@@ -26,9 +34,10 @@ class BatchEngine {
   // n <= plan().prefill_chunk consecutive tokens of the stream in `slot` at positions pos0... With
   // `knobs` (the chunk that ends a prompt) the engine picks the token after the last row with them,
   // exactly as decode picks its rows' (read it with tokens()[0]); nullptr picks nothing.
-  // `want_logits`: the last row's logits are needed as well (logits(0)).
+  // `want_logits`: the last row's logits are needed as well (logits(0)). `capture` (nullptr: none)
+  // snapshots the state inside the call.
   virtual void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
-                       bool want_logits) = 0;
+                       bool want_logits, const PrefillCapture* capture = nullptr) = 0;
   // One token for each of n <= plan().max_streams streams, run as the smallest bucket holding n; each
   // row picks its next token inside the engine with knobs[row] (read them with tokens()), so the loop
   // thread samples nothing and an engine on a device brings only n tokens back. `want_logits`: the

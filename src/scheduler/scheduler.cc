@@ -28,7 +28,8 @@ Scheduler::Scheduler(PromptBuilder prompts, BatchEngine& engine, ModelInfo model
       geometry_(CacheGeometry::from_plan(engine.plan(), engine.plan().state_snapshots)), cache_(geometry_),
       slots_(size_t(engine.plan().max_streams)) {
   const Plan& plan = engine.plan();
-  if (options_.prefill_budget <= 0) options_.prefill_budget = 4 * plan.prefill_chunk;
+  // Four bucket-sized chunks (the host's 32), or one call where a call is a long token-path piece.
+  if (options_.prefill_budget <= 0) options_.prefill_budget = std::max(4 * std::min(plan.prefill_chunk, 32), plan.prefill_chunk);
   // Padding rows of a bucket write one token's KV somewhere: a page of their own, held for good.
   const std::optional<int> pad = cache_.alloc_page();
   CHECK(pad.has_value(), "a fresh cache pool has pages");
@@ -262,7 +263,15 @@ void Scheduler::prefill_step() {
       // The prompt's last chunk picks its first token in the engine, as decode picks every later one.
       const SamplingKnobs knobs = s.generation->knobs(total);
       const bool want_logits = last && s.generation->needs_logits();
-      engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last ? &knobs : nullptr, want_logits);
+      // The cache resumes from the last page boundary a publish reaches: when this call passes one
+      // without ending on it, the engine snapshots there inside the call.
+      const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;
+      std::optional<PrefillCapture> inside;
+      if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens())
+        if (std::optional<int> snap = s.pages.capture_snapshot(boundary))
+          inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
+      engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last ? &knobs : nullptr, want_logits,
+                      inside ? &*inside : nullptr);
       s.computed += n;
       budget -= n;
       prefilled += n;

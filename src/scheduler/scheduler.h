@@ -42,7 +42,8 @@ namespace rocket {
 
 struct SchedulerOptions {
   size_t queue_capacity = 64;  // requests waiting for a slot; beyond it submit() answers 503
-  // Prompt tokens prefilled per step while streams are decoding (0: four prefill chunks). It trades
+  // Prompt tokens prefilled per step while streams are decoding (0: 128, or one prefill call where a
+  // call is longer, as the h200 token path's 2048). It trades
   // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
   // nothing decoding, prefill runs four times the budget per step.
   int prefill_budget = 0;

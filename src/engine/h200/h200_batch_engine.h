@@ -15,9 +15,9 @@ class H200BatchEngine final : public BatchEngine {
 
   const Plan& plan() const override { return e_.plan(); }
   int vocab() const override { return int(engine::kVocab); }
-  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
-               bool want_logits) override {
-    e_.prefill(slot, ids, n, pos0, want_logits ? n - 1 : n, knobs);
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool want_logits,
+               const PrefillCapture* capture) override {
+    e_.prefill(slot, ids, n, pos0, want_logits ? n - 1 : n, knobs, capture);
     if (knobs) tokens_ = e_.tokens();
     logits_row0_ = n - 1;
   }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cache/layout.h"
+#include "engine/h200/forward_shapes.h"
 #include "engine/h200/device_budget.h"
 #include "engine/upright.h"
 #include "kernels/host/sample.h"
@@ -17,6 +18,7 @@
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/conv1d.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/gemm.cuh"
 #include "kernels/cuda/dense.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gdn.cuh"
@@ -34,18 +36,7 @@ using bf16 = __nv_bfloat16;
 
 namespace {
 
-constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
-constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
-constexpr int kQ = int(kHeads * kHeadDim), kKV = int(kKvHeads * kHeadDim);
-constexpr int64_t kPageElems = int64_t(kKvPageBytes / sizeof(bf16));
-constexpr KvLayout kKv{.full_layers = kFullLayers, .page_bytes = kKvPageBytes};
-constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLinearLayers * kGdnStateFloats,
-                                   .conv_bytes = sizeof(float) * kLinearLayers * kConvStateFloats};
-static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");
-
-using GdnS = cuda::GdnShape<int(kLinKHeads), int(kLinVHeads), int(kLinKDim), int(kLinVDim)>;
-using AttnS = cuda::AttentionShape<int(kHeads), int(kKvHeads), int(kHeadDim), int(kRotaryDim), int(kKvPageTokens)>;
-using MoeS = cuda::MoeShape<int(kHidden), int(kMoeInter), int(kSharedInter), int(kExperts), int(kTopK)>;
+using namespace h200;
 
 // The h200 engine has bf16 dense kernels: every fuel it runs (bf16, ModelOpt NVFP4) keeps the dense
 // roles in bf16, and the compiler refuses other formats for this booster.
@@ -59,7 +50,7 @@ static_assert(kPrecisionExperts == Precision::kBF16 || kPrecisionExperts == Prec
 static_assert(kBuckets[0] == 1, "prefill pieces need a bucket of 1 to cover any chunk length");
 static_assert(kKvPageBytes >= uint64_t(kKvPageTokens) * kKV * sizeof(bf16) && kPageElems % 8 == 0);
 static_assert(kBufBytes_page_tables >= uint64_t(H200Engine::kSlots) * H200Engine::kPagesPerStream * 4);
-static_assert(kBufBytes_logits >= uint64_t(kMaxRows) * kVocab * 4);
+static_assert(kBufBytes_logits >= uint64_t(kLogitRows) * kVocab * 4 && kLogitRows >= kMaxBucket);
 static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
 static_assert(kBufBytes_mix >= uint64_t(kMaxRows) * (kConvDim > 2 * kQ ? kConvDim : 2 * kQ) * 2);
 static_assert(kBufBytes_core >= uint64_t(kMaxRows) * (kValueDim > kQ ? kValueDim : kQ) * 2);
@@ -101,20 +92,6 @@ static_assert([]<size_t... I>(std::index_sequence<I...>) { return (KernelsAsPlan
     std::make_index_sequence<std::size(kBuckets)>{}));
 static_assert(kBoosterLimits == cuda::kBooster, "the kernels are tiled for the plan's booster");
 
-// Calls f.template operator()<B>() for the compiled bucket b.
-template <class F>
-void with_bucket(int b, F&& f) {
-  const bool found = [&]<size_t... I>(std::index_sequence<I...>) {
-    return ((kBuckets[I] == b ? (f.template operator()<kBuckets[I]>(), true) : false) || ...);
-  }(std::make_index_sequence<std::size(kBuckets)>{});
-  CHECK(found, "not a compiled bucket");
-}
-
-const cuda::RopeTable<int(kRotaryDim)>& rope_table() {
-  static const cuda::RopeTable<int(kRotaryDim)> t = cuda::RopeTable<int(kRotaryDim)>::make(kRopeTheta);
-  return t;
-}
-
 std::string gib(uint64_t bytes) {
   char s[32];
   std::snprintf(s, sizeof s, "%.2f GiB", double(bytes) / double(1ull << 30));
@@ -125,10 +102,10 @@ std::string gib(uint64_t bytes) {
 
 // The fixed device buffer of per-row step inputs (the plan's step_inputs) and its pinned host twin.
 struct H200Engine::StepInputs {
-  int32_t ids[kMaxRows];
-  int32_t slots[kMaxRows];  // decode: each row's slot; prefill: slots[0]
-  int32_t pos[kMaxRows];    // decode: each row's position; prefill: pos[0], the piece's first
-  SamplingKnobs sample[kMaxRows];  // decode: each row's; prefill: sample[0], the last piece's pick
+  int32_t ids[kMaxBucket];
+  int32_t slots[kMaxBucket];  // decode: each row's slot; prefill: slots[0]
+  int32_t pos[kMaxBucket];    // decode: each row's position; prefill: pos[0], the piece's first
+  SamplingKnobs sample[kMaxBucket];  // decode: each row's; prefill: sample[0], the last piece's pick
 };
 
 H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : dir_(engine_dir) {
@@ -152,8 +129,13 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
   // The step inputs and the sampled tokens cross in mapped pinned memory, read and written by the
   // step's kernels through the same address (unified addressing), so a step needs no copies.
   CUDA_CHECK(cudaHostAlloc(&host_step_, sizeof(StepInputs), cudaHostAllocMapped));
-  CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kMaxRows * kVocab));
-  CUDA_CHECK(cudaHostAlloc(&host_tokens_, sizeof(int32_t) * kMaxRows, cudaHostAllocMapped));
+  CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kLogitRows * kVocab));
+  CUDA_CHECK(cudaHostAlloc(&host_tokens_, sizeof(int32_t) * kMaxBucket, cudaHostAllocMapped));
+  CUDA_CHECK(cudaHostAlloc(&host_piece_, sizeof(PieceInputs), cudaHostAllocDefault));
+  // cuBLAS allocates its own device memory once, here, before the budget is measured; its workspace
+  // is the plan's (set in fuel()).
+  CUBLAS_CHECK(cublasCreate(&cublas_));
+  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   for (void* h : {static_cast<void*>(host_step_), static_cast<void*>(host_tokens_)}) {
     void* d = nullptr;
     CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
@@ -172,6 +154,7 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
 const LoadReport& H200Engine::fuel(const LoadOptions& load) {
   load_report_ = load_weights((fs::path(dir_) / "weights.blob").string(), kBlobBytes, *arena_, load);
   CUDA_CHECK(cudaMemsetAsync(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals, stream_));  // the kernel's contract
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, buf<void>(kBuf_gemm_workspace), kBufBytes_gemm_workspace));
   page_tables_.resize(size_t(kSlots) * kPagesPerStream);
   for (size_t i = 0; i < page_tables_.size(); ++i) page_tables_[i] = int(i);
   CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4,
@@ -185,6 +168,8 @@ H200Engine::~H200Engine() {
   cudaFreeHost(host_step_);
   cudaFreeHost(host_logits_);
   cudaFreeHost(host_tokens_);
+  cudaFreeHost(host_piece_);
+  if (cublas_) cublasDestroy(cublas_);
   if (staged_) cudaEventDestroy(staged_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -301,8 +286,8 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
                              .tokens = kPrefill ? B : 1,
                              .eps = kNormEps};
     if constexpr (kPrefill) {
-      cuda::conv1d_prefill<int(kPrefillChunk), int(kConvDim), int(kConvKernel)>(cp, stream_);
-      cuda::gdn_prefill<GdnS, int(kPrefillChunk)>(gp, stream_);
+      cuda::conv1d_prefill<kMaxBucket, int(kConvDim), int(kConvKernel)>(cp, stream_);
+      cuda::gdn_prefill<GdnS, kMaxBucket>(gp, stream_);
     } else {
       cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
       cuda::gdn_decode<GdnS, B>(gp, stream_);
@@ -419,37 +404,73 @@ void H200Engine::enqueue_prefill(int slot, bool logits) {
 // Steps
 
 void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
-                         const SamplingKnobs* knobs) {
-  CHECK(n >= 1 && n <= kPrefillChunk && slot >= 0 && slot < kMaxStreams);
+                         const SamplingKnobs* knobs, const PrefillCapture* capture) {
+  CHECK(n >= 1 && n <= kPrefillChunk && slot >= 0 && slot < kMaxStreams && first_logit_row >= 0 && first_logit_row <= n);
   if (pos0 + n > kMaxContext)
     throw Error("prefill: positions up to " + std::to_string(pos0 + n) + " exceed the plan's context " + std::to_string(kMaxContext));
   for (int i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= kVocab)
       throw Error("token id " + std::to_string(ids[i]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
-  for (int at = 0; at < n;) {
-    int piece = 1;
-    for (int b : kBuckets)
-      if (b <= n - at && b <= kPrefillChunk) piece = b;
-    StepInputs& s = staging();
-    std::copy(ids + at, ids + at + piece, s.ids);
-    s.slots[0] = slot;
-    s.pos[0] = int32_t(pos0 + at);
-    const bool pick = knobs && at + piece == n;
-    if (pick) s.sample[0] = *knobs;
-    upload_step();
-    const bool want = at + piece > first_logit_row;
-    with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want || pick); });
-    // The prompt's first token: bucket 1's decode step reduced to its sampler, on the piece's last
-    // row with the knobs staged in sample[0], so it is drawn by the same kernel as every later one.
-    if (pick) enqueue_decode<1>(kKindSampling, piece - 1);
-    if (want) {
-      const int r0 = std::max(first_logit_row - at, 0);
-      CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(at + r0) * kVocab, buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
-                                 sizeof(float) * (piece - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+  CHECK(!capture || (capture->tokens > 0 && capture->tokens < n && capture->snapshot >= 0 && capture->snapshot < kStateSnapshots),
+        "prefill: capture outside the call");
+  // The rows wanted land in the pinned buffer when one LM-head pass holds them (serving wants one
+  // row), else in pageable memory (the parity runner wants every row of a long piece).
+  logits_base_ = first_logit_row;
+  logits_rows_ = n - first_logit_row;
+  if (logits_rows_ <= kLogitRows) {
+    logits_at_ = host_logits_;
+  } else {
+    wide_logits_.resize(size_t(logits_rows_) * kVocab);
+    logits_at_ = wide_logits_.data();
+  }
+  float* dest = logits_at_ - int64_t(first_logit_row) * kVocab;  // row r of the call at dest + r * kVocab
+  // Rows [at, at + len): the token path from kTokenPieceMin rows, else pieces of the bucket sizes.
+  auto run = [&](int at, int len, const PrefillCapture* inside) {
+    const bool pick = knobs && at + len == n;
+    if (len >= kTokenPieceMin) {
+      prefill_piece(slot, ids + at, len, pos0 + at, std::max(first_logit_row - at, 0), dest + int64_t(at) * kVocab,
+                    pick ? knobs : nullptr, inside, kKindAll);
+      return;
     }
-    at += piece;
+    CHECK(!inside, "a capture inside bucket-sized pieces is split off by the caller");
+    for (int end = at + len; at < end;) {
+      const int piece = bucket_at_most(end - at);
+      StepInputs& s = staging();
+      std::copy(ids + at, ids + at + piece, s.ids);
+      s.slots[0] = slot;
+      s.pos[0] = int32_t(pos0 + at);
+      const bool last = pick && at + piece == end;
+      if (last) s.sample[0] = *knobs;  // staged with the piece's inputs: pick_first_token's own staging, folded in
+      upload_step();
+      const bool want = at + piece > first_logit_row;
+      with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want || last); });
+      if (last) enqueue_decode<1>(kKindSampling, piece - 1);
+      if (want) {
+        const int r0 = std::max(first_logit_row - at, 0);
+        CUDA_CHECK(cudaMemcpyAsync(dest + int64_t(at + r0) * kVocab, buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
+                                   sizeof(float) * (piece - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+      }
+      at += piece;
+    }
+  };
+  if (!capture) {
+    run(0, n, nullptr);
+  } else if (n >= kTokenPieceMin) {
+    // The token path takes the snapshot inside its layers (h200_piece.cu).
+    run(0, n, capture);
+  } else {
+    run(0, capture->tokens, nullptr);
+    capture_state(slot, capture->snapshot);
+    run(capture->tokens, n - capture->tokens, nullptr);
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void H200Engine::pick_first_token(const SamplingKnobs& knobs, int logits_row) {
+  StepInputs& s = staging();
+  s.sample[0] = knobs;
+  upload_step();
+  enqueue_decode<1>(kKindSampling, logits_row);
 }
 
 void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs) {
@@ -485,6 +506,9 @@ const int32_t* H200Engine::tokens() {
 void H200Engine::download_logits(int n) {
   CHECK(n >= 1 && n <= step_rows_);
   CUDA_CHECK(cudaMemcpyAsync(host_logits_, buf<float>(kBuf_logits), sizeof(float) * n * kVocab, cudaMemcpyDeviceToHost, stream_));
+  logits_at_ = host_logits_;
+  logits_base_ = 0;
+  logits_rows_ = n;
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 

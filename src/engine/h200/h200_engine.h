@@ -14,14 +14,18 @@
 // kernels after it; the sampler writes the picked tokens straight to mapped pinned host memory.
 // Inside a step every kernel after the first is a programmatic dependent launch of the one before it
 // (kernels/cuda/primitives/dependent_launch.cuh): it starts, and loads its first weights, while its predecessor
-// finishes. Prefill runs a chunk of n <= kPrefillChunk tokens as pieces of the bucket
-// sizes (n = 13 runs 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row
-// of a piece is padding (the MoE kernels route every row they are given).
+// finishes. Prefill runs a chunk of n <= kPrefillChunk tokens of one stream: from kTokenPieceMin tokens
+// as one piece of the token path (h200_piece.cu: the projections and experts as tensor-core GEMMs over
+// all its rows), below that as pieces of the bucket sizes through the decode kernels (n = 13 runs
+// 8 + 4 + 1), launched directly: every kernel then sees exactly its rows, so no row of a piece is
+// padding (the MoE kernels route every row they are given).
 //
 // Thread safety: one owner thread drives every call; all work is ordered on one stream.
 #pragma once
 
 #include <cuda_runtime.h>
+
+struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
 
 #include <cstdint>
 #include <memory>
@@ -32,6 +36,8 @@
 #include "engine/h200/arena.h"
 #include "engine/h200/weight_loader.h"
 #include "kernels/cuda/sample.cuh"
+#include "core/error.h"
+#include "scheduler/batch_engine.h"
 #include "plan/plan.h"
 
 namespace rocket {
@@ -79,12 +85,20 @@ class H200Engine {
   bool static_fire_passed() const { return static_fire_passed_; }
   int bucket_for(int n) const;
 
+  // Prefill pieces shorter than this go through the decode kernels: below it the token path's fixed
+  // cost per layer (every active expert's weights) outweighs its rows.
+  static constexpr int kTokenPieceMin = 64;
+
   // n <= kPrefillChunk consecutive tokens of the stream in `slot` at positions pos0.. pos0+n-1. The
   // logits of rows >= first_logit_row are copied to the host (logits(row)); n means none. `knobs`
   // (nullptr: none) pick the token after the last row on the device, as decode picks its rows', into
-  // tokens()[0].
+  // tokens()[0]. `capture` (nullptr: none) copies the stream's conv + recurrent state after
+  // capture->tokens of the n rows into snapshot capture->snapshot.
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
-               const SamplingKnobs* knobs = nullptr);
+               const SamplingKnobs* knobs = nullptr, const PrefillCapture* capture = nullptr);
+  // The token path alone, for the benchmark: one piece of n tokens (kTokenPieceMin <= n <=
+  // kPrefillChunk) of `slot` at pos0 with only the kernels of `kinds`, no logits; returns when done.
+  void bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds);
 
   // One token for each of n streams, as the smallest bucket >= n (rows beyond n run on the padding
   // slot). `knobs` (n rows, or nullptr for greedy) pick each row's next token into tokens(). Logits
@@ -95,7 +109,11 @@ class H200Engine {
   const int32_t* tokens();
   // Copies decode rows [0, n) of the logits to the host (waits for the step).
   void download_logits(int n);
-  const float* logits(int row) const { return host_logits_ + int64_t(row) * engine::kVocab; }
+  // Row `row` of the last decode, or of the last prefill (one of its rows >= first_logit_row).
+  const float* logits(int row) const {
+    CHECK(row >= logits_base_ && row < logits_base_ + logits_rows_, "logits of a row the last step did not bring back");
+    return logits_at_ + int64_t(row - logits_base_) * engine::kVocab;
+  }
 
   // A fresh sequence in `slot`: zero conv and recurrent state (KV is overwritten as it is written).
   void reset_slot(int slot);
@@ -113,6 +131,13 @@ class H200Engine {
   cudaStream_t stream() const { return stream_; }
   const Arena& arena() const { return *arena_; }
 
+  // The device inputs of a token-path piece (the plan's piece_inputs) and its pinned host twin.
+  struct PieceInputs {
+    int32_t ids[engine::kPrefillChunk];
+    int32_t pos[engine::kPrefillChunk];  // pos0 + r: a bucket-sized attention block reads its first row's
+    int32_t slot[4];                     // [0]: the stream's slot (the recurrent kernels read slots[0])
+  };
+
  private:
   struct StepInputs;
   // `logits_row`: the first row of the logits buffer this step's LM head writes and its sampler reads.
@@ -128,6 +153,17 @@ class H200Engine {
   void attention_layer(int l, uint32_t kinds, int slot);
   template <int B>
   void moe_block(int l, uint32_t kinds);
+  // The token path (h200_piece.cu): rows [0, n) at pos0; logits of rows >= first_logit_row to
+  // logits_to (row r at logits_to + r * kVocab); `knobs` pick after the last row.
+  void prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row, float* logits_to,
+                     const SamplingKnobs* knobs, const PrefillCapture* capture, uint32_t kinds);
+  void piece_gdn(int l, int slot, int n, const PrefillCapture* capture, uint32_t kinds);
+  void piece_attention(int l, int slot, int n, uint32_t kinds);
+  void piece_moe(int l, int n, uint32_t kinds);
+  void piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs);
+  // The prompt's first token: bucket 1's decode step reduced to its sampler, on row `logits_row` of the
+  // logits buffer with `knobs`, so it is drawn by the same kernel as every later one.
+  void pick_first_token(const SamplingKnobs& knobs, int logits_row);
   // The pinned twin of step_inputs, once the previous step's reads of it have finished. A decode's
   // embedding reads it; prefill's upload_step() copies it to the device on the stream. Whatever reads
   // it is followed by staged_read_enqueued().
@@ -148,8 +184,13 @@ class H200Engine {
   std::unique_ptr<Arena> arena_;
   LoadReport load_report_;
   StepInputs* host_step_ = nullptr;  // pinned, mapped
-  float* host_logits_ = nullptr;     // pinned [kMaxRows][kVocab]
-  int32_t* host_tokens_ = nullptr;   // pinned, mapped [kMaxRows]: the sampler's output
+  float* host_logits_ = nullptr;     // pinned [kLogitRows][kVocab]
+  std::vector<float> wide_logits_;   // a prefill's logits when they exceed one LM-head pass
+  float* logits_at_ = nullptr;       // the last step's logits on the host: rows [logits_base_, +logits_rows_)
+  int logits_base_ = 0, logits_rows_ = 0;
+  int32_t* host_tokens_ = nullptr;   // pinned, mapped [max bucket]: the sampler's output
+  PieceInputs* host_piece_ = nullptr;  // pinned twin of the plan's piece_inputs
+  cublasContext* cublas_ = nullptr;
   int step_rows_ = 0;                // rows of the last decode staged
   bool static_fire_passed_ = true;
   std::vector<int> page_tables_;     // host mirror of the device page tables [slot][kPagesPerStream]

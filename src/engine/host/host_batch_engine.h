@@ -16,8 +16,15 @@ class HostBatchEngine final : public BatchEngine {
   const Plan& plan() const override { return e_.plan(); }
   int vocab() const override { return int(engine::kVocab); }
   // The last row's logits exist whenever a token is picked, so `want_logits` changes nothing here.
-  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
-               bool want_logits) override {
+  // A capture splits the call in two around it.
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool want_logits,
+               const PrefillCapture* capture) override {
+    if (capture) {
+      const int c = capture->tokens;
+      e_.prefill(slot, ids, c, pos0, c);
+      e_.capture_state(slot, capture->snapshot);
+      ids += c, n -= c, pos0 += c;
+    }
     e_.prefill(slot, ids, n, pos0, knobs || want_logits ? n - 1 : n);
     logits_row0_ = n - 1;
     if (!knobs) return;

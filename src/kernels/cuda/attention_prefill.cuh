@@ -59,4 +59,12 @@ void attention_prefill(const AttentionParams<S>& p, cudaStream_t stream) {
   attention_paged<S, kT, true>(p, stream);
 }
 
+// The append alone for a piece of `rows` tokens of one stream (the token path runs its own attention
+// over the piece afterwards). REQUIRES: as attention_prefill.
+template <class S>
+void attention_append(const AttentionParams<S>& p, int rows, cudaStream_t stream) {
+  CHECK(rows >= 1 && p.k && p.v && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos, "attention_append: arguments");
+  launch_dependent(attention_append_kernel<S, 1>, dim3(rows, S::kKvHeads), 64, 0, stream, p);
+}
+
 }  // namespace rocket::cuda

@@ -82,6 +82,50 @@ __global__ void __launch_bounds__(Conv1dTraits<kChannels, kKernel>::kThreads)
   for (int j = 0; j < T::kHistory; ++j) s[j] = hist[j];
 }
 
+
+// A prefill piece's conv with every (row, channel) a thread of its own: the sequential kernel's loop
+// over a piece's rows waits for each row's load in turn (~0.7 ms a layer at 2048 rows), this one is
+// bandwidth-bound. Same products in the same order as conv1d_kernel, so the outputs are bit-identical.
+// Leaves the state alone: conv1d_capture writes the state after the piece once this has run.
+template <int kChannels, int kKernel>
+__global__ void __launch_bounds__(256) conv1d_piece_kernel(const __grid_constant__ Conv1dParams p) {
+  constexpr int kHistory = kKernel - 1;
+  const int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x;
+  if (i >= int64_t(p.tokens) * kChannels) return;
+  const int t = int(i / kChannels), c = int(i % kChannels);
+  const float* s = p.state + int64_t(__ldg(p.slots)) * p.slot_stride + int64_t(c) * kHistory;
+  const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p.w + int64_t(c) * kKernel));
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  const float2 w01 = __bfloat1622float2(h[0]), w23 = __bfloat1622float2(h[1]);
+  const float w[kKernel] = {w01.x, w01.y, w23.x, w23.y};
+  float acc = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kHistory; ++j) {
+    const int row = t - kHistory + j;
+    acc += (row >= 0 ? __bfloat162float(p.x[int64_t(row) * kChannels + c]) : s[kHistory + row]) * w[j];
+  }
+  acc += __bfloat162float(p.x[i]) * w[kHistory];
+  p.out[i] = __float2bfloat16_rn(acc / (1.0f + expf(-acc)));
+}
+
+// The conv state a stream would hold after the first `boundary` rows of a prefill group, written to
+// `dst` (a snapshot's [kChannels][kKernel - 1] of this layer) without stepping the stream: history j
+// is the input of row boundary - (kKernel - 1) + j, or of the state before the group where that row
+// is negative. Runs before the group's conv1d_prefill, which replaces the state.
+template <int kChannels, int kKernel>
+__global__ void __launch_bounds__(256) conv1d_capture_kernel(const __grid_constant__ Conv1dParams p, int boundary,
+                                                              float* dst) {
+  constexpr int kHistory = kKernel - 1;
+  const int c = blockIdx.x * 256 + threadIdx.x;
+  if (c >= kChannels) return;
+  const float* s = p.state + int64_t(__ldg(p.slots)) * p.slot_stride + int64_t(c) * kHistory;
+#pragma unroll
+  for (int j = 0; j < kHistory; ++j) {
+    const int row = boundary - kHistory + j;
+    dst[int64_t(c) * kHistory + j] = row >= 0 ? __bfloat162float(p.x[int64_t(row) * kChannels + c]) : s[kHistory + row];
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
@@ -99,6 +143,25 @@ void conv1d_prefill(const Conv1dParams& p, cudaStream_t stream) {
   using T = Conv1dTraits<kChannels, kKernel>;
   CHECK(p.tokens >= 1 && p.tokens <= kChunk, "conv1d prefill takes 1..chunk tokens");
   launch_dependent(conv1d_kernel<kChannels, kKernel>, T::kBlocksPerGroup, T::kThreads, 0, stream, p);
+}
+
+// Prefill piece: one stream (slots[0]), p.tokens rows at once. The state is not stepped: follow with
+// conv1d_capture(p, p.tokens, the slot's own state) (it reads only rows or entries it has not written).
+template <int kChannels, int kKernel>
+void conv1d_piece(const Conv1dParams& p, cudaStream_t stream) {
+  static_assert(kKernel == 4, "conv1d piece: weights read as one 8-byte vector per channel");
+  CHECK(p.tokens >= 1 && p.out != p.x, "conv1d piece: rows");
+  const int64_t threads = int64_t(p.tokens) * kChannels;
+  conv1d_piece_kernel<kChannels, kKernel><<<unsigned((threads + 255) / 256), 256, 0, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+// The state after row `boundary` (1..p.tokens) of one stream's group, into dst; see conv1d_capture_kernel.
+template <int kChannels, int kKernel>
+void conv1d_capture(const Conv1dParams& p, int boundary, float* dst, cudaStream_t stream) {
+  CHECK(boundary >= 1 && boundary <= p.tokens && dst, "conv1d capture: boundary outside the group");
+  conv1d_capture_kernel<kChannels, kKernel><<<(kChannels + 255) / 256, 256, 0, stream>>>(p, boundary, dst);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace rocket::cuda

@@ -1,0 +1,262 @@
+// The token path: one prefill piece of n tokens (kTokenPieceMin <= n <= kPrefillChunk) of one stream,
+// each layer's work done over all n rows at once, so a weight is read once per piece instead of once
+// per 32 tokens. The same sequence and the same state as the bucket-sized pieces of h200_engine.cu:
+//
+//   projections    cuBLAS GEMMs over the piece's rows (kernels/cuda/primitives/gemm.cuh)
+//   conv1d         every (row, channel) at once (conv1d.cuh conv1d_piece), bit-identical outputs
+//   GDN            the recurrent kernel over the piece in sub-chunks of the largest bucket
+//   attention      KV appended for the whole piece, then the paged kernel in bucket-sized row blocks
+//   MoE            router GEMM, then the decode expert kernels in bucket-sized row blocks
+//   LM head        only at the rows that want logits (and the last, when it picks), a pass at a time
+//
+// A snapshot inside the piece (PrefillCapture) is taken between sub-steps: the conv state from the
+// piece's own conv inputs, each layer's recurrent state at the sub-chunk boundary the capture forces.
+// Not graph-captured (its shape is the piece's length); every launch is checked.
+#include <cublas_v2.h>
+
+#include <algorithm>
+
+#include "engine/h200/forward_shapes.h"
+#include "engine/h200/h200_engine.h"
+#include "kernels/cuda/attention_prefill.cuh"
+#include "kernels/cuda/conv1d.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/moe_experts.cuh"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/gemm.cuh"
+#include "kernels/cuda/rms_norm.cuh"
+
+namespace rocket {
+
+using namespace h200;
+
+static_assert(sizeof(H200Engine::PieceInputs) <= kBufBytes_piece_inputs, "the compiler sized piece_inputs for another piece");
+
+namespace {
+
+// y[n][N] = x[n][K] · Wᵀ for a bf16 weight of the arena.
+template <typename Out>
+void project(cublasHandle_t h, const bf16* w, int N, int K, const bf16* x, int n, Out* y) {
+  cuda::gemm_rows<Out>(h, w, N, K, x, K, n, y, N);
+}
+
+}  // namespace
+
+void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds) {
+  CHECK(n >= kTokenPieceMin && n <= kPrefillChunk && slot >= 0 && slot < kSlots && pos0 + n <= kMaxContext);
+  prefill_piece(slot, ids, n, pos0, n, nullptr, nullptr, nullptr, kinds);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row, float* logits_to,
+                               const SamplingKnobs* knobs, const PrefillCapture* capture, uint32_t kinds) {
+  // The previous call's copy of host_piece_ has finished: every prefill ends by synchronising.
+  PieceInputs& in = *host_piece_;
+  std::copy(ids, ids + n, in.ids);
+  for (int r = 0; r < n; ++r) in.pos[r] = int32_t(pos0 + r);
+  in.slot[0] = slot;
+  PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, stream_));
+
+  bf16* x = buf<bf16>(kBuf_x);
+  bf16* hn = buf<bf16>(kBuf_hn);
+  const bool norm = kinds & kKindNorm;
+  auto add_norm = [&](const bf16* delta, uint64_t w) {
+    if (norm)
+      cuda::add_rms_norm<int(kHidden)>({.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, n,
+                                       stream_);
+  };
+  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .x = x}, n, stream_);
+  for (int l = 0; l < kLayers; ++l) {
+    if (l == 0) {
+      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, n, stream_);
+    } else {
+      add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
+    }
+    if (kIsFull[l]) piece_attention(l, slot, n, kinds);
+    else piece_gdn(l, slot, n, capture, kinds);
+    add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
+    piece_moe(l, n, kinds);
+  }
+  add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
+  if (kinds & kKindLmHead) piece_lm_head(n, first_logit_row, logits_to, knobs);
+}
+
+void H200Engine::piece_gdn(int l, int slot, int n, const PrefillCapture* capture, uint32_t kinds) {
+  const GdnAt& G = kLayer[l].gdn;
+  const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  bf16* mix = buf<bf16>(kBuf_mix);
+  bf16* mixc = buf<bf16>(kBuf_mixc);
+  bf16* z = buf<bf16>(kBuf_z);
+  bf16* ga = buf<bf16>(kBuf_gdn_a);
+  bf16* gb = buf<bf16>(kBuf_gdn_b);
+  bf16* core = buf<bf16>(kBuf_core);
+  if (kinds & kKindDense) {
+    project(cublas_, weight<bf16>(G.qkv.weight), int(kConvDim), int(kHidden), hn, n, mix);
+    project(cublas_, weight<bf16>(G.z.weight), int(kValueDim), int(kHidden), hn, n, z);
+    project(cublas_, weight<bf16>(G.b.weight), int(kLinVHeads), int(kHidden), hn, n, gb);
+    project(cublas_, weight<bf16>(G.a.weight), int(kLinVHeads), int(kHidden), hn, n, ga);
+  }
+  if (kinds & kKindGdn) {
+    const int64_t layer = kKindSlot[l];
+    float* conv_state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats;
+    float* gdn_state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats;
+    uint8_t* snapshot = capture ? buf<uint8_t>(kBuf_state_snapshots) + capture->snapshot * kSnapshot.slot_bytes() : nullptr;
+    const cuda::Conv1dParams cp{.x = mix,
+                                .w = weight<bf16>(G.conv),
+                                .state = conv_state,
+                                .slot_stride = kLinearLayers * kConvStateFloats,
+                                .slots = dev->slot,
+                                .out = mixc,
+                                .tokens = n};
+    // Both captures read the state before the piece: first the snapshot's, then the piece's own end.
+    if (capture)
+      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(
+          cp, capture->tokens, reinterpret_cast<float*>(snapshot + kSnapshot.conv_offset()) + layer * kConvStateFloats, stream_);
+    cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_);
+    cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, n, conv_state + int64_t(slot) * cp.slot_stride, stream_);
+    // The recurrence in sub-chunks of the largest bucket, one ending exactly at the capture.
+    for (int at = 0; at < n;) {
+      int len = std::min(kMaxBucket, n - at);
+      if (capture && at < capture->tokens) len = std::min(len, capture->tokens - at);
+      const cuda::GdnParams gp{.qkv = mixc + int64_t(at) * kConvDim,
+                               .a = ga + int64_t(at) * kLinVHeads,
+                               .b = gb + int64_t(at) * kLinVHeads,
+                               .z = z + int64_t(at) * kValueDim,
+                               .a_log = weight<bf16>(G.a_log),
+                               .dt_bias = weight<bf16>(G.dt_bias),
+                               .norm_w = weight<bf16>(G.norm),
+                               .state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats,
+                               .slot_stride = kLinearLayers * kGdnStateFloats,
+                               .slots = dev->slot,
+                               .out = core + int64_t(at) * kValueDim,
+                               .tokens = len,
+                               .eps = kNormEps};
+      cuda::gdn_prefill<GdnS, kMaxBucket>(gp, stream_);
+      at += len;
+      if (capture && at == capture->tokens)
+        CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<float*>(snapshot) + layer * kGdnStateFloats,
+                                   gdn_state + int64_t(slot) * kLinearLayers * kGdnStateFloats, sizeof(float) * kGdnStateFloats,
+                                   cudaMemcpyDeviceToDevice, stream_));
+    }
+  }
+  if (kinds & kKindDense)
+    project(cublas_, weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
+}
+
+void H200Engine::piece_attention(int l, int slot, int n, uint32_t kinds) {
+  const AttnAt& A = kLayer[l].attn;
+  const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  bf16* qg = buf<bf16>(kBuf_mix);  // per head: query [hd] then gate [hd]
+  bf16* k = buf<bf16>(kBuf_k);
+  bf16* v = buf<bf16>(kBuf_v);
+  bf16* core = buf<bf16>(kBuf_core);
+  if (kinds & kKindDense) {
+    project(cublas_, weight<bf16>(A.q.weight), 2 * kQ, int(kHidden), hn, n, qg);
+    project(cublas_, weight<bf16>(A.k.weight), kKV, int(kHidden), hn, n, k);
+    project(cublas_, weight<bf16>(A.v.weight), kKV, int(kHidden), hn, n, v);
+  }
+  if (kinds & kKindAttention) {
+    bf16* kv = buf<bf16>(kBuf_kv_cache);
+    const int64_t layer = kKindSlot[l];
+    const cuda::AttentionParams<AttnS> p{
+        .qg = qg,
+        .k = k,
+        .v = v,
+        .q_norm = weight<bf16>(A.q_norm),
+        .k_norm = weight<bf16>(A.k_norm),
+        .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
+        .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
+        .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
+        .page_table = buf<int32_t>(kBuf_page_tables) + int64_t(slot) * kPagesPerStream,
+        .table_width = kPagesPerStream,
+        .slots = dev->slot,
+        .pos = dev->pos,
+        .partial = buf<float>(kBuf_attn_partial),
+        .out = core,
+        .eps = kNormEps,
+        .rope = rope_table()};
+    cuda::attention_append<AttnS>(p, n, stream_);
+    // Row r's context ends at its own position (the causal mask); a block's first row reads its
+    // position from pos[r0].
+    for (int at = 0; at < n;) {
+      const int rows = bucket_at_most(n - at);
+      cuda::AttentionParams<AttnS> b = p;
+      b.qg = qg + int64_t(at) * 2 * kQ;
+      b.pos = dev->pos + at;
+      b.out = core + int64_t(at) * kQ;
+      with_bucket(rows, [&]<int B>() { cuda::attention_paged<AttnS, B, true>(b, stream_); });
+      at += rows;
+    }
+  }
+  if (kinds & kKindDense) project(cublas_, weight<bf16>(A.o.weight), int(kHidden), kQ, core, n, buf<bf16>(kBuf_attn_out));
+}
+
+void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
+  if (!(kinds & kKindMoe)) return;
+  const LayerAt& L = kLayer[l];
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  float* router = buf<float>(kBuf_router);
+  int32_t* idx = buf<int32_t>(kBuf_route_idx);
+  float* w = buf<float>(kBuf_route_w);
+  const uint8_t* experts = weight<uint8_t>(L.experts);
+  project(cublas_, weight<bf16>(L.router.weight), int(kExperts), int(kHidden), hn, n, router);
+  for (int at = 0; at < n;) {
+    const int rows = bucket_at_most(n - at);
+    with_bucket(rows, [&]<int B>() {
+      auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
+      cuda::moe_route<MoeS, B>(
+          {.logits = router + int64_t(at) * kExperts, .idx = idx + int64_t(at) * kTopK, .weight = w + int64_t(at) * kTopK, .route = route},
+          stream_);
+      cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn + int64_t(at) * kHidden,
+                                                     .route = route,
+                                                     .experts = experts,
+                                                     .expert_stride = kExpertStride,
+                                                     .expert = kExpert,
+                                                     .shared_gate = weight<bf16>(L.shared_gate.weight),
+                                                     .shared_up = weight<bf16>(L.shared_up.weight),
+                                                     .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
+                                                     .act = buf<bf16>(kBuf_moe_act),
+                                                     .shared_act = buf<bf16>(kBuf_shared_act),
+                                                     .shared_scale = buf<float>(kBuf_shared_scale),
+                                                     .partial = buf<float>(kBuf_moe_partial),
+                                                     .arrivals = buf<int>(kBuf_moe_arrivals)},
+                                                    stream_);
+      cuda::moe_down<MoeS, B, kPrecisionExperts>({.route = route,
+                                                  .route_weight = w + int64_t(at) * kTopK,
+                                                  .experts = experts,
+                                                  .expert_stride = kExpertStride,
+                                                  .expert = kExpert,
+                                                  .shared_down = weight<bf16>(L.shared_down.weight),
+                                                  .act = buf<bf16>(kBuf_moe_act),
+                                                  .shared_act = buf<bf16>(kBuf_shared_act),
+                                                  .shared_scale = buf<float>(kBuf_shared_scale),
+                                                  .out = buf<bf16>(kBuf_moe_out) + int64_t(at) * kHidden},
+                                                 stream_);
+    });
+    at += rows;
+  }
+}
+
+// Logits only where they are wanted, kLogitRows rows a pass; with knobs, the last row's pass is the
+// last one and the sampler reads that row from it.
+void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs) {
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  float* logits = buf<float>(kBuf_logits);
+  const int from = knobs ? std::min(first_logit_row, n - 1) : first_logit_row;
+  for (int at = from; at < n; at += int(kLogitRows)) {
+    const int rows = std::min(int(kLogitRows), n - at);
+    project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), hn + int64_t(at) * kHidden, rows, logits);
+    const int r0 = std::max(first_logit_row, at);
+    if (r0 < at + rows)
+      CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0) * kVocab, logits + int64_t(r0 - at) * kVocab,
+                                 sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+    if (knobs && at + rows == n) pick_first_token(*knobs, rows - 1);
+  }
+}
+
+}  // namespace rocket
