@@ -19,12 +19,14 @@
 // neighbouring score tiles is the m16k16 A layout. The O accumulator of a warp is 16 rows × hd fp32
 // in registers (a3b: 128 per thread), which is why a warp takes only 16 rows.
 //
-// K/V tiles are double-buffered in shared memory by cp.async (tile j + 1 loads while tile j is
-// computed); keys at or past the block's last position are zero-filled, never read (the page past the
-// piece's end may be unmapped or hold another stream's tokens), so masked probabilities (0) never meet
-// a NaN value. Only tiles that reach past the block's first query position are masked; tiles past its
-// last query position are never loaded. Rows are 16-byte chunks XOR-swizzled by row so the 8 rows of
-// every ldmatrix fall in distinct banks.
+// K and V have one tile buffer each, filled by cp.async: tile j + 1's keys load while tile j's
+// softmax and P·V run, its values while its scores are taken. Keys at or past the block's last
+// position are zero-filled, never read (the page past the piece's end may be unmapped or hold another
+// stream's tokens), so masked probabilities (0) never meet a NaN value. Only tiles that reach past
+// the block's first query position are masked; tiles past its last query position are never loaded.
+// Rows are 16-byte chunks XOR-swizzled by row so the 8 rows of every ldmatrix fall in distinct banks.
+// NOTE: double-buffering K and V (200 KiB of shared memory instead of 136) measured the same on the
+// H200 (218 vs 216 TFLOP/s at n 4096 after 28672 cached tokens, attention_flash_check).
 //
 // Precision: q is rounded to bf16 after norm + RoPE (as the HF model, which runs in bf16, holds it),
 // P to bf16 for the P·V product, and the row sum is taken over the rounded P so the output is an
@@ -49,6 +51,9 @@ template <class S>
 struct FlashTiles {
   static constexpr int kGroup = S::kHeads / S::kKvHeads;  // query heads sharing one KV head
   static constexpr int kHd = S::kHeadDim;
+  // NOTE: 4 warps (64 rows) at two blocks per SM ran 181 TFLOP/s at n 4096 after 28672 cached
+  // tokens, 8 warps at one block 216 (H200, attention_flash_check): a KV tile serving twice the rows
+  // wins over overlapping two blocks' barriers.
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kWarpRows = 16;                  // one mma M tile per warp
@@ -60,14 +65,14 @@ struct FlashTiles {
   // Heads a warp loads before normalising any (each HeadOperands is 2 · hd / 32 registers per lane).
   static constexpr int kPrepBatch = kHd / 32 >= 8 ? 4 : 16;
 
-  // Shared memory: Q [kRows][hd] bf16, K and V [2 buffers][kKvTile][hd] bf16, then one fp32 head
-  // per warp where norm_rope_head leaves a query before it is rounded into Q.
+  // Shared memory: Q [kRows][hd] bf16, K and V [kKvTile][hd] bf16, then one fp32 head per warp where
+  // norm_rope_head leaves a query before it is rounded into Q.
   static constexpr int kQBytes = kRows * kRowBytes;
   static constexpr int kKvBytes = kKvTile * kRowBytes;
   static constexpr int kQOffset = 0;
-  static constexpr int kKOffset = kQOffset + kQBytes;             // + buffer · kKvBytes
-  static constexpr int kVOffset = kKOffset + 2 * kKvBytes;        // + buffer · kKvBytes
-  static constexpr int kScratchOffset = kVOffset + 2 * kKvBytes;
+  static constexpr int kKOffset = kQOffset + kQBytes;
+  static constexpr int kVOffset = kKOffset + kKvBytes;
+  static constexpr int kScratchOffset = kVOffset + kKvBytes;
   static constexpr int kSmemBytes = kScratchOffset + kWarps * kHd * 4;
 
   static_assert(kRows % kGroup == 0, "flash: the query heads of a group must tile a block's 128 rows");
@@ -162,6 +167,7 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
   const int tiles = (kv_end + T::kKvTile - 1) / T::kKvTile;
 
   load_kv_tile<S>(k_s, p.k_cache, p, kvh, 0, kv_end);
+  cp_async_commit();
   load_kv_tile<S>(v_s, p.v_cache, p, kvh, 0, kv_end);
   cp_async_commit();
 
@@ -211,16 +217,9 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
   const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_half = lane / 16;          // B (V, trans): tokens, n half
 
   for (int j = 0; j < tiles; ++j) {
-    const int buf = j & 1, t0 = j * T::kKvTile;
-    if (j + 1 < tiles) {
-      load_kv_tile<S>(k_s + (buf ^ 1) * T::kKvBytes, p.k_cache, p, kvh, t0 + T::kKvTile, kv_end);
-      load_kv_tile<S>(v_s + (buf ^ 1) * T::kKvBytes, p.v_cache, p, kvh, t0 + T::kKvTile, kv_end);
-    }
-    cp_async_commit();  // possibly empty: the group count stays one per tile
-    cp_async_wait<1>();  // tile j has landed (this thread's part; the barrier makes it everyone's)
+    const int t0 = j * T::kKvTile;
+    cp_async_wait<1>();  // K of tile j has landed (V of tile j may be in flight)
     __syncthreads();
-    const uint32_t kt = k_s + buf * T::kKvBytes, vt = v_s + buf * T::kKvBytes;
-
     // S = Q Kᵀ for the warp's 16 rows and the tile's 64 keys (raw dot products).
     float s[kNt][4];
 #pragma unroll
@@ -232,11 +231,16 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
 #pragma unroll
       for (int np = 0; np < kNt / 2; ++np) {
         uint32_t b[4];
-        ldmatrix_x4(b, kt + swizzled<kC>(np * 16 + k_row, 2 * kd + k_half));
+        ldmatrix_x4(b, k_s + swizzled<kC>(np * 16 + k_row, 2 * kd + k_half));
         mma_bf16_16816(s[2 * np], a, b[0], b[1]);
         mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
       }
     }
+
+    // K is free once every warp has its scores: tile j + 1's keys load during softmax and P V.
+    __syncthreads();
+    if (j + 1 < tiles) load_kv_tile<S>(k_s, p.k_cache, p, kvh, t0 + T::kKvTile, kv_end);
+    cp_async_commit();  // possibly empty: the group count stays two per tile
 
     // Causal mask, only where the tile reaches past the block's first query position.
     if (t0 + T::kKvTile - 1 > block_first) {
@@ -281,17 +285,22 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
       o[i][3] *= alpha[1];
     }
 
+    cp_async_wait<1>();  // V of tile j has landed (K of tile j + 1 may be in flight)
+    __syncthreads();
     // O += P V.
 #pragma unroll
     for (int kk = 0; kk < kNt / 2; ++kk)
 #pragma unroll
       for (int dp = 0; dp < kDt / 2; ++dp) {
         uint32_t b[4];
-        ldmatrix_x4_trans(b, vt + swizzled<kC>(kk * 16 + v_row, 2 * dp + v_half));
+        ldmatrix_x4_trans(b, v_s + swizzled<kC>(kk * 16 + v_row, 2 * dp + v_half));
         mma_bf16_16816(o[2 * dp], pa[kk], b[0], b[1]);
         mma_bf16_16816(o[2 * dp + 1], pa[kk], b[2], b[3]);
       }
-    __syncthreads();  // the next iteration loads tile j + 2 into this buffer
+    // V is free once every warp has its product: tile j + 1's values load during its scores.
+    __syncthreads();
+    if (j + 1 < tiles) load_kv_tile<S>(v_s, p.v_cache, p, kvh, t0 + T::kKvTile, kv_end);
+    cp_async_commit();
   }
 
   // Normalise, gate (as torch: 1 / (1 + exp(-x))) and store the rows of the piece.
