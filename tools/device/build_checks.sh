@@ -101,3 +101,14 @@ mkdir -p .carry/checks
   echo "built .carry/checks/dense_check"
 )
 # ---- end dense_check ------------------------------------------------------------------------------
+
+# ---- attention_flash_check: flash-attention prefill on the tensor cores (attention_flash.cuh) -----
+# against today's prefill path; header-only on the host side (bf16 conversions are inline).
+(
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+    -Xcompiler -Wall,-Wextra -cudart static \
+    -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/attention_flash_check.cu -o .carry/checks/attention_flash_check -lpthread
+  echo "built .carry/checks/attention_flash_check"
+)
+# ---- end attention_flash_check --------------------------------------------------------------------
