@@ -112,3 +112,16 @@ mkdir -p .carry/checks
   echo "built .carry/checks/attention_flash_check"
 )
 # ---- end attention_flash_check --------------------------------------------------------------------
+
+# ---- gdn_chunked_check: chunked GDN over a prefill piece (src/kernels/cuda/gdn_chunked.cuh) ----------
+(
+  obj=.carry/checks/obj/gdn_chunked_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  g++ -std=c++20 -O2 -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c src/core/dtype.cc -o "$obj/dtype.o"
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+    -Xcompiler -Wall,-Wextra -cudart static \
+    -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/gdn_chunked_check.cu "$obj"/*.o -o .carry/checks/gdn_chunked_check -lpthread
+  echo "built .carry/checks/gdn_chunked_check"
+)
+# ---- end gdn_chunked_check ------------------------------------------------------------------------

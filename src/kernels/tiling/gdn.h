@@ -53,4 +53,27 @@ constexpr KernelTiles gdn_decode_tiles(int v_heads, int k_dim, int v_dim, int b)
       .with("state_rows_per_thread", t.rows);
 }
 
+
+// ---------------------------------------------------------------------------------------------------
+// The chunked rule over a prefill piece (kernels/cuda/gdn_chunked.cuh): chunks of kGdnChunk tokens at
+// absolute positions that are multiples of it; the sequential-over-chunks kernel splits a value head's
+// columns over blocks of kGdnChunkedColumns.
+constexpr int kGdnChunk = 64;
+constexpr int kGdnChunkedColumns = 32;
+
+// Chunks a piece of `tokens` tokens spans at any first position: the first may hold one token.
+constexpr int gdn_chunks(int tokens) { return (tokens + 2 * kGdnChunk - 2) / kGdnChunk; }
+
+// What the intra-chunk kernel leaves for one (chunk, value head), in floats: Wᵀ, (G ⊙ Q)ᵀ and
+// K ⊙ G_C/G (Kd x C each), U (C x Vd), the masked (Q Kᵀ ⊙ G_t/G_i)ᵀ (C x C) and G_C (padded to 4).
+constexpr int64_t gdn_chunk_floats(int k_dim, int v_dim) {
+  return 3 * int64_t(k_dim) * kGdnChunk + int64_t(kGdnChunk) * v_dim + int64_t(kGdnChunk) * kGdnChunk + 4;
+}
+
+// The workspace of gdn_chunked for pieces of up to max_tokens tokens: the chunks' records, then the
+// core output before the gated norm (fp32 [tokens][Hv][Vd]).
+constexpr int64_t gdn_chunked_workspace_floats([[maybe_unused]] int k_heads, int v_heads, int k_dim, int v_dim, int max_tokens) {
+  return int64_t(gdn_chunks(max_tokens)) * v_heads * gdn_chunk_floats(k_dim, v_dim) + int64_t(max_tokens) * v_heads * v_dim;
+}
+
 }  // namespace rocket::tiling
