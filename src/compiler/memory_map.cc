@@ -6,6 +6,7 @@
 #include "core/align.h"
 #include "core/error.h"
 #include "kernels/tiling/attention.h"
+#include "kernels/tiling/gdn.h"
 #include "kernels/tiling/moe.h"
 
 namespace rocket {
@@ -37,11 +38,14 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   // positions (int32 each), then one 32-byte SamplingKnobs per row; the step's first kernel copies them
   // here from the host's pinned staging.
   act.add("step_inputs", S * (3 * 4 + 32));
-  // A token-path piece's inputs: ids and positions of its rows, its slot.
-  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + 4) * 4);
+  // A token-path piece's inputs: ids and positions of its rows, its slot, the GDN chunks' captures.
+  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + 4 + tiling::gdn_chunks(p.prefill_chunk)) * 4);
   // cuBLAS's workspace for the token path's projections (its recommended 32 MiB on Hopper), so it
   // allocates nothing after upright.
   act.add("gemm_workspace", 32ull << 20);
+  // The chunked gated delta rule's per-chunk records and pre-norm output for the largest piece.
+  act.add("gdn_workspace", uint64_t(tiling::gdn_chunked_workspace_floats(c.lin_k_heads, c.lin_v_heads, c.lin_k_dim,
+                                                                          c.lin_v_dim, p.prefill_chunk)) * 4);
   // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);
   const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};

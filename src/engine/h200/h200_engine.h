@@ -36,6 +36,7 @@ struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
 #include "engine/h200/arena.h"
 #include "engine/h200/weight_loader.h"
 #include "kernels/cuda/sample.cuh"
+#include "kernels/tiling/gdn.h"
 #include "core/error.h"
 #include "scheduler/batch_engine.h"
 #include "plan/plan.h"
@@ -136,6 +137,7 @@ class H200Engine {
     int32_t ids[engine::kPrefillChunk];
     int32_t pos[engine::kPrefillChunk];  // pos0 + r: a bucket-sized attention block reads its first row's
     int32_t slot[4];                     // [0]: the stream's slot (the recurrent kernels read slots[0])
+    int32_t capture_at[tiling::gdn_chunks(int(engine::kPrefillChunk))];  // per GDN chunk: snapshot or -1
   };
 
  private:
@@ -157,8 +159,8 @@ class H200Engine {
   // logits_to (row r at logits_to + r * kVocab); `knobs` pick after the last row.
   void prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row, float* logits_to,
                      const SamplingKnobs* knobs, const PrefillCapture* capture, uint32_t kinds);
-  void piece_gdn(int l, int slot, int n, const PrefillCapture* capture, uint32_t kinds);
-  void piece_attention(int l, int slot, int n, uint32_t kinds);
+  void piece_gdn(int l, int slot, int n, int64_t pos0, const PrefillCapture* capture, uint32_t kinds);
+  void piece_attention(int l, int slot, int n, int64_t pos0, uint32_t kinds);
   void piece_moe(int l, int n, uint32_t kinds);
   void piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs);
   // The prompt's first token: bucket 1's decode step reduced to its sampler, on row `logits_row` of the

@@ -4,13 +4,14 @@
 //
 //   projections    cuBLAS GEMMs over the piece's rows (kernels/cuda/primitives/gemm.cuh)
 //   conv1d         every (row, channel) at once (conv1d.cuh conv1d_piece), bit-identical outputs
-//   GDN            the recurrent kernel over the piece in sub-chunks of the largest bucket
-//   attention      KV appended for the whole piece, then the paged kernel in bucket-sized row blocks
+//   GDN            the chunked gated delta rule over the piece (gdn_chunked.cuh)
+//   attention      KV appended for the whole piece, then flash attention over the paged KV on the
+//                  tensor cores (attention_flash.cuh)
 //   MoE            router GEMM, then the decode expert kernels in bucket-sized row blocks
 //   LM head        only at the rows that want logits (and the last, when it picks), a pass at a time
 //
-// A snapshot inside the piece (PrefillCapture) is taken between sub-steps: the conv state from the
-// piece's own conv inputs, each layer's recurrent state at the sub-chunk boundary the capture forces.
+// A snapshot inside the piece (PrefillCapture) is taken as it passes: the conv state from the piece's
+// own conv inputs, each layer's recurrent state by the GDN scan at the end of the chunk it names.
 // Not graph-captured (its shape is the piece's length); every launch is checked.
 #include <cublas_v2.h>
 
@@ -18,9 +19,11 @@
 
 #include "engine/h200/forward_shapes.h"
 #include "engine/h200/h200_engine.h"
+#include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/conv1d.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/gdn_chunked.cuh"
 #include "kernels/cuda/moe_experts.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/gemm.cuh"
@@ -55,10 +58,17 @@ void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0
   std::copy(ids, ids + n, in.ids);
   for (int r = 0; r < n; ++r) in.pos[r] = int32_t(pos0 + r);
   in.slot[0] = slot;
+  const int chunks = tiling::gdn_chunks(n), first = tiling::kGdnChunk - int(pos0 % tiling::kGdnChunk);
+  std::fill(in.capture_at, in.capture_at + chunks, -1);
+  if (capture) {
+    CHECK((pos0 + capture->tokens) % tiling::kGdnChunk == 0, "token path: a capture ends a GDN chunk");
+    in.capture_at[capture->tokens <= first ? 0 : (capture->tokens - first) / tiling::kGdnChunk] = capture->snapshot;
+  }
   PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
   CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dev->capture_at, in.capture_at, sizeof(int32_t) * chunks, cudaMemcpyHostToDevice, stream_));
 
   bf16* x = buf<bf16>(kBuf_x);
   bf16* hn = buf<bf16>(kBuf_hn);
@@ -75,8 +85,8 @@ void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0
     } else {
       add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
-    if (kIsFull[l]) piece_attention(l, slot, n, kinds);
-    else piece_gdn(l, slot, n, capture, kinds);
+    if (kIsFull[l]) piece_attention(l, slot, n, pos0, kinds);
+    else piece_gdn(l, slot, n, pos0, capture, kinds);
     add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
     piece_moe(l, n, kinds);
   }
@@ -84,7 +94,7 @@ void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0
   if (kinds & kKindLmHead) piece_lm_head(n, first_logit_row, logits_to, knobs);
 }
 
-void H200Engine::piece_gdn(int l, int slot, int n, const PrefillCapture* capture, uint32_t kinds) {
+void H200Engine::piece_gdn(int l, int slot, int n, int64_t pos0, const PrefillCapture* capture, uint32_t kinds) {
   const GdnAt& G = kLayer[l].gdn;
   const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
   const bf16* hn = buf<bf16>(kBuf_hn);
@@ -105,6 +115,8 @@ void H200Engine::piece_gdn(int l, int slot, int n, const PrefillCapture* capture
     float* conv_state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats;
     float* gdn_state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats;
     uint8_t* snapshot = capture ? buf<uint8_t>(kBuf_state_snapshots) + capture->snapshot * kSnapshot.slot_bytes() : nullptr;
+    // The recurrence over the whole piece in chunks of 64 positions (gdn_chunked.cuh); a capture names
+    // the chunk ending at its boundary (prefill() sends only boundaries at multiples of 64).
     const cuda::Conv1dParams cp{.x = mix,
                                 .w = weight<bf16>(G.conv),
                                 .state = conv_state,
@@ -118,36 +130,31 @@ void H200Engine::piece_gdn(int l, int slot, int n, const PrefillCapture* capture
           cp, capture->tokens, reinterpret_cast<float*>(snapshot + kSnapshot.conv_offset()) + layer * kConvStateFloats, stream_);
     cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_);
     cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, n, conv_state + int64_t(slot) * cp.slot_stride, stream_);
-    // The recurrence in sub-chunks of the largest bucket, one ending exactly at the capture.
-    for (int at = 0; at < n;) {
-      int len = std::min(kMaxBucket, n - at);
-      if (capture && at < capture->tokens) len = std::min(len, capture->tokens - at);
-      const cuda::GdnParams gp{.qkv = mixc + int64_t(at) * kConvDim,
-                               .a = ga + int64_t(at) * kLinVHeads,
-                               .b = gb + int64_t(at) * kLinVHeads,
-                               .z = z + int64_t(at) * kValueDim,
-                               .a_log = weight<bf16>(G.a_log),
-                               .dt_bias = weight<bf16>(G.dt_bias),
-                               .norm_w = weight<bf16>(G.norm),
-                               .state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats,
-                               .slot_stride = kLinearLayers * kGdnStateFloats,
-                               .slots = dev->slot,
-                               .out = core + int64_t(at) * kValueDim,
-                               .tokens = len,
-                               .eps = kNormEps};
-      cuda::gdn_prefill<GdnS, kMaxBucket>(gp, stream_);
-      at += len;
-      if (capture && at == capture->tokens)
-        CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<float*>(snapshot) + layer * kGdnStateFloats,
-                                   gdn_state + int64_t(slot) * kLinearLayers * kGdnStateFloats, sizeof(float) * kGdnStateFloats,
-                                   cudaMemcpyDeviceToDevice, stream_));
-    }
+    const cuda::GdnChunkedParams gp{.qkv = mixc,
+                                    .a = ga,
+                                    .b = gb,
+                                    .z = z,
+                                    .a_log = weight<bf16>(G.a_log),
+                                    .dt_bias = weight<bf16>(G.dt_bias),
+                                    .norm_w = weight<bf16>(G.norm),
+                                    .state = gdn_state + int64_t(slot) * kLinearLayers * kGdnStateFloats,
+                                    .snapshot_state = reinterpret_cast<float*>(buf<uint8_t>(kBuf_state_snapshots)) +
+                                                      layer * kGdnStateFloats,
+                                    .snapshot_stride = int64_t(kSnapshot.slot_bytes() / sizeof(float)),
+                                    .capture_at = capture ? dev->capture_at : nullptr,
+                                    .workspace = buf<float>(kBuf_gdn_workspace),
+                                    .workspace_floats = int64_t(kBufBytes_gdn_workspace / sizeof(float)),
+                                    .out = core,
+                                    .tokens = n,
+                                    .pos0 = int(pos0),
+                                    .eps = kNormEps};
+    cuda::gdn_chunked<GdnS>(gp, stream_);
   }
   if (kinds & kKindDense)
     project(cublas_, weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
 }
 
-void H200Engine::piece_attention(int l, int slot, int n, uint32_t kinds) {
+void H200Engine::piece_attention(int l, int slot, int n, int64_t pos0, uint32_t kinds) {
   const AttnAt& A = kLayer[l].attn;
   const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
   const bf16* hn = buf<bf16>(kBuf_hn);
@@ -181,17 +188,7 @@ void H200Engine::piece_attention(int l, int slot, int n, uint32_t kinds) {
         .eps = kNormEps,
         .rope = rope_table()};
     cuda::attention_append<AttnS>(p, n, stream_);
-    // Row r's context ends at its own position (the causal mask); a block's first row reads its
-    // position from pos[r0].
-    for (int at = 0; at < n;) {
-      const int rows = bucket_at_most(n - at);
-      cuda::AttentionParams<AttnS> b = p;
-      b.qg = qg + int64_t(at) * 2 * kQ;
-      b.pos = dev->pos + at;
-      b.out = core + int64_t(at) * kQ;
-      with_bucket(rows, [&]<int B>() { cuda::attention_paged<AttnS, B, true>(b, stream_); });
-      at += rows;
-    }
+    cuda::attention_flash<AttnS>(p, n, int(pos0), stream_);
   }
   if (kinds & kKindDense) project(cublas_, weight<bf16>(A.o.weight), int(kHidden), kQ, core, n, buf<bf16>(kBuf_attn_out));
 }

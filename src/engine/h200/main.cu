@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "engine/golden.h"
 #include "engine/parity.h"
+#include "engine/h200/prefill_bench.h"
 #include "engine/h200/h200_batch_engine.h"
 #include "engine/h200/h200_bench.h"
 #include "engine/h200/h200_engine.h"
@@ -158,6 +159,30 @@ int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
   return run_bench(*countdown(dir), context, steps, reps, knobs);
 }
 
+int cmd_prefill_bench(const fs::path& dir, const std::vector<std::string>& args) {
+  std::vector<int> lengths = {512, 2048, 4096, 8192};
+  int prefix = 0, reps = 3;
+  CLI::App cli("Cold prompts of several lengths through the prefill token path, split by kernel kind, against the "
+               "tensor-core peak.", "rocket-engine prefill-bench");
+  cli.add_option("--lengths", lengths, "prompt lengths in tokens")->delimiter(',')->capture_default_str();
+  cli.add_option("--prefix", prefix, "also the last length continuing a cached prefix of this many tokens (0: none)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cli.add_option("--reps", reps, "runs per length (the table reports the median)")->check(at_least(1))->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  const double peak = measure_tensor_peak();
+  return run_prefill_bench(*countdown(dir), lengths, prefix, reps, peak);
+}
+
+int cmd_prefill_check(const fs::path& dir, const std::vector<std::string>& args) {
+  float tolerance = 0.078f;
+  CLI::App cli("The prefill token path against bucket-sized pieces: logits, state, decode after, a cached-prefix "
+               "continuation, a snapshot inside a piece.", "rocket-engine prefill-check");
+  cli.add_option("--tolerance", tolerance, "worst relative difference allowed")->check(at_least(0))->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  return run_prefill_check(*countdown(dir), tolerance);
+}
+
 int cmd_launch(const fs::path& dir, const std::vector<std::string>& args) {
   LaunchOptions o;
   CLI::App cli("The launch countdown (upright, fuel, static fire), then the OpenAI-compatible server.",
@@ -196,6 +221,8 @@ int main(int argc, char** argv) {
       "  parity   logits and greedy tokens against the HF reference's goldens\n"
       "  replay   every bucket's logits and tokens repeat bitwise\n"
       "  bench    decode time at every bucket against the roofline\n"
+      "  prefill-check   the prefill token path against bucket-sized pieces\n"
+      "  prefill-bench   cold prompts through the token path against the tensor-core peak\n"
       "  launch   the countdown, then the OpenAI-compatible server (also: serve)\n"
       "h200 engine for chemistry ") + engine::kFingerprint + ".\n";
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
@@ -207,6 +234,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (cmd == "parity") return cmd_parity(dir, args);
+    if (cmd == "prefill-check") return cmd_prefill_check(dir, args);
+    if (cmd == "prefill-bench") return cmd_prefill_bench(dir, args);
     if (cmd == "replay") return cmd_replay(dir, args);
     if (cmd == "bench") return cmd_bench(dir, args);
     if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);

@@ -154,10 +154,10 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
   using T = FlashTiles<S>;
   using namespace flash_detail;
   constexpr int kG = T::kGroup, kHd = S::kHeadDim, kC = T::kChunks, kNt = T::kKvTile / 8, kDt = kHd / 8;
-  extern __shared__ __align__(128) uint8_t smem[];
-  const uint32_t q_s = shared_address(smem + T::kQOffset);
-  const uint32_t k_s = shared_address(smem + T::kKOffset), v_s = shared_address(smem + T::kVOffset);
-  float* scratch = reinterpret_cast<float*>(smem + T::kScratchOffset) + (threadIdx.x / 32) * kHd;
+  extern __shared__ __align__(128) uint8_t flash_smem[];
+  const uint32_t q_s = shared_address(flash_smem + T::kQOffset);
+  const uint32_t k_s = shared_address(flash_smem + T::kKOffset), v_s = shared_address(flash_smem + T::kVOffset);
+  float* scratch = reinterpret_cast<float*>(flash_smem + T::kScratchOffset) + (threadIdx.x / 32) * kHd;
 
   const int tile = gridDim.x - 1 - blockIdx.x;  // longest contexts first
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
           const float4 x1 = *reinterpret_cast<const float4*>(scratch + c * 8 + 4);
           w = make_uint4(pack_bf16(x0.x, x0.y), pack_bf16(x0.z, x0.w), pack_bf16(x1.x, x1.y), pack_bf16(x1.z, x1.w));
         }
-        *reinterpret_cast<uint4*>(smem + T::kQOffset + swizzled<kC>(row, c)) = w;
+        *reinterpret_cast<uint4*>(flash_smem + T::kQOffset + swizzled<kC>(row, c)) = w;
       }
       __syncwarp();  // scratch is rewritten by the next head
     }

@@ -1,0 +1,253 @@
+// How the prefill benchmark measures (rocket-engine prefill-bench):
+//   ms        wall time of one cold prompt: reset the slot, H200Engine::prefill in calls of the plan's
+//             prefill_chunk with the first token picked on the device, until that token is on the host
+//             (the server's time to first token less tokenizing and HTTP); the median of `reps`.
+//             Distinct pseudo-random tokens per length.
+//   split     the first call's piece again through H200Engine::bench_piece with one kernel kind
+//             (StepKind) at a time, wall time each (they run on garbage activations: only the time
+//             counts); "other" = the whole piece − the kinds' sum.
+//   FLOPs     the tensor-core work of the piece: 2 · (every dense weight + the top-k routed experts'
+//             and the shared expert's) per token, plus causal attention 4 · ctx · head_dim · heads per
+//             token of a full-attention layer, and the LM head's row; the % is of the dense bf16 peak a
+//             cuBLAS 8192³ GEMM reached in the same run.
+// And how the check compares (rocket-engine prefill-check): the same tokens once through bucket-sized
+// pieces (calls of 32 tokens, below the token path's minimum) and once through the token path, on two
+// slots; the last row's logits, the recurrent and conv state each leaves, two decode steps after it
+// (one decode call over both slots), a continuation over the cached prefix, and a snapshot taken inside
+// a token-path piece against the state the bucket path holds at that boundary. Differences are
+// relative to the largest magnitude of the reference (the bucket path, which parity checks).
+#include "engine/h200/prefill_bench.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "engine/h200/forward_shapes.h"
+#include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/cuda_handles.h"
+#include "kernels/cuda/primitives/gemm.cuh"
+
+namespace rocket {
+
+using namespace h200;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int32_t> prompt_of(int n, int seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t z = 0x9e3779b97f4a7c15ull * uint64_t(seed + 1);
+  for (int i = 0; i < n; ++i) {
+    z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+    ids[size_t(i)] = int32_t(z % uint64_t(kVocab));
+  }
+  return ids;
+}
+
+// One stream's prompt from position 0 (or pos0, continuing), through the engine's prefill as serving
+// calls it; the first token picked. Returns seconds until it is on the host.
+double prefill_prompt(H200Engine& e, int slot, const std::vector<int32_t>& ids, int64_t pos0) {
+  const SamplingKnobs greedy{.temperature = 0.0f};
+  const auto t0 = Clock::now();
+  const int n = int(ids.size());
+  for (int at = 0; at < n; at += int(kPrefillChunk)) {
+    const int c = std::min(int(kPrefillChunk), n - at);
+    const bool last = at + c == n;
+    e.prefill(slot, ids.data() + at, c, pos0 + at, c, last ? &greedy : nullptr);
+  }
+  (void)e.tokens();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Tensor-core FLOPs of a piece of n tokens at positions pos0.. (see the file comment).
+double piece_flops(int n, int64_t pos0) {
+  const double H = kHidden, gdn = H * (kConvDim + kValueDim + 2.0 * kLinVHeads) + double(kValueDim) * H;
+  const double attn = H * (2.0 * kQ + 2.0 * kKV) + double(kQ) * H;
+  const double moe = H * kExperts + 3.0 * H * kSharedInter + H + 3.0 * H * kMoeInter * kTopK;
+  const double per_token = 2.0 * (kLinearLayers * gdn + kFullLayers * attn + kLayers * moe);
+  const double ctx = double(pos0) + (n + 1) / 2.0;
+  return n * per_token + kFullLayers * 4.0 * n * ctx * kHeadDim * kHeads + 2.0 * H * kVocab;
+}
+
+}  // namespace
+
+double measure_tensor_peak() {
+  constexpr int N = 8192;
+  const DeviceMemory a(uint64_t(N) * N * 2), b(uint64_t(N) * N * 2), c(uint64_t(N) * N * 2);
+  CUDA_CHECK(cudaMemset(a.get(), 0x3c, a.bytes()));  // bf16 ~1.1: finite, nonzero
+  CUDA_CHECK(cudaMemset(b.get(), 0x3c, b.bytes()));
+  const Stream s;
+  cublasHandle_t h;
+  CUBLAS_CHECK(cublasCreate(&h));
+  CUBLAS_CHECK(cublasSetStream(h, s.get()));
+  auto* A = static_cast<__nv_bfloat16*>(a.get());
+  auto* B = static_cast<__nv_bfloat16*>(b.get());
+  auto* C = static_cast<__nv_bfloat16*>(c.get());
+  std::vector<double> t;
+  for (int i = 0; i < 13; ++i) {
+    const float ms = elapsed_ms(s.get(), [&] { cuda::gemm_rows(h, A, N, N, B, N, N, C, N); });
+    if (i >= 3) t.push_back(ms);
+  }
+  cublasDestroy(h);
+  return 2.0 * N * N * double(N) / (median(t) * 1e-3) / 1e12;
+}
+
+int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix, int reps, double peak) {
+  std::printf("dense bf16 tensor-core peak (cuBLAS 8192^3, median of 10): %.0f TFLOP/s\n", peak);
+  std::printf("cold prefill, one stream, calls of %d tokens, first token picked on the device; median of %d\n\n",
+              int(kPrefillChunk), reps);
+  std::printf("| tokens | from | ms | prompt tok/s | TFLOP | %% of peak | piece split (ms): GDN | attention | MoE | dense | norm | LM head | other |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  auto row = [&](int n, int64_t pos0, int seed) {
+    if (pos0 + n > kMaxContext) {
+      std::printf("| %d | %lld | (past the plan's context %lld) |\n", n, (long long)pos0, (long long)kMaxContext);
+      return;
+    }
+    const std::vector<int32_t> ids = prompt_of(n, seed);
+    const std::vector<int32_t> prefix_ids = prompt_of(int(pos0), seed + 1000);
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      e.reset_slot(0);
+      if (pos0) prefill_prompt(e, 0, prefix_ids, 0);
+      t.push_back(prefill_prompt(e, 0, ids, pos0));
+    }
+    const double s = median(t);
+    double flops = 0;
+    for (int at = 0; at < n; at += int(kPrefillChunk)) flops += piece_flops(std::min(int(kPrefillChunk), n - at), pos0 + at);
+    std::printf("| %d | %lld | %.1f | %.0f | %.2f | %.1f%% |", n, (long long)pos0, s * 1e3, n / s, flops / 1e12,
+                100.0 * flops / s / 1e12 / peak);
+    const int piece = std::min(n, int(kPrefillChunk));
+    if (piece < H200Engine::kTokenPieceMin) {
+      std::printf(" (bucket-sized pieces) | | | | | | |\n");
+      return;
+    }
+    auto time_kinds = [&](uint32_t kinds) {
+      std::vector<double> k;
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = Clock::now();
+        e.bench_piece(0, ids.data(), piece, pos0, kinds);
+        k.push_back(std::chrono::duration<double>(Clock::now() - t0).count() * 1e3);
+      }
+      return median(k);
+    };
+    const double all = time_kinds(kKindAll);
+    double sum = 0;
+    for (uint32_t kind : {kKindGdn, kKindAttention, kKindMoe, kKindDense, kKindNorm, kKindLmHead}) {
+      const double ms = time_kinds(kind);
+      sum += ms;
+      std::printf(" %.2f |", ms);
+    }
+    std::printf(" %.2f |\n", all - sum);
+  };
+  for (int n : lengths) row(n, 0, n);
+  if (prefix > 0 && !lengths.empty()) row(lengths.back(), prefix, 7);
+  e.reset_slot(0);
+  return 0;
+}
+
+namespace {
+
+// Slot s's conv + recurrent state on the host, fp32.
+std::vector<float> slot_state(const H200Engine& e, int slot) {
+  std::vector<float> s(size_t(kLinearLayers) * (kGdnStateFloats + kConvStateFloats));
+  const float* g = e.arena().at<const float>(kBuf_gdn_state) + int64_t(slot) * kLinearLayers * kGdnStateFloats;
+  const float* c = e.arena().at<const float>(kBuf_conv_state) + int64_t(slot) * kLinearLayers * kConvStateFloats;
+  CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+  CUDA_CHECK(cudaMemcpy(s.data(), g, sizeof(float) * kLinearLayers * kGdnStateFloats, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(s.data() + kLinearLayers * kGdnStateFloats, c, sizeof(float) * kLinearLayers * kConvStateFloats,
+                        cudaMemcpyDeviceToHost));
+  return s;
+}
+
+std::vector<float> snapshot_state(const H200Engine& e, int snapshot) {
+  std::vector<float> s(size_t(kLinearLayers) * (kGdnStateFloats + kConvStateFloats));
+  const uint8_t* at = e.arena().at<const uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
+  CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+  CUDA_CHECK(cudaMemcpy(s.data(), at, kSnapshot.state_bytes(), cudaMemcpyDeviceToHost));
+  return s;
+}
+
+double rel_diff(const float* ref, const float* got, size_t n) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    scale = std::max(scale, double(std::fabs(ref[i])));
+    const double d = std::fabs(double(ref[i]) - double(got[i]));
+    worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
+// The prompt through bucket-sized pieces: calls of 32 tokens, below the token path's minimum.
+void prefill_buckets(H200Engine& e, int slot, const int32_t* ids, int n, int64_t pos0) {
+  static_assert(H200Engine::kTokenPieceMin > 32);
+  for (int at = 0; at < n; at += 32) {
+    const int c = std::min(32, n - at);
+    e.prefill(slot, ids + at, c, pos0 + at, at + c == n ? c - 1 : c);
+  }
+}
+
+}  // namespace
+
+int run_prefill_check(H200Engine& e, float tol) {
+  const int V = int(kVocab);
+  int failed = 0;
+  auto verdict = [&](const char* what, int n, int64_t pos0, double d) {
+    const bool ok = d <= tol;
+    failed += !ok;
+    std::printf("%s %-28s n %5d from %5lld: worst relative difference %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what, n,
+                (long long)pos0, d, tol);
+  };
+  for (int n : {64, 131, 700, 2048}) {
+    if (n > kPrefillChunk || 2 * n + 300 > kMaxContext) continue;
+    const std::vector<int32_t> ids = prompt_of(n, n);
+    e.reset_slot(0);
+    e.reset_slot(1);
+    prefill_buckets(e, 0, ids.data(), n, 0);
+    const std::vector<float> ref(e.logits(n - 1), e.logits(n - 1) + V);
+    e.prefill(1, ids.data(), n, 0, n - 1);
+    verdict("logits, last prompt row", n, 0, rel_diff(ref.data(), e.logits(n - 1), size_t(V)));
+    const std::vector<float> sref = slot_state(e, 0), sgot = slot_state(e, 1);
+    verdict("recurrent + conv state", n, 0, rel_diff(sref.data(), sgot.data(), sref.size()));
+    // Decode after it: both slots in one bucket-2 step, the same token at the same position.
+    const int32_t next[2] = {int32_t(11 % V), int32_t(11 % V)};
+    const int slots[2] = {0, 1};
+    const int64_t pos[2] = {n, n};
+    e.decode(2, next, slots, pos, nullptr);
+    e.download_logits(2);
+    verdict("decode logits after", n, 0, rel_diff(e.logits(0), e.logits(1), size_t(V)));
+    // A continuation over the cached prefix (both slots hold n + 1 tokens now).
+    const std::vector<int32_t> more = prompt_of(300, n + 1);
+    prefill_buckets(e, 0, more.data(), 300, n + 1);
+    const std::vector<float> cref(e.logits(299), e.logits(299) + V);
+    e.prefill(1, more.data(), 300, n + 1, 299);
+    verdict("continuation logits", 300, n + 1, rel_diff(cref.data(), e.logits(299), size_t(V)));
+    // A snapshot inside one token-path piece, against the bucket path's state at that boundary.
+    const int boundary = (n - 1) / int(kKvPageTokens) * int(kKvPageTokens);
+    if (boundary > 0 && n >= H200Engine::kTokenPieceMin) {
+      e.reset_slot(0);
+      e.reset_slot(1);
+      prefill_buckets(e, 0, ids.data(), boundary, 0);
+      const PrefillCapture capture{.tokens = boundary, .snapshot = 0};
+      e.prefill(1, ids.data(), n, 0, n, nullptr, &capture);
+      const std::vector<float> bref = slot_state(e, 0), snap = snapshot_state(e, 0);
+      verdict("snapshot inside the piece", boundary, 0, rel_diff(bref.data(), snap.data(), bref.size()));
+    }
+  }
+  e.reset_slot(0);
+  e.reset_slot(1);
+  std::printf("prefill-check %s: %d case(s) outside the tolerance\n", failed ? "FAIL" : "PASS", failed);
+  return failed ? 1 : 0;
+}
+
+}  // namespace rocket
