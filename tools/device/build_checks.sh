@@ -125,3 +125,21 @@ mkdir -p .carry/checks
   echo "built .carry/checks/gdn_chunked_check"
 )
 # ---- end gdn_chunked_check ------------------------------------------------------------------------
+
+# ---- moe_piece_check: MoE block of a prefill piece (src/kernels/cuda/moe_piece.cuh) against the decode kernels ----
+(
+  obj=.carry/checks/obj/moe_piece_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  # No engine.h: the kernels' traits are sized for the committed H200 profile, as CMake does.
+  profile() { grep -o "\"$1\": *[0-9]*" boosters/h200.json | grep -o '[0-9]*$'; }
+  for src in core/dtype fuel/chemistry compiler/nvfp4_code; do
+    g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+  done
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+    -DROCKET_CHECK_BOOSTER_SMS="$(profile sm_count)" -DROCKET_CHECK_BOOSTER_SMEM_PER_BLOCK="$(profile smem_per_block_optin)" \
+    -DROCKET_CHECK_BOOSTER_L2_BYTES="$(profile l2_bytes)ull" \
+    -Xcompiler -Wall,-Wextra -cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/moe_piece_check.cu "$obj"/*.o -o .carry/checks/moe_piece_check -lpthread
+  echo "built .carry/checks/moe_piece_check"
+)
+# ---- end moe_piece_check --------------------------------------------------------------------------

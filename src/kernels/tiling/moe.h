@@ -178,4 +178,109 @@ constexpr MoeDownTiling moe_down_tiling(const MoeDims& d, int b, bool nvfp4) {
   return t;
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Prefill pieces (kernels/cuda/moe_piece.cuh): the piece's (token, choice) pairs sorted by expert, each
+// expert's tokens cut into M-tiles ("items") of piece_tokens rows, grouped GEMMs over (item, N-tile).
+
+struct MoePieceTiling {
+  int tokens = 0;         // token rows per item (M-tile): 8 mma column groups of 8
+  int gate_up_warps = 0;  // gate_up: a warp owns 16 intermediate rows of gate and the same 16 of up
+  int gate_up_rows = 0;   // intermediate rows per gate_up block (16 * warps)
+  int down_warps = 0;     // down: a warp owns 16 output columns in each half of its block's columns
+  int down_rows = 0;      // output columns per down block (2 * 16 * warps)
+  int gate_up_n_tiles = 0, down_n_tiles = 0;
+  int group_threads = 0;  // grouping kernel: one warp per expert, every block scanning all counts
+};
+
+// Largest warp count in {8, 4, 2, 1} whose 16-row tiles (times `halves`) divide every one of a, b.
+constexpr int moe_piece_warps(int a, int b, int halves) {
+  int w = 8;
+  while (w > 1 && (a % (16 * halves * w) != 0 || b % (16 * halves * w) != 0)) w /= 2;
+  return w;
+}
+
+constexpr MoePieceTiling moe_piece_tiling(const MoeDims& d) {
+  MoePieceTiling t;
+  // NOTE: 64 tokens per item: at the a3b shape a 2048-token piece routes ~64 tokens to each expert, so
+  // one item covers most experts' tokens (weights read once), and a warp's 8 x 2 accumulator tiles fit
+  // two blocks per SM at 128 registers.
+  t.tokens = 64;
+  t.gate_up_warps = moe_piece_warps(d.inter, d.shared_inter, 1);
+  t.gate_up_rows = 16 * t.gate_up_warps;
+  t.down_warps = moe_piece_warps(d.hidden, d.hidden, 2);
+  t.down_rows = 32 * t.down_warps;
+  t.gate_up_n_tiles = max(d.inter, d.shared_inter) / t.gate_up_rows;
+  t.down_n_tiles = d.hidden / t.down_rows;
+  t.group_threads = max(256, ceil_div(d.experts, 32) * 32);
+  return t;
+}
+
+// K columns per pipeline stage of a piece GEMM: a lane's share of a stage is kBK / 32 octets (8 columns
+// each) of its weight rows, 8 code bytes (NVFP4) or 32 weight bytes (bf16) per row at kBK 64.
+// NOTE: NVFP4 steps of 128 columns (16 code bytes a lane, one 128-bit load) need 16 more registers for
+// the codes and spilled at 128 (two blocks per SM); at 64 a lane's 64-bit code loads are still
+// conflict-free. Stages in flight: 5 NVFP4 (17 KiB each), 2 bf16 (40 KiB each), so two blocks share an SM.
+constexpr int moe_piece_bk(bool nvfp4, int k) {
+  for (int bk = 64; bk >= 32; bk /= 2)
+    if (k % bk == 0 && (!nvfp4 || bk == 64)) return bk;
+  return 0;
+}
+constexpr int moe_piece_stages(bool nvfp4) { return nvfp4 ? 5 : 2; }
+
+// Items of a piece of n tokens: routed ones (each active expert's ceil(count / tokens), at most
+// slots / tokens + active of them) and the shared expert's (all n tokens).
+constexpr int moe_piece_routed_items(const MoeDims& d, int n) {
+  const int slots = n * d.top_k;
+  return ceil_div(slots, moe_piece_tiling(d).tokens) + min(d.experts, slots);
+}
+constexpr int moe_piece_shared_items(const MoeDims& d, int n) { return ceil_div(n, moe_piece_tiling(d).tokens); }
+
+// One workspace for a piece of up to max_tokens tokens; byte offsets, each 256-aligned. counts and bits
+// come first: the only part that must be zero when the piece starts (moe_piece clears it itself).
+struct MoePieceWorkspace {
+  int bit_words = 0;  // per expert: one bit per token
+  int max_items = 0;
+  int64_t counts = 0;        // int [experts]: routed tokens per expert
+  int64_t bits = 0;          // uint32 [experts][bit_words]: token t chose expert e
+  int64_t expert_start = 0;  // int [experts + 1]: first slot of each expert
+  int64_t item_count = 0;    // int: routed items
+  int64_t items = 0;         // int4 [max_items]: expert, first slot, rows
+  int64_t slot_token = 0;    // int [slots]: token of each slot
+  int64_t slot_of = 0;       // int [max_tokens][top_k]: slot of (token, choice)
+  int64_t shared_scale = 0;  // float [max_tokens]: sigmoid(shared_expert_gate . x)
+  int64_t act = 0;           // bf16 [slots][inter]: silu(gate) * up by slot
+  int64_t shared_act = 0;    // bf16 [max_tokens][shared_inter]
+  int64_t y = 0;             // float [slots][hidden]: expert down projection by slot
+  int64_t shared_y = 0;      // float [max_tokens][hidden]
+  int64_t bytes = 0;
+  constexpr int64_t zeroed_bytes() const { return expert_start; }
+};
+
+constexpr MoePieceWorkspace moe_piece_workspace(const MoeDims& d, int max_tokens) {
+  MoePieceWorkspace w;
+  const int64_t slots = int64_t(max_tokens) * d.top_k;
+  w.bit_words = ceil_div(max_tokens, 32);
+  w.max_items = moe_piece_routed_items(d, max_tokens);
+  int64_t at = 0;
+  auto take = [&at](int64_t bytes) {
+    const int64_t here = at;
+    at = (at + bytes + 255) / 256 * 256;
+    return here;
+  };
+  w.counts = take(4 * int64_t(d.experts));
+  w.bits = take(4 * int64_t(d.experts) * w.bit_words);
+  w.expert_start = take(4 * (int64_t(d.experts) + 1));
+  w.item_count = take(4);
+  w.items = take(16 * int64_t(w.max_items));
+  w.slot_token = take(4 * slots);
+  w.slot_of = take(4 * slots);
+  w.shared_scale = take(4 * int64_t(max_tokens));
+  w.act = take(2 * slots * d.inter);
+  w.shared_act = take(2 * int64_t(max_tokens) * d.shared_inter);
+  w.y = take(4 * slots * d.hidden);
+  w.shared_y = take(4 * int64_t(max_tokens) * d.hidden);
+  w.bytes = at;
+  return w;
+}
+
 }  // namespace rocket::tiling
