@@ -6,8 +6,14 @@
 //   - choices and router weights must equal the decode path's bit for bit (the same router_row);
 //   - the grouping (slot -> token, (token, choice) -> slot) must equal the host's counting sort;
 //   - out must equal the decode path's within bf16 rounding: one bf16 ulp of the reference (the two
-//     fp32 sums round to neighbouring bf16 values) plus 2^-10 of the row's rms (an intermediate bf16
-//     activation rounding the other way in one path: ~3e-4 rms per output at the a3b shape);
+//     fp32 sums round to neighbouring bf16 values) plus 2^-6 of the row's rms. NOTE: the second term is
+//     the bf16 activation between the GEMMs: gate and up sum K = 2048 products (fp32, in another order
+//     in each path, mma adds may truncate) at a condition |sum| / sum |w x| of ~1/40, so they differ by
+//     ~6e-4 relative and ~15% of the activations round to the other bf16 neighbour; each such flip
+//     moves every output of its token by ~w * ulp(act) / top_k, hundreds of them in random
+//     directions: measured up to ~1% of the rms (H200: err/bound <= 0.65 on every case). A wrong row, expert,
+//     scale or K range moves outputs by ~1/top_k of the rms or more. And at least half of each
+//     token's outputs must be bit-identical (a structural error changes nearly all of them);
 //   - every output poisoned (NaN) before the launch.
 // Then moe_piece is timed at the a3b shape, NVFP4, n = 512, 2048, 4096 (median of 9 runs, cudaEvent,
 // per phase too), against the decode path at 2048. Prints PASS/FAIL per case; exit 1 on any failure.
@@ -240,7 +246,11 @@ bool run_case(const char* shape, const Layer<D, P>& L, Piece<D, P>& piece, Decod
   const auto ho = out.download(), ho_ref = out_ref.download();
   Result r;
   long first_bad = -1;
+  long worst_token = -1;
   for (int t = 0; t < n; ++t) {
+    long same = 0;
+    for (int j = 0; j < H; ++j) same += ho[size_t(t) * H + j] == ho_ref[size_t(t) * H + j];
+    if (2 * same < H && worst_token < 0) worst_token = t;
     double ss = 0;
     for (int j = 0; j < H; ++j) ss += std::pow(double(bf16_to_f32(ho_ref[size_t(t) * H + j])), 2);
     const double rms = std::sqrt(ss / H);
@@ -249,7 +259,7 @@ bool run_case(const char* shape, const Layer<D, P>& L, Piece<D, P>& piece, Decod
       const double a = bf16_to_f32(ho[o]), b = bf16_to_f32(ho_ref[o]);
       const double err = std::fabs(a - b);
       const double ulp = std::ldexp(1.0, std::ilogb(std::max(std::fabs(b), 1e-30)) - 7);
-      const double bound = ulp + 0x1p-10 * rms;
+      const double bound = ulp + 0x1p-6 * rms;
       r.identical += ho[o] == ho_ref[o];
       ++r.total;
       if (!(err <= bound)) {
@@ -261,6 +271,10 @@ bool run_case(const char* shape, const Layer<D, P>& L, Piece<D, P>& piece, Decod
       r.max_rel = std::max(r.max_rel, err / std::max(std::fabs(b), rms));
       r.worst_ratio = std::max(r.worst_ratio, err / bound);
     }
+  }
+  if (worst_token >= 0) {
+    std::printf("  token %ld: fewer than half of its outputs bit-identical to the decode path\n", worst_token);
+    r.ok = false;
   }
   if (first_bad >= 0)
     std::printf("  first mismatch at token %ld col %ld: piece %.7g decode %.7g\n", first_bad / H, first_bad % H,
