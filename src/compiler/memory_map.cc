@@ -50,6 +50,9 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   act.add("page_tables", slots * pages_per_stream * 4);
   const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
   const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4;
+  // The token path's MoE (kernels/cuda/moe_piece.cuh): routing, the expert groups, activations and
+  // each routed pair's down output for the largest piece.
+  act.add("moe_workspace", uint64_t(tiling::moe_piece_workspace(moe, p.prefill_chunk).bytes));
   uint64_t attn_partial = 0, route = 0, moe_partial = 0, arrivals = 0;
   for (int b : p.buckets) {
     attn_partial =

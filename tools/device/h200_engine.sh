@@ -37,6 +37,12 @@ ENGINES=/tmp/h200-engines
 GOLDEN=$ROOT/tests/golden
 mkdir -p "$OUT" "$FUELS" "$ENGINES"
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libgomp for rocket's forge
+# cuBLAS (the token path's projections): the engine's rpath names the toolkit directory of the machine
+# that built it; where this machine keeps it elsewhere, PyTorch's wheel has the same major version.
+if [[ ! -f /usr/local/cuda/lib64/libcublas.so.13 ]]; then
+  cublas=$(python3 -c 'import nvidia.cublas as c, os; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
+  [[ -n $cublas ]] && export LD_LIBRARY_PATH="$cublas:$LD_LIBRARY_PATH"
+fi
 chmod +x "$ROCKET" 2>/dev/null || true
 
 LOG=$OUT/h200_engine.log
@@ -141,6 +147,14 @@ if wanted forge_a3b_nvfp4; then
   echo $! >"$FUELS/forge_a3b_nvfp4.pid"
 fi
 
+# The prefill benchmark's fifth of a3b (prepare_h200.sh), forged beside the small steps as well.
+if wanted forge_a3b8_nvfp4; then
+  rm -f "$FUELS/forge_a3b8_nvfp4.rc"
+  bash -c "$(forge a3b8-nvfp4 --fuel a3b --format nvfp4 --seed 1 --layers 8); echo \$? >'$FUELS/forge_a3b8_nvfp4.rc'" \
+    >"$FUELS/forge_a3b8_nvfp4.log" 2>&1 &
+  echo $! >"$FUELS/forge_a3b8_nvfp4.pid"
+fi
+
 for fmt in bf16 nvfp4; do
   step "forge_tiny_$fmt" 1 30 "$(forge "tiny-$fmt" --fuel tiny --format $fmt --seed 1)"
   step "weights_tiny_$fmt" 1 30 "$(weights "tiny-$fmt")"
@@ -148,6 +162,7 @@ for fmt in bf16 nvfp4; do
   [[ $fmt == bf16 ]] && full="--full '$GOLDEN/tiny_bf16_last.bin'"
   step "parity_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" parity --golden "'$GOLDEN/tiny_$fmt.json'" $full)"
   step "replay_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" replay)"
+  step "prefill_check_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" prefill-check)"
 done
 
 # The bf16 noise floor: HF itself computing in bf16 against its fp32 goldens, and the engine against
@@ -166,6 +181,14 @@ step forge_a3b4_bf16 0 90 "$(forge a3b4-bf16 --fuel a3b --format bf16 --seed 1 -
 step weights_a3b4_bf16 0 120 "$(weights a3b4-bf16)"
 step parity_a3b4_bf16 0 120 "$(engine a3b4-bf16 parity --golden "'$GOLDEN/a3b4_bf16.json'")"
 step replay_a3b4_bf16 0 90 "$(engine a3b4-bf16 replay)"
+step prefill_check_a3b4_bf16 0 120 "$(engine a3b4-bf16 prefill-check)"
+step wait_forge_a3b8_nvfp4 0 60 "test -f '$FUELS/forge_a3b8_nvfp4.pid' || exit 90; \
+  while [[ ! -f '$FUELS/forge_a3b8_nvfp4.rc' ]] && kill -0 \$(cat '$FUELS/forge_a3b8_nvfp4.pid') 2>/dev/null; do sleep 3; done; \
+  tail -2 '$FUELS/forge_a3b8_nvfp4.log'; test \"\$(cat '$FUELS/forge_a3b8_nvfp4.rc' 2>/dev/null)\" = 0"
+step weights_a3b8_nvfp4 0 120 "$(weights a3b8-nvfp4)"
+step prefill_check_a3b8_nvfp4 0 120 "$(engine a3b8-nvfp4 prefill-check)"
+step prefill_bench_a3b8_nvfp4 0 200 "$(engine a3b8-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \
+  | tee '$OUT/h200-prefill.md'"
 bf16_floor a3b4-bf16 a3b4_bf16.json
 # Disk: the 4-layer fuel and blob (16 GB) go before the full blob (21 GB) is written.
 step free_a3b4 0 0 "rm -rf '$FUELS/a3b4-bf16' '$ENGINES/a3b4-bf16'; df -h /tmp"

@@ -18,6 +18,7 @@ BUILD=${BUILD:-build-h200}
 CARRY=.carry/h200
 CONFIGS=${CONFIGS:-/tmp/rocket-h200-configs}
 JOBS=${JOBS:-2}
+# ENGINES: the names of the rows below to build (all when empty).
 
 [[ -f $BUILD/CMakeCache.txt ]] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" --target rocket -j"$JOBS"
@@ -37,9 +38,13 @@ engines=(
   # The benchmark decodes from a context of 8192 tokens, so the plan holds 8192 + 1024; the agent
   # workload (bench/serve_agents.py) keeps 256 prefix-cache state snapshots (60 MiB each).
   "a3b-nvfp4|--fuel a3b --format nvfp4 --seed 1|--max-context 9216 --snapshots 256"
+  # The prefill benchmark's model: a fifth of a3b (2 full-attention and 6 GDN layers, the same mix),
+  # forged in a fifth of the time, with the context for a 4096-token continuation of a 28K prefix.
+  "a3b8-nvfp4|--fuel a3b --format nvfp4 --seed 1 --layers 8|--max-context 33792"
 )
 for row in "${engines[@]}"; do
   IFS='|' read -r name forge_flags build_flags <<<"$row"
+  [[ -z ${ENGINES:-} || " $ENGINES " == *" $name "* ]] || continue
   t0=$(date +%s)
   # shellcheck disable=SC2086
   "$BUILD/rocket" forge $forge_flags --tokenizer "$tok" --config-only --out "$CONFIGS/$name" --force

@@ -154,7 +154,7 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
 const LoadReport& H200Engine::fuel(const LoadOptions& load) {
   load_report_ = load_weights((fs::path(dir_) / "weights.blob").string(), kBlobBytes, *arena_, load);
   CUDA_CHECK(cudaMemsetAsync(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals, stream_));  // the kernel's contract
-  CUBLAS_CHECK(cublasSetWorkspace(cublas_, buf<void>(kBuf_gemm_workspace), kBufBytes_gemm_workspace));
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, buf<uint8_t>(kBuf_gemm_workspace), kBufBytes_gemm_workspace));
   page_tables_.resize(size_t(kSlots) * kPagesPerStream);
   for (size_t i = 0; i < page_tables_.size(); ++i) page_tables_[i] = int(i);
   CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4,

@@ -7,7 +7,8 @@
 //   GDN            the chunked gated delta rule over the piece (gdn_chunked.cuh)
 //   attention      KV appended for the whole piece, then flash attention over the paged KV on the
 //                  tensor cores (attention_flash.cuh)
-//   MoE            router GEMM, then the decode expert kernels in bucket-sized row blocks
+//   MoE            router GEMM, then token-tiled grouped experts: each expert's weights read once per
+//                  piece (moe_piece.cuh)
 //   LM head        only at the rows that want logits (and the last, when it picks), a pass at a time
 //
 // A snapshot inside the piece (PrefillCapture) is taken as it passes: the conv state from the piece's
@@ -24,7 +25,7 @@
 #include "kernels/cuda/conv1d.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gdn_chunked.cuh"
-#include "kernels/cuda/moe_experts.cuh"
+#include "kernels/cuda/moe_piece.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/gemm.cuh"
 #include "kernels/cuda/rms_norm.cuh"
@@ -198,45 +199,22 @@ void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
   const LayerAt& L = kLayer[l];
   const bf16* hn = buf<bf16>(kBuf_hn);
   float* router = buf<float>(kBuf_router);
-  int32_t* idx = buf<int32_t>(kBuf_route_idx);
-  float* w = buf<float>(kBuf_route_w);
-  const uint8_t* experts = weight<uint8_t>(L.experts);
   project(cublas_, weight<bf16>(L.router.weight), int(kExperts), int(kHidden), hn, n, router);
-  for (int at = 0; at < n;) {
-    const int rows = bucket_at_most(n - at);
-    with_bucket(rows, [&]<int B>() {
-      auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
-      cuda::moe_route<MoeS, B>(
-          {.logits = router + int64_t(at) * kExperts, .idx = idx + int64_t(at) * kTopK, .weight = w + int64_t(at) * kTopK, .route = route},
-          stream_);
-      cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn + int64_t(at) * kHidden,
-                                                     .route = route,
-                                                     .experts = experts,
-                                                     .expert_stride = kExpertStride,
-                                                     .expert = kExpert,
-                                                     .shared_gate = weight<bf16>(L.shared_gate.weight),
-                                                     .shared_up = weight<bf16>(L.shared_up.weight),
-                                                     .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
-                                                     .act = buf<bf16>(kBuf_moe_act),
-                                                     .shared_act = buf<bf16>(kBuf_shared_act),
-                                                     .shared_scale = buf<float>(kBuf_shared_scale),
-                                                     .partial = buf<float>(kBuf_moe_partial),
-                                                     .arrivals = buf<int>(kBuf_moe_arrivals)},
-                                                    stream_);
-      cuda::moe_down<MoeS, B, kPrecisionExperts>({.route = route,
-                                                  .route_weight = w + int64_t(at) * kTopK,
-                                                  .experts = experts,
-                                                  .expert_stride = kExpertStride,
-                                                  .expert = kExpert,
-                                                  .shared_down = weight<bf16>(L.shared_down.weight),
-                                                  .act = buf<bf16>(kBuf_moe_act),
-                                                  .shared_act = buf<bf16>(kBuf_shared_act),
-                                                  .shared_scale = buf<float>(kBuf_shared_scale),
-                                                  .out = buf<bf16>(kBuf_moe_out) + int64_t(at) * kHidden},
-                                                 stream_);
-    });
-    at += rows;
-  }
+  cuda::moe_piece<MoeS, kPrecisionExperts>({.x = hn,
+                                            .logits = router,
+                                            .experts = weight<uint8_t>(L.experts),
+                                            .expert_stride = kExpertStride,
+                                            .expert = kExpert,
+                                            .shared_gate = weight<bf16>(L.shared_gate.weight),
+                                            .shared_up = weight<bf16>(L.shared_up.weight),
+                                            .shared_down = weight<bf16>(L.shared_down.weight),
+                                            .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
+                                            .route_idx = buf<int32_t>(kBuf_route_idx),
+                                            .route_w = buf<float>(kBuf_route_w),
+                                            .workspace = buf<uint8_t>(kBuf_moe_workspace),
+                                            .max_tokens = int(kPrefillChunk),
+                                            .out = buf<bf16>(kBuf_moe_out)},
+                                           n, stream_);
 }
 
 // Logits only where they are wanted, kLogitRows rows a pass; with knobs, the last row's pass is the

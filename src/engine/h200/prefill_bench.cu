@@ -188,13 +188,17 @@ double rel_diff(const float* ref, const float* got, size_t n) {
   return scale > 0 ? worst / scale : worst;
 }
 
-// The prompt through bucket-sized pieces: calls of 32 tokens, below the token path's minimum.
-void prefill_buckets(H200Engine& e, int slot, const int32_t* ids, int n, int64_t pos0) {
+// The prompt through bucket-sized pieces: calls of 32 tokens, below the token path's minimum. Returns
+// the last row's logits (valid until the next step).
+const float* prefill_buckets(H200Engine& e, int slot, const int32_t* ids, int n, int64_t pos0) {
   static_assert(H200Engine::kTokenPieceMin > 32);
+  int last = 0;
   for (int at = 0; at < n; at += 32) {
     const int c = std::min(32, n - at);
     e.prefill(slot, ids + at, c, pos0 + at, at + c == n ? c - 1 : c);
+    last = c - 1;
   }
+  return e.logits(last);
 }
 
 }  // namespace
@@ -213,8 +217,8 @@ int run_prefill_check(H200Engine& e, float tol) {
     const std::vector<int32_t> ids = prompt_of(n, n);
     e.reset_slot(0);
     e.reset_slot(1);
-    prefill_buckets(e, 0, ids.data(), n, 0);
-    const std::vector<float> ref(e.logits(n - 1), e.logits(n - 1) + V);
+    const float* bucket_logits = prefill_buckets(e, 0, ids.data(), n, 0);
+    const std::vector<float> ref(bucket_logits, bucket_logits + V);
     e.prefill(1, ids.data(), n, 0, n - 1);
     verdict("logits, last prompt row", n, 0, rel_diff(ref.data(), e.logits(n - 1), size_t(V)));
     const std::vector<float> sref = slot_state(e, 0), sgot = slot_state(e, 1);
@@ -228,8 +232,8 @@ int run_prefill_check(H200Engine& e, float tol) {
     verdict("decode logits after", n, 0, rel_diff(e.logits(0), e.logits(1), size_t(V)));
     // A continuation over the cached prefix (both slots hold n + 1 tokens now).
     const std::vector<int32_t> more = prompt_of(300, n + 1);
-    prefill_buckets(e, 0, more.data(), 300, n + 1);
-    const std::vector<float> cref(e.logits(299), e.logits(299) + V);
+    const float* cont_logits = prefill_buckets(e, 0, more.data(), 300, n + 1);
+    const std::vector<float> cref(cont_logits, cont_logits + V);
     e.prefill(1, more.data(), 300, n + 1, 299);
     verdict("continuation logits", 300, n + 1, rel_diff(cref.data(), e.logits(299), size_t(V)));
     // A snapshot inside one token-path piece, against the bucket path's state at that boundary.

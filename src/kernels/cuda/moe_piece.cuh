@@ -182,10 +182,10 @@ __device__ __forceinline__ int chunk_at(int row, int q) {
 // One piece GEMM of a block: acc[m][j] (m: weight half, j: token group of 8) = rows 16w.. of half m
 // (w0 / w1: global row 0 of each half; NVFP4 block scales at s0 / s1) times the kTokens activation rows
 // rows_s[] of x (pitch K; -1: a row past the item, read as zeros and never stored), over all of K.
-// jmax: token groups holding real rows (the mma of the others is skipped). smem: G::kSmemBytes.
+// jmax: token groups holding real rows (the mma of the others is skipped). piece_smem: G::kSmemBytes.
 template <class G>
 __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1, const uint8_t* s0, const uint8_t* s1,
-                                           const __nv_bfloat16* x, const int* rows_s, int jmax, uint8_t* smem,
+                                           const __nv_bfloat16* x, const int* rows_s, int jmax, uint8_t* piece_smem,
                                            float (&acc)[2][8][4]) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
 #pragma unroll
@@ -196,7 +196,7 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
       for (int q = 0; q < 4; ++q) acc[m][j][q] = 0.0f;
 
   auto load_step = [&](int buf, int kt) {
-    uint8_t* ws = smem + buf * G::kStageBytes;
+    uint8_t* ws = piece_smem + buf * G::kStageBytes;
     uint8_t* ss = ws + G::kWBytes;
     uint8_t* xs = ss + G::kSBytes;
     constexpr int kWChunks = G::kWRowBytes / 16;
@@ -236,7 +236,7 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
     if (kt + G::kStages - 1 < G::kSteps) load_step((kt + G::kStages - 1) % G::kStages, kt + G::kStages - 1);
     cp_async_commit();
 
-    const uint8_t* ws = smem + (kt % G::kStages) * G::kStageBytes;
+    const uint8_t* ws = piece_smem + (kt % G::kStages) * G::kStageBytes;
     const uint8_t* ss = ws + G::kWBytes;
     const uint8_t* xs = ss + G::kSBytes;
     // NVFP4: this lane's code words (kO consecutive octets) and block scale codes of its four rows.
@@ -309,7 +309,7 @@ __device__ __forceinline__ float silu(float v) { return v / (1.0f + expf(-v)); }
 // store is 16 contiguous bytes.
 template <class G, int kPitch>
 __device__ __forceinline__ void store_act(const float (&acc)[2][8][4], float gate_factor, float up_factor, int rows,
-                                          __nv_bfloat16* dst, int dst_pitch, uint8_t* smem) {
+                                          __nv_bfloat16* dst, int dst_pitch, uint8_t* piece_smem) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int j = 0; j < 8; ++j)
@@ -317,20 +317,20 @@ __device__ __forceinline__ void store_act(const float (&acc)[2][8][4], float gat
     for (int q = 0; q < 4; ++q) {
       const int token = 8 * j + 2 * c + (q & 1), i = 16 * warp + g + 8 * (q >> 1);
       const float v = silu(acc[0][j][q] * gate_factor) * (acc[1][j][q] * up_factor);
-      *reinterpret_cast<__nv_bfloat16*>(smem + token * kPitch + 2 * i) = __float2bfloat16_rn(v);
+      *reinterpret_cast<__nv_bfloat16*>(piece_smem + token * kPitch + 2 * i) = __float2bfloat16_rn(v);
     }
   __syncthreads();
   constexpr int kChunks = G::kRows / 8;  // 16-byte chunks per token row
   for (int i = tid; i < rows * kChunks; i += G::kThreads) {
     const int token = i / kChunks, q = i % kChunks;
-    *reinterpret_cast<uint4*>(dst + size_t(token) * dst_pitch + q * 8) = *reinterpret_cast<const uint4*>(smem + token * kPitch + q * 16);
+    *reinterpret_cast<uint4*>(dst + size_t(token) * dst_pitch + q * 8) = *reinterpret_cast<const uint4*>(piece_smem + token * kPitch + q * 16);
   }
 }
 
 // down epilogue: y row (token) i of the item, 2 x kRows columns from n0, = acc * factor in fp32.
 template <class G, int kPitch>
 __device__ __forceinline__ void store_y(const float (&acc)[2][8][4], float factor, int rows, float* dst, int dst_pitch,
-                                        uint8_t* smem) {
+                                        uint8_t* piece_smem) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int m = 0; m < 2; ++m)
@@ -339,13 +339,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[2][8][4], float facto
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int token = 8 * j + 2 * c + (q & 1), i = m * G::kRows + 16 * warp + g + 8 * (q >> 1);
-        *reinterpret_cast<float*>(smem + token * kPitch + 4 * i) = acc[m][j][q] * factor;
+        *reinterpret_cast<float*>(piece_smem + token * kPitch + 4 * i) = acc[m][j][q] * factor;
       }
   __syncthreads();
   constexpr int kChunks = 2 * G::kRows / 4;
   for (int i = tid; i < rows * kChunks; i += G::kThreads) {
     const int token = i / kChunks, q = i % kChunks;
-    *reinterpret_cast<float4*>(dst + size_t(token) * dst_pitch + q * 4) = *reinterpret_cast<const float4*>(smem + token * kPitch + q * 16);
+    *reinterpret_cast<float4*>(dst + size_t(token) * dst_pitch + q * 4) = *reinterpret_cast<const float4*>(piece_smem + token * kPitch + q * 16);
   }
 }
 
@@ -471,7 +471,7 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
   using T = MoePieceTraits<D, P>;
   using G = typename T::GateUp;
   using S = typename T::SharedGateUp;
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t piece_smem[];
   __shared__ int rows_s[T::kTokens];
   const int shared_items = (n + T::kTokens - 1) / T::kTokens;
   const int n0 = blockIdx.x * G::kRows;
@@ -483,9 +483,9 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
     __syncthreads();
     const auto* gate = reinterpret_cast<const uint8_t*>(p.shared_gate + size_t(n0) * D::kHidden);
     const auto* up = reinterpret_cast<const uint8_t*>(p.shared_up + size_t(n0) * D::kHidden);
-    piece::piece_gemm<S>(gate, up, nullptr, nullptr, p.x, rows_s, (rows + 7) / 8, smem, acc);
+    piece::piece_gemm<S>(gate, up, nullptr, nullptr, p.x, rows_s, (rows + 7) / 8, piece_smem, acc);
     piece::store_act<S, T::kActPitch>(acc, 1.0f, 1.0f, rows, w.shared_act + size_t(t0) * D::kSharedInter + n0,
-                                          D::kSharedInter, smem);
+                                          D::kSharedInter, piece_smem);
     return;
   }
   const int item = blockIdx.y - shared_items;
@@ -502,8 +502,8 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
   }
   piece::piece_gemm<G>(unit + p.expert.gate.weight + n0 * kRowBytes, unit + p.expert.up.weight + n0 * kRowBytes,
                            unit + p.expert.gate.scale + n0 * kScaleRowBytes, unit + p.expert.up.scale + n0 * kScaleRowBytes,
-                           p.x, rows_s, (it.z + 7) / 8, smem, acc);
-  piece::store_act<G, T::kActPitch>(acc, gate_factor, up_factor, it.z, w.act + size_t(it.y) * D::kInter + n0, D::kInter, smem);
+                           p.x, rows_s, (it.z + 7) / 8, piece_smem, acc);
+  piece::store_act<G, T::kActPitch>(acc, gate_factor, up_factor, it.z, w.act + size_t(it.y) * D::kInter + n0, D::kInter, piece_smem);
 }
 
 template <class D, Precision P>
@@ -512,7 +512,7 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
   using T = MoePieceTraits<D, P>;
   using G = typename T::Down;
   using S = typename T::SharedDown;
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t piece_smem[];
   __shared__ int rows_s[T::kTokens];
   const int shared_items = (n + T::kTokens - 1) / T::kTokens;
   const int n0 = blockIdx.x * 2 * G::kRows;
@@ -523,8 +523,8 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
     __syncthreads();
     const auto* down = reinterpret_cast<const uint8_t*>(p.shared_down + size_t(n0) * D::kSharedInter);
     piece::piece_gemm<S>(down, down + S::kRows * S::kGlobalRowBytes, nullptr, nullptr, w.shared_act, rows_s, (rows + 7) / 8,
-                             smem, acc);
-    piece::store_y<S, T::kYPitch>(acc, 1.0f, rows, w.shared_y + size_t(t0) * D::kHidden + n0, D::kHidden, smem);
+                             piece_smem, acc);
+    piece::store_y<S, T::kYPitch>(acc, 1.0f, rows, w.shared_y + size_t(t0) * D::kHidden + n0, D::kHidden, piece_smem);
     return;
   }
   const int item = blockIdx.y - shared_items;
@@ -538,9 +538,9 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
   if constexpr (G::kNvfp4) factor = *reinterpret_cast<const float*>(unit + p.expert.down.scale2) * kNvfp4Unbias;
   const uint8_t* wd = unit + p.expert.down.weight + n0 * kRowBytes;
   const uint8_t* sd = unit + p.expert.down.scale + n0 * kScaleRowBytes;
-  piece::piece_gemm<G>(wd, wd + G::kRows * kRowBytes, sd, sd + G::kRows * kScaleRowBytes, w.act, rows_s, (it.z + 7) / 8, smem,
+  piece::piece_gemm<G>(wd, wd + G::kRows * kRowBytes, sd, sd + G::kRows * kScaleRowBytes, w.act, rows_s, (it.z + 7) / 8, piece_smem,
                            acc);
-  piece::store_y<G, T::kYPitch>(acc, factor, it.z, w.y + size_t(it.y) * D::kHidden + n0, D::kHidden, smem);
+  piece::store_y<G, T::kYPitch>(acc, factor, it.z, w.y + size_t(it.y) * D::kHidden + n0, D::kHidden, piece_smem);
 }
 
 // One block per token: out = bf16(shared_scale * shared + sum over choices of weight * down), in
