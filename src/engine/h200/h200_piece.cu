@@ -54,7 +54,9 @@ void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, 
 
 void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row, float* logits_to,
                                const SamplingKnobs* knobs, const PrefillCapture* capture, uint32_t kinds) {
-  // The previous call's copy of host_piece_ has finished: every prefill ends by synchronising.
+  // The previous piece's copies out of host_piece_ must have run before it is rewritten (a prefill
+  // split around a capture runs two pieces in one call; otherwise the stream is idle already).
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
   PieceInputs& in = *host_piece_;
   std::copy(ids, ids + n, in.ids);
   for (int r = 0; r < n; ++r) in.pos[r] = int32_t(pos0 + r);
