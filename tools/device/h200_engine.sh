@@ -188,7 +188,7 @@ step wait_forge_a3b8_nvfp4 0 60 "test -f '$FUELS/forge_a3b8_nvfp4.pid' || exit 9
 step weights_a3b8_nvfp4 0 120 "$(weights a3b8-nvfp4)"
 step prefill_check_a3b8_nvfp4 0 120 "$(engine a3b8-nvfp4 prefill-check)"
 step prefill_bench_a3b8_nvfp4 0 200 "$(engine a3b8-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \
-  | tee '$OUT/h200-prefill.md'"
+  | tee '$OUT/h200-prefill-a3b8.md'"
 bf16_floor a3b4-bf16 a3b4_bf16.json
 # Disk: the 4-layer fuel and blob (16 GB) go before the full blob (21 GB) is written.
 step free_a3b4 0 0 "rm -rf '$FUELS/a3b4-bf16' '$ENGINES/a3b4-bf16'; df -h /tmp"
@@ -199,6 +199,8 @@ step wait_forge_a3b_nvfp4 0 60 "test -f '$A3B_FORGE_LOG' || exit 90; \
 step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
 step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+step prefill_bench_a3b_nvfp4 0 120 "$(engine a3b-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \
+  | tee '$OUT/h200-prefill-a3b.md'"
 step serve_a3b_nvfp4 0 240 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_nvfp4.log' \
   bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200-serve-agents.md' --max-tokens 64"
 

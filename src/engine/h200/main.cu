@@ -161,17 +161,18 @@ int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
 
 int cmd_prefill_bench(const fs::path& dir, const std::vector<std::string>& args) {
   std::vector<int> lengths = {512, 2048, 4096, 8192};
-  int prefix = 0, reps = 3;
+  int prefix = 0, continuation = 4096, reps = 3;
   CLI::App cli("Cold prompts of several lengths through the prefill token path, split by kernel kind, against the "
                "tensor-core peak.", "rocket-engine prefill-bench");
   cli.add_option("--lengths", lengths, "prompt lengths in tokens")->delimiter(',')->capture_default_str();
-  cli.add_option("--prefix", prefix, "also the last length continuing a cached prefix of this many tokens (0: none)")
+  cli.add_option("--prefix", prefix, "also a continuation of a cached prefix of this many tokens (0: none)")
       ->check(at_least(0))
       ->capture_default_str();
+  cli.add_option("--continuation", continuation, "tokens of that continuation")->check(at_least(1))->capture_default_str();
   cli.add_option("--reps", reps, "runs per length (the table reports the median)")->check(at_least(1))->capture_default_str();
   if (const auto rc = parse_command(cli, args)) return *rc;
   const double peak = measure_tensor_peak();
-  return run_prefill_bench(*countdown(dir), lengths, prefix, reps, peak);
+  return run_prefill_bench(*countdown(dir), lengths, prefix, continuation, reps, peak);
 }
 
 int cmd_prefill_check(const fs::path& dir, const std::vector<std::string>& args) {

@@ -103,7 +103,7 @@ double measure_tensor_peak() {
   return 2.0 * N * N * double(N) / (median(t) * 1e-3) / 1e12;
 }
 
-int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix, int reps, double peak) {
+int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix, int continuation, int reps, double peak) {
   std::printf("dense bf16 tensor-core peak (cuBLAS 8192^3, median of 10): %.0f TFLOP/s\n", peak);
   std::printf("cold prefill, one stream, calls of %d tokens, first token picked on the device; median of %d\n\n",
               int(kPrefillChunk), reps);
@@ -151,7 +151,7 @@ int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix
     std::printf(" %.2f |\n", all - sum);
   };
   for (int n : lengths) row(n, 0, n);
-  if (prefix > 0 && !lengths.empty()) row(lengths.back(), prefix, 7);
+  if (prefix > 0) row(continuation, prefix, 7);
   e.reset_slot(0);
   return 0;
 }

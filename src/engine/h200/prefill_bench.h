@@ -12,9 +12,10 @@
 namespace rocket {
 
 // Median of `reps` cold prefills of each length (one stream, chunks of the plan's prefill_chunk, the
-// first token picked on the device); `prefix` > 0 adds a continuation of that many cached tokens by
-// the last length. Prints a markdown table. Returns the process exit status.
-int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix, int reps, double peak_tflops);
+// first token picked on the device); `prefix` > 0 adds `continuation` tokens continuing a cached
+// prefix of that many. Prints a markdown table. Returns the process exit status.
+int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix, int continuation, int reps,
+                      double peak_tflops);
 
 // The dense bf16 tensor-core peak of this device in TFLOP/s: a cuBLAS 8192³ GEMM, median of 10. Run
 // before the engine uprights (it allocates its own operands).
