@@ -38,8 +38,9 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   // positions (int32 each), then one 32-byte SamplingKnobs per row; the step's first kernel copies them
   // here from the host's pinned staging.
   act.add("step_inputs", S * (3 * 4 + 32));
-  // A token-path piece's inputs: ids and positions of its rows, its slot, the GDN chunks' captures.
-  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + 4 + tiling::gdn_chunks(p.prefill_chunk)) * 4);
+  // A token-path piece's inputs: ids and positions of its rows, then per stream slot of a batched
+  // piece its slot and its GDN chunks' captures.
+  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + slots * (1 + tiling::gdn_chunks(p.prefill_chunk))) * 4);
   // cuBLAS's workspace for the token path's projections (its recommended 32 MiB on Hopper), so it
   // allocates nothing after upright.
   act.add("gemm_workspace", 32ull << 20);

@@ -24,6 +24,17 @@ struct PrefillCapture {
   int snapshot = -1;
 };
 
+// One stream's rows of a batched prefill call (BatchEngine::prefill_batch): as prefill's arguments.
+struct PrefillSegment {
+  int slot = 0;
+  const int32_t* ids = nullptr;
+  int n = 0;
+  int64_t pos0 = 0;
+  const SamplingKnobs* knobs = nullptr;  // picks the token after the segment's last row
+  bool want_logits = false;              // the last row's logits come back as well
+  const PrefillCapture* capture = nullptr;
+};
+
 class BatchEngine {
  public:
   virtual ~BatchEngine() = default;
@@ -38,6 +49,10 @@ class BatchEngine {
   // snapshots the state inside the call.
   virtual void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
                        bool want_logits, const PrefillCapture* capture = nullptr) = 0;
+  // Several streams' prefill rows in one call (at most plan().max_streams segments of distinct slots,
+  // plan().prefill_chunk rows in all), so the weights are read once for all of them. Afterwards
+  // tokens()[i] and logits(i) are segment i's, as prefill's tokens()[0] and logits(0).
+  virtual void prefill_batch(std::span<const PrefillSegment> segments) = 0;
   // One token for each of n <= plan().max_streams streams, run as the smallest bucket holding n; each
   // row picks its next token inside the engine with knobs[row] (read them with tokens()), so the loop
   // thread samples nothing and an engine on a device brings only n tokens back. `want_logits`: the
@@ -45,7 +60,7 @@ class BatchEngine {
   virtual void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
                       bool want_logits) = 0;
   // The token each row of the last decode picked, row order, or the last prefill's pick (row 0) when
-  // it had knobs; valid until the next prefill or decode.
+  // it had knobs, or each segment's of the last prefill_batch; valid until the next call.
   virtual const int32_t* tokens() const = 0;
   // Logits of row `row` of the last decode, or of the last prefill's last row (row 0), which must have
   // wanted them (valid until the next prefill or decode).

@@ -247,46 +247,80 @@ void Scheduler::prefill_step() {
   const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
   int budget = decoding ? options_.prefill_budget : 4 * options_.prefill_budget;
   int prefilled = 0;
-  for (int slot : std::deque<int>(order_)) {
-    if (budget <= 0) break;
-    Stream& s = *slots_[size_t(slot)];
-    if (s.decoding) continue;
-    if (s.generation->cancelled()) {
-      retire(s, /*keep_cache=*/true);
-      continue;
-    }
-    const int total = int(s.prompt.size());
-    while (budget > 0 && s.computed < total) {
-      int n = std::min({chunk, total - s.computed, budget});
+  // Rounds: each takes the next piece of every prompt still prefilling, in admission order, up to the
+  // budget and one call's rows, and runs them as one engine call (the weights read once for all).
+  struct Piece {
+    int slot, n;
+    bool last, want_logits;
+    SamplingKnobs knobs;
+    std::optional<PrefillCapture> inside;
+  };
+  while (budget > 0) {
+    std::vector<Piece> round;
+    int rows = 0;
+    for (int slot : std::deque<int>(order_)) {
+      if (rows >= std::min(budget, chunk)) break;
+      Stream& s = *slots_[size_t(slot)];
+      if (s.decoding) continue;
+      if (s.generation->cancelled()) {
+        retire(s, /*keep_cache=*/true);
+        continue;
+      }
+      const int total = int(s.prompt.size());
+      if (s.computed >= total) continue;
+      int n = std::min({chunk - rows, total - s.computed, budget - rows});
       if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
-      const bool last = s.computed + n == total;
-      // The prompt's last chunk picks its first token in the engine, as decode picks every later one.
-      const SamplingKnobs knobs = s.generation->knobs(total);
-      const bool want_logits = last && s.generation->needs_logits();
-      // The cache resumes from the last page boundary a publish reaches: when this call passes one
+      Piece p{.slot = slot, .n = n, .last = s.computed + n == total, .want_logits = false, .knobs = {}, .inside = {}};
+      // The prompt's last piece picks its first token in the engine, as decode picks every later one.
+      p.knobs = s.generation->knobs(total);
+      p.want_logits = p.last && s.generation->needs_logits();
+      // The cache resumes from the last page boundary a publish reaches: when this piece passes one
       // without ending on it, the engine snapshots there inside the call.
       const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;
-      std::optional<PrefillCapture> inside;
       if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens())
         if (std::optional<int> snap = s.pages.capture_snapshot(boundary))
-          inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
-      engine_.prefill(slot, s.prompt.data() + s.computed, n, s.computed, last ? &knobs : nullptr, want_logits,
-                      inside ? &*inside : nullptr);
-      s.computed += n;
-      budget -= n;
-      prefilled += n;
+          p.inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
+      round.push_back(p);
+      rows += n;
+    }
+    if (round.empty()) break;
+    if (round.size() == 1) {
+      const Piece& p = round[0];
+      const Stream& s = *slots_[size_t(p.slot)];
+      engine_.prefill(p.slot, s.prompt.data() + s.computed, p.n, s.computed, p.last ? &p.knobs : nullptr, p.want_logits,
+                      p.inside ? &*p.inside : nullptr);
+    } else {
+      std::vector<PrefillSegment> segments;
+      for (const Piece& p : round) {
+        const Stream& s = *slots_[size_t(p.slot)];
+        segments.push_back({.slot = p.slot,
+                            .ids = s.prompt.data() + s.computed,
+                            .n = p.n,
+                            .pos0 = s.computed,
+                            .knobs = p.last ? &p.knobs : nullptr,
+                            .want_logits = p.want_logits,
+                            .capture = p.inside ? &*p.inside : nullptr});
+      }
+      engine_.prefill_batch(segments);
+    }
+    for (size_t i = 0; i < round.size(); ++i) {
+      const Piece& p = round[i];
+      Stream& s = *slots_[size_t(p.slot)];
+      s.computed += p.n;
+      budget -= p.n;
+      prefilled += p.n;
       capture(s, s.computed);
       if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
-      if (!last) continue;
+      if (!p.last) continue;
       s.pages.publish();  // concurrent requests sharing this prompt hit from now on
       std::optional<int32_t> next =
-          s.generation->step(engine_.tokens()[0], want_logits ? engine_.logits(0) : nullptr, engine_.vocab());
+          s.generation->step(engine_.tokens()[i], p.want_logits ? engine_.logits(int(i)) : nullptr, engine_.vocab());
       if (!next) {
         retire(s, /*keep_cache=*/true);
-        break;
+        continue;
       }
       s.next = *next;
-      s.pos = total;
+      s.pos = int64_t(s.prompt.size());
       s.decoding = true;
     }
   }

@@ -21,6 +21,15 @@ class H200BatchEngine final : public BatchEngine {
     if (knobs) tokens_ = e_.tokens();
     logits_row0_ = n - 1;
   }
+  void prefill_batch(std::span<const PrefillSegment> segments) override {
+    if (segments.size() == 1) {
+      const PrefillSegment& g = segments[0];
+      return prefill(g.slot, g.ids, g.n, g.pos0, g.knobs, g.want_logits, g.capture);
+    }
+    e_.prefill_batch(segments);
+    tokens_ = e_.tokens();
+    logits_row0_ = 0;
+  }
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
     e_.decode(n, ids, slots, pos, knobs);

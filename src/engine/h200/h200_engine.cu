@@ -428,8 +428,9 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   auto run = [&](int at, int len, const PrefillCapture* inside) {
     const bool pick = knobs && at + len == n;
     if (len >= kTokenPieceMin) {
-      prefill_piece(slot, ids + at, len, pos0 + at, std::max(first_logit_row - at, 0), dest + int64_t(at) * kVocab,
-                    pick ? knobs : nullptr, inside, kKindAll);
+      const PieceSegment seg{.slot = slot, .row0 = 0, .n = len, .pos0 = pos0 + at, .capture = inside};
+      prefill_piece({&seg, 1}, ids + at, kKindAll);
+      piece_lm_head(len, std::max(first_logit_row - at, 0), dest + int64_t(at) * kVocab, pick ? knobs : nullptr);
       return;
     }
     CHECK(!inside, "a capture inside bucket-sized pieces is split off by the caller");
@@ -440,7 +441,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
       s.slots[0] = slot;
       s.pos[0] = int32_t(pos0 + at);
       const bool last = pick && at + piece == end;
-      if (last) s.sample[0] = *knobs;  // staged with the piece's inputs: pick_first_token's own staging, folded in
+      if (last) s.sample[0] = *knobs;  // staged with the piece's inputs: pick_tokens' staging, folded in
       upload_step();
       const bool want = at + piece > first_logit_row;
       with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want || last); });
@@ -466,11 +467,45 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void H200Engine::pick_first_token(const SamplingKnobs& knobs, int logits_row) {
+void H200Engine::pick_tokens(std::span<const SamplingKnobs* const> knobs, int logits_row) {
+  const int rows = int(knobs.size()), b = bucket_for(rows);
   StepInputs& s = staging();
-  s.sample[0] = knobs;
+  for (int i = 0; i < b; ++i) s.sample[i] = i < rows && knobs[size_t(i)] ? *knobs[size_t(i)] : SamplingKnobs{.temperature = 0.0f};
   upload_step();
-  enqueue_decode<1>(kKindSampling, logits_row);
+  with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindSampling, logits_row); });
+}
+
+void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
+  CHECK(!segments.empty() && int(segments.size()) <= kMaxStreams, "prefill batch: 1..max_streams segments");
+  std::vector<PieceSegment> pieces;
+  std::vector<int32_t> ids;
+  std::vector<const SamplingKnobs*> knobs;
+  std::unique_ptr<bool[]> want(new bool[segments.size()]);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const PrefillSegment& g = segments[i];
+    CHECK(g.n >= 1 && g.slot >= 0 && g.slot < kMaxStreams, "prefill batch: segment");
+    for (size_t j = 0; j < i; ++j) CHECK(segments[j].slot != g.slot, "prefill batch: two segments of one slot");
+    if (g.pos0 < 0 || g.pos0 + g.n > kMaxContext)
+      throw Error("prefill: positions up to " + std::to_string(g.pos0 + g.n) + " exceed the plan's context " +
+                  std::to_string(kMaxContext));
+    for (int r = 0; r < g.n; ++r)
+      if (g.ids[r] < 0 || g.ids[r] >= kVocab)
+        throw Error("token id " + std::to_string(g.ids[r]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
+    const PrefillCapture* capture = g.capture;
+    CHECK(!capture || (capture->tokens > 0 && capture->tokens < g.n && capture->snapshot >= 0 && capture->snapshot < kStateSnapshots),
+          "prefill batch: capture outside its segment");
+    if (capture && (g.pos0 + capture->tokens) % tiling::kGdnChunk != 0)
+      throw Error("prefill batch: a capture inside a segment must end a 64-token chunk");
+    pieces.push_back({.slot = g.slot, .row0 = int(ids.size()), .n = g.n, .pos0 = g.pos0, .capture = capture});
+    ids.insert(ids.end(), g.ids, g.ids + g.n);
+    knobs.push_back(g.knobs);
+    want[i] = g.want_logits;
+  }
+  if (int64_t(ids.size()) > kPrefillChunk)
+    throw Error("prefill batch: " + std::to_string(ids.size()) + " rows exceed the plan's prefill chunk " + std::to_string(kPrefillChunk));
+  prefill_piece(pieces, ids.data(), kKindAll);
+  segments_lm_head(pieces, knobs.data(), want.get());
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs) {

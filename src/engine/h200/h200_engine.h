@@ -29,6 +29,7 @@ struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,10 @@ class H200Engine {
   // capture->tokens of the n rows into snapshot capture->snapshot.
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
                const SamplingKnobs* knobs = nullptr, const PrefillCapture* capture = nullptr);
+  // Several streams' prefill rows as one token-path piece (BatchEngine::prefill_batch): afterwards
+  // tokens()[i] is segment i's pick and logits(i) its last row's logits when it wanted them.
+  // REQUIRES: distinct slots, the rows within kPrefillChunk, a capture only at a 64-token chunk end.
+  void prefill_batch(std::span<const PrefillSegment> segments);
   // The token path alone, for the benchmark: one piece of n tokens (kTokenPieceMin <= n <=
   // kPrefillChunk) of `slot` at pos0 with only the kernels of `kinds`, no logits; returns when done.
   void bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds);
@@ -132,12 +137,13 @@ class H200Engine {
   cudaStream_t stream() const { return stream_; }
   const Arena& arena() const { return *arena_; }
 
-  // The device inputs of a token-path piece (the plan's piece_inputs) and its pinned host twin.
+  // The device inputs of a token-path piece (the plan's piece_inputs) and its pinned host twin: rows
+  // are the segments' rows one after another.
   struct PieceInputs {
     int32_t ids[engine::kPrefillChunk];
     int32_t pos[engine::kPrefillChunk];  // pos0 + r: a bucket-sized attention block reads its first row's
-    int32_t slot[4];                     // [0]: the stream's slot (the recurrent kernels read slots[0])
-    int32_t capture_at[tiling::gdn_chunks(int(engine::kPrefillChunk))];  // per GDN chunk: snapshot or -1
+    int32_t slot[kSlots];                // segment i's slot (its conv and GDN kernels read slots[i])
+    int32_t capture_at[kSlots][tiling::gdn_chunks(int(engine::kPrefillChunk))];  // segment i's GDN chunks: snapshot or -1
   };
 
  private:
@@ -155,17 +161,26 @@ class H200Engine {
   void attention_layer(int l, uint32_t kinds, int slot);
   template <int B>
   void moe_block(int l, uint32_t kinds);
-  // The token path (h200_piece.cu): rows [0, n) at pos0; logits of rows >= first_logit_row to
-  // logits_to (row r at logits_to + r * kVocab); `knobs` pick after the last row.
-  void prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row, float* logits_to,
-                     const SamplingKnobs* knobs, const PrefillCapture* capture, uint32_t kinds);
-  void piece_gdn(int l, int slot, int n, int64_t pos0, const PrefillCapture* capture, uint32_t kinds);
-  void piece_attention(int l, int slot, int n, int64_t pos0, uint32_t kinds);
+  // The token path (h200_piece.cu): one stream's rows [row0, row0 + n) of a piece at pos0...
+  struct PieceSegment {
+    int slot = 0, row0 = 0, n = 0;
+    int64_t pos0 = 0;
+    const PrefillCapture* capture = nullptr;
+  };
+  // Every layer over the piece's rows (ids: all of them, segment after segment), leaving hn final.
+  void prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds);
+  void piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds);
+  void piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds);
   void piece_moe(int l, int n, uint32_t kinds);
+  // One stream's piece: logits of rows >= first_logit_row to logits_to (row r at logits_to + r *
+  // kVocab), `knobs` pick after the last row.
   void piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs);
-  // The prompt's first token: bucket 1's decode step reduced to its sampler, on row `logits_row` of the
-  // logits buffer with `knobs`, so it is drawn by the same kernel as every later one.
-  void pick_first_token(const SamplingKnobs& knobs, int logits_row);
+  // A batched piece: each segment's last row, picked with knobs[i] (nullptr: greedy, unused), its
+  // logits to the host when want_logits[i].
+  void segments_lm_head(std::span<const PieceSegment> segments, const SamplingKnobs* const* knobs, const bool* want_logits);
+  // Rows [logits_row, +knobs.size()) of the logits buffer sampled by the smallest bucket's sampler
+  // (row i with *knobs[i]; greedy where null) into tokens(): the draw of every later decode token.
+  void pick_tokens(std::span<const SamplingKnobs* const> knobs, int logits_row);
   // The pinned twin of step_inputs, once the previous step's reads of it have finished. A decode's
   // embedding reads it; prefill's upload_step() copies it to the device on the stream. Whatever reads
   // it is followed by staged_read_enqueued().

@@ -48,30 +48,37 @@ void project(cublasHandle_t h, const bf16* w, int N, int K, const bf16* x, int n
 
 void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds) {
   CHECK(n >= kTokenPieceMin && n <= kPrefillChunk && slot >= 0 && slot < kSlots && pos0 + n <= kMaxContext);
-  prefill_piece(slot, ids, n, pos0, n, nullptr, nullptr, nullptr, kinds);
+  const PieceSegment seg{.slot = slot, .row0 = 0, .n = n, .pos0 = pos0, .capture = nullptr};
+  prefill_piece({&seg, 1}, ids, kinds);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row, float* logits_to,
-                               const SamplingKnobs* knobs, const PrefillCapture* capture, uint32_t kinds) {
+void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds) {
+  CHECK(!segments.empty() && int(segments.size()) <= kSlots, "token path: segments");
+  const int n = segments.back().row0 + segments.back().n;
+  CHECK(n <= kPrefillChunk, "token path: rows beyond the plan's prefill chunk");
   // The previous piece's copies out of host_piece_ must have run before it is rewritten (a prefill
   // split around a capture runs two pieces in one call; otherwise the stream is idle already).
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   PieceInputs& in = *host_piece_;
   std::copy(ids, ids + n, in.ids);
-  for (int r = 0; r < n; ++r) in.pos[r] = int32_t(pos0 + r);
-  in.slot[0] = slot;
-  const int chunks = tiling::gdn_chunks(n), first = tiling::kGdnChunk - int(pos0 % tiling::kGdnChunk);
-  std::fill(in.capture_at, in.capture_at + chunks, -1);
-  if (capture) {
-    CHECK((pos0 + capture->tokens) % tiling::kGdnChunk == 0, "token path: a capture ends a GDN chunk");
-    in.capture_at[capture->tokens <= first ? 0 : (capture->tokens - first) / tiling::kGdnChunk] = capture->snapshot;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const PieceSegment& g = segments[i];
+    for (int r = 0; r < g.n; ++r) in.pos[g.row0 + r] = int32_t(g.pos0 + r);
+    in.slot[i] = g.slot;
+    const int first = tiling::kGdnChunk - int(g.pos0 % tiling::kGdnChunk);
+    std::fill(in.capture_at[i], in.capture_at[i] + tiling::gdn_chunks(g.n), -1);
+    if (g.capture) {
+      CHECK((g.pos0 + g.capture->tokens) % tiling::kGdnChunk == 0, "token path: a capture ends a GDN chunk");
+      in.capture_at[i][g.capture->tokens <= first ? 0 : (g.capture->tokens - first) / tiling::kGdnChunk] = g.capture->snapshot;
+    }
   }
   PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
   CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(dev->capture_at, in.capture_at, sizeof(int32_t) * chunks, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dev->capture_at, in.capture_at, sizeof(in.capture_at[0]) * segments.size(), cudaMemcpyHostToDevice,
+                             stream_));
 
   bf16* x = buf<bf16>(kBuf_x);
   bf16* hn = buf<bf16>(kBuf_hn);
@@ -88,18 +95,18 @@ void H200Engine::prefill_piece(int slot, const int32_t* ids, int n, int64_t pos0
     } else {
       add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
-    if (kIsFull[l]) piece_attention(l, slot, n, pos0, kinds);
-    else piece_gdn(l, slot, n, pos0, capture, kinds);
+    if (kIsFull[l]) piece_attention(l, segments, kinds);
+    else piece_gdn(l, segments, kinds);
     add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
     piece_moe(l, n, kinds);
   }
   add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
-  if (kinds & kKindLmHead) piece_lm_head(n, first_logit_row, logits_to, knobs);
 }
 
-void H200Engine::piece_gdn(int l, int slot, int n, int64_t pos0, const PrefillCapture* capture, uint32_t kinds) {
+void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds) {
   const GdnAt& G = kLayer[l].gdn;
   const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  const int n = segments.back().row0 + segments.back().n;
   const bf16* hn = buf<bf16>(kBuf_hn);
   bf16* mix = buf<bf16>(kBuf_mix);
   bf16* mixc = buf<bf16>(kBuf_mixc);
@@ -117,49 +124,57 @@ void H200Engine::piece_gdn(int l, int slot, int n, int64_t pos0, const PrefillCa
     const int64_t layer = kKindSlot[l];
     float* conv_state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats;
     float* gdn_state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats;
-    uint8_t* snapshot = capture ? buf<uint8_t>(kBuf_state_snapshots) + capture->snapshot * kSnapshot.slot_bytes() : nullptr;
-    // The recurrence over the whole piece in chunks of 64 positions (gdn_chunked.cuh); a capture names
-    // the chunk ending at its boundary (prefill() sends only boundaries at multiples of 64).
-    const cuda::Conv1dParams cp{.x = mix,
-                                .w = weight<bf16>(G.conv),
-                                .state = conv_state,
-                                .slot_stride = kLinearLayers * kConvStateFloats,
-                                .slots = dev->slot,
-                                .out = mixc,
-                                .tokens = n};
-    // Both captures read the state before the piece: first the snapshot's, then the piece's own end.
-    if (capture)
-      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(
-          cp, capture->tokens, reinterpret_cast<float*>(snapshot + kSnapshot.conv_offset()) + layer * kConvStateFloats, stream_);
-    cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_);
-    cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, n, conv_state + int64_t(slot) * cp.slot_stride, stream_);
-    const cuda::GdnChunkedParams gp{.qkv = mixc,
-                                    .a = ga,
-                                    .b = gb,
-                                    .z = z,
-                                    .a_log = weight<bf16>(G.a_log),
-                                    .dt_bias = weight<bf16>(G.dt_bias),
-                                    .norm_w = weight<bf16>(G.norm),
-                                    .state = gdn_state + int64_t(slot) * kLinearLayers * kGdnStateFloats,
-                                    .snapshot_state = reinterpret_cast<float*>(buf<uint8_t>(kBuf_state_snapshots)) +
-                                                      layer * kGdnStateFloats,
-                                    .snapshot_stride = int64_t(kSnapshot.slot_bytes() / sizeof(float)),
-                                    .capture_at = capture ? dev->capture_at : nullptr,
-                                    .workspace = buf<float>(kBuf_gdn_workspace),
-                                    .workspace_floats = int64_t(kBufBytes_gdn_workspace / sizeof(float)),
-                                    .out = core,
-                                    .tokens = n,
-                                    .pos0 = int(pos0),
-                                    .eps = kNormEps};
-    cuda::gdn_chunked<GdnS>(gp, stream_);
+    // Each stream's rows with its own state: the conv over them, then the recurrence in chunks of 64
+    // positions (gdn_chunked.cuh); a capture names the chunk ending at its boundary (prefill() sends
+    // only boundaries at multiples of 64).
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const PieceSegment& g = segments[i];
+      const int64_t r0 = g.row0;
+      const cuda::Conv1dParams cp{.x = mix + r0 * kConvDim,
+                                  .w = weight<bf16>(G.conv),
+                                  .state = conv_state,
+                                  .slot_stride = kLinearLayers * kConvStateFloats,
+                                  .slots = dev->slot + i,
+                                  .out = mixc + r0 * kConvDim,
+                                  .tokens = g.n};
+      // Both captures read the state before the piece: first the snapshot's, then the piece's own end.
+      if (g.capture) {
+        uint8_t* snapshot = buf<uint8_t>(kBuf_state_snapshots) + g.capture->snapshot * kSnapshot.slot_bytes();
+        cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(
+            cp, g.capture->tokens, reinterpret_cast<float*>(snapshot + kSnapshot.conv_offset()) + layer * kConvStateFloats,
+            stream_);
+      }
+      cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_);
+      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, g.n, conv_state + int64_t(g.slot) * cp.slot_stride, stream_);
+      const cuda::GdnChunkedParams gp{.qkv = mixc + r0 * kConvDim,
+                                      .a = ga + r0 * kLinVHeads,
+                                      .b = gb + r0 * kLinVHeads,
+                                      .z = z + r0 * kValueDim,
+                                      .a_log = weight<bf16>(G.a_log),
+                                      .dt_bias = weight<bf16>(G.dt_bias),
+                                      .norm_w = weight<bf16>(G.norm),
+                                      .state = gdn_state + int64_t(g.slot) * kLinearLayers * kGdnStateFloats,
+                                      .snapshot_state = reinterpret_cast<float*>(buf<uint8_t>(kBuf_state_snapshots)) +
+                                                        layer * kGdnStateFloats,
+                                      .snapshot_stride = int64_t(kSnapshot.slot_bytes() / sizeof(float)),
+                                      .capture_at = g.capture ? dev->capture_at[i] : nullptr,
+                                      .workspace = buf<float>(kBuf_gdn_workspace),
+                                      .workspace_floats = int64_t(kBufBytes_gdn_workspace / sizeof(float)),
+                                      .out = core + r0 * kValueDim,
+                                      .tokens = g.n,
+                                      .pos0 = int(g.pos0),
+                                      .eps = kNormEps};
+      cuda::gdn_chunked<GdnS>(gp, stream_);
+    }
   }
   if (kinds & kKindDense)
     project(cublas_, weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
 }
 
-void H200Engine::piece_attention(int l, int slot, int n, int64_t pos0, uint32_t kinds) {
+void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds) {
   const AttnAt& A = kLayer[l].attn;
   const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  const int n = segments.back().row0 + segments.back().n;
   const bf16* hn = buf<bf16>(kBuf_hn);
   bf16* qg = buf<bf16>(kBuf_mix);  // per head: query [hd] then gate [hd]
   bf16* k = buf<bf16>(kBuf_k);
@@ -173,25 +188,31 @@ void H200Engine::piece_attention(int l, int slot, int n, int64_t pos0, uint32_t 
   if (kinds & kKindAttention) {
     bf16* kv = buf<bf16>(kBuf_kv_cache);
     const int64_t layer = kKindSlot[l];
-    const cuda::AttentionParams<AttnS> p{
-        .qg = qg,
-        .k = k,
-        .v = v,
-        .q_norm = weight<bf16>(A.q_norm),
-        .k_norm = weight<bf16>(A.k_norm),
-        .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
-        .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
-        .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
-        .page_table = buf<int32_t>(kBuf_page_tables) + int64_t(slot) * kPagesPerStream,
-        .table_width = kPagesPerStream,
-        .slots = dev->slot,
-        .pos = dev->pos,
-        .partial = buf<float>(kBuf_attn_partial),
-        .out = core,
-        .eps = kNormEps,
-        .rope = rope_table()};
-    cuda::attention_append<AttnS>(p, n, stream_);
-    cuda::attention_flash<AttnS>(p, n, int(pos0), stream_);
+    // Each stream's rows through its own page table: their K and V appended, then flash attention of
+    // the rows over everything the stream holds up to each row (attention_flash.cuh).
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const PieceSegment& g = segments[i];
+      const int64_t r0 = g.row0;
+      const cuda::AttentionParams<AttnS> p{
+          .qg = qg + r0 * 2 * kQ,
+          .k = k + r0 * kKV,
+          .v = v + r0 * kKV,
+          .q_norm = weight<bf16>(A.q_norm),
+          .k_norm = weight<bf16>(A.k_norm),
+          .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
+          .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
+          .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
+          .page_table = buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * kPagesPerStream,
+          .table_width = kPagesPerStream,
+          .slots = dev->slot + i,
+          .pos = dev->pos + r0,
+          .partial = buf<float>(kBuf_attn_partial),
+          .out = core + r0 * kQ,
+          .eps = kNormEps,
+          .rope = rope_table()};
+      cuda::attention_append<AttnS>(p, g.n, stream_);
+      cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), stream_);
+    }
   }
   if (kinds & kKindDense) project(cublas_, weight<bf16>(A.o.weight), int(kHidden), kQ, core, n, buf<bf16>(kBuf_attn_out));
 }
@@ -232,8 +253,33 @@ void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, con
     if (r0 < at + rows)
       CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0) * kVocab, logits + int64_t(r0 - at) * kVocab,
                                  sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
-    if (knobs && at + rows == n) pick_first_token(*knobs, rows - 1);
+    if (knobs && at + rows == n) pick_tokens({&knobs, 1}, rows - 1);
   }
+}
+
+// A batched piece's logits: the last row of every segment that picks or wants them, gathered into
+// rows 0.. of one LM-head pass; the picks by the sampler of the smallest bucket holding the segments.
+void H200Engine::segments_lm_head(std::span<const PieceSegment> segments, const SamplingKnobs* const* knobs,
+                                  const bool* want_logits) {
+  const int S = int(segments.size());
+  CHECK(S <= kMaxBucket, "token path: more segments than the largest bucket samples");
+  bf16* rows = buf<bf16>(kBuf_attn_out);  // free once the last layer has run
+  const bf16* hn = buf<bf16>(kBuf_hn);
+  for (int i = 0; i < S; ++i) {
+    const PieceSegment& g = segments[size_t(i)];
+    CUDA_CHECK(cudaMemcpyAsync(rows + int64_t(i) * kHidden, hn + int64_t(g.row0 + g.n - 1) * kHidden, sizeof(bf16) * kHidden,
+                               cudaMemcpyDeviceToDevice, stream_));
+  }
+  float* logits = buf<float>(kBuf_logits);
+  project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, logits);
+  pick_tokens({knobs, size_t(S)}, 0);
+  for (int i = 0; i < S; ++i)
+    if (want_logits[i])
+      CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(i) * kVocab, logits + int64_t(i) * kVocab, sizeof(float) * kVocab,
+                                 cudaMemcpyDeviceToHost, stream_));
+  logits_at_ = host_logits_;
+  logits_base_ = 0;
+  logits_rows_ = S;
 }
 
 }  // namespace rocket

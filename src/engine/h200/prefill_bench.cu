@@ -248,6 +248,45 @@ int run_prefill_check(H200Engine& e, float tol) {
       verdict("snapshot inside the piece", boundary, 0, rel_diff(bref.data(), snap.data(), bref.size()));
     }
   }
+  // Three streams' rows as one batched piece (slots 0-2, one with a snapshot inside and one
+  // continuing a prefix) against each stream alone through bucket-sized pieces (slots 3-5).
+  if (kMaxStreams >= 6 && kMaxContext >= 1024) {
+    const int len[3] = {100, 37, 500};
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 3; ++i) prompts.push_back(prompt_of(len[i], 50 + i));
+    const std::vector<int32_t> prefix = prompt_of(64, 99);
+    std::vector<std::vector<float>> ref(3);
+    for (int i = 0; i < 6; ++i) e.reset_slot(i);
+    for (int s : {1, 4}) prefill_buckets(e, s, prefix.data(), 64, 0);  // stream 1 continues from position 64
+    std::vector<float> snap_ref;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t pos0 = i == 1 ? 64 : 0;
+      if (i == 2) {
+        prefill_buckets(e, 3 + i, prompts[2].data(), 448, 0);
+        snap_ref = slot_state(e, 3 + i);
+        const float* l = prefill_buckets(e, 3 + i, prompts[2].data() + 448, len[2] - 448, 448);
+        ref[2].assign(l, l + V);
+      } else {
+        const float* l = prefill_buckets(e, 3 + i, prompts[size_t(i)].data(), len[i], pos0);
+        ref[size_t(i)].assign(l, l + V);
+      }
+    }
+    const PrefillCapture capture{.tokens = 448, .snapshot = 1};
+    const SamplingKnobs greedy{.temperature = 0.0f};
+    std::vector<PrefillSegment> segments;
+    for (int i = 0; i < 3; ++i)
+      segments.push_back({.slot = i, .ids = prompts[size_t(i)].data(), .n = len[i], .pos0 = i == 1 ? 64 : 0, .knobs = &greedy,
+                          .want_logits = true, .capture = i == 2 ? &capture : nullptr});
+    e.prefill_batch(segments);
+    for (int i = 0; i < 3; ++i) {
+      verdict("batched piece: last-row logits", len[i], i == 1 ? 64 : 0, rel_diff(ref[size_t(i)].data(), e.logits(i), size_t(V)));
+      const std::vector<float> a = slot_state(e, 3 + i), b = slot_state(e, i);
+      verdict("batched piece: state", len[i], i == 1 ? 64 : 0, rel_diff(a.data(), b.data(), a.size()));
+    }
+    const std::vector<float> snap = snapshot_state(e, 1);
+    verdict("batched piece: snapshot", 448, 0, rel_diff(snap_ref.data(), snap.data(), snap.size()));
+    for (int i = 0; i < 6; ++i) e.reset_slot(i);
+  }
   e.reset_slot(0);
   e.reset_slot(1);
   std::printf("prefill-check %s: %d case(s) outside the tolerance\n", failed ? "FAIL" : "PASS", failed);

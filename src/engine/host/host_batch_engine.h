@@ -27,15 +27,32 @@ class HostBatchEngine final : public BatchEngine {
     }
     e_.prefill(slot, ids, n, pos0, knobs || want_logits ? n - 1 : n);
     logits_row0_ = n - 1;
+    batched_ = false;
     if (!knobs) return;
     tokens_.resize(1);
     tokens_[0] = pick(e_.logits(n - 1), *knobs);
+  }
+  // The host engine has no batched prefill: one call per segment, its pick and last row kept.
+  void prefill_batch(std::span<const PrefillSegment> segments) override {
+    std::vector<int32_t> picks(segments.size(), -1);
+    batch_logits_.resize(segments.size() * size_t(engine::kVocab));
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const PrefillSegment& g = segments[i];
+      prefill(g.slot, g.ids, g.n, g.pos0, g.knobs, g.want_logits, g.capture);
+      if (g.knobs) picks[i] = tokens_[0];
+      if (!g.knobs && !g.want_logits) continue;
+      const float* l = logits(0);
+      std::copy(l, l + engine::kVocab, batch_logits_.begin() + int64_t(i) * engine::kVocab);
+    }
+    tokens_ = std::move(picks);
+    batched_ = true;
   }
   // The host engine computes every row's logits anyway, so `want_logits` changes nothing here.
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
     e_.decode(n, ids, slots, pos);
     logits_row0_ = 0;
+    batched_ = false;
     tokens_.resize(size_t(n));
     // Rows are independent draws; dynamic, because a greedy row is an argmax and a sampled one a
     // full-vocabulary softmax.
@@ -43,7 +60,9 @@ class HostBatchEngine final : public BatchEngine {
     for (int row = 0; row < n; ++row) tokens_[size_t(row)] = pick(e_.logits(row), knobs[row]);
   }
   const int32_t* tokens() const override { return tokens_.data(); }
-  const float* logits(int row) const override { return e_.logits(logits_row0_ + row); }
+  const float* logits(int row) const override {
+    return batched_ ? batch_logits_.data() + int64_t(row) * engine::kVocab : e_.logits(logits_row0_ + row);
+  }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }
@@ -64,6 +83,8 @@ class HostBatchEngine final : public BatchEngine {
   HostEngine& e_;
   std::vector<int32_t> tokens_;  // the last picks
   int logits_row0_ = 0;          // the engine's logits row that is row 0 of the last call
+  bool batched_ = false;         // the last call was prefill_batch: logits(i) from batch_logits_
+  std::vector<float> batch_logits_;  // [segments][vocab] of the last prefill_batch
 };
 
 }  // namespace rocket
