@@ -197,6 +197,7 @@ step wait_forge_a3b_nvfp4 0 60 "test -f '$A3B_FORGE_LOG' || exit 90; \
   while [[ ! -f '$A3B_FORGE_RC' ]] && kill -0 \$(cat '$FUELS/forge_a3b_nvfp4.pid') 2>/dev/null; do sleep 5; done; \
   tail -3 '$A3B_FORGE_LOG'; cp '$A3B_FORGE_LOG' '$OUT/'; test \"\$(cat '$A3B_FORGE_RC' 2>/dev/null)\" = 0"
 step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
+step prefill_check_a3b_nvfp4 0 60 "$(engine a3b-nvfp4 prefill-check)"
 step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
 step prefill_bench_a3b_nvfp4 0 120 "$(engine a3b-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \

@@ -35,6 +35,8 @@ namespace rocket {
 using namespace h200;
 
 static_assert(sizeof(H200Engine::PieceInputs) <= kBufBytes_piece_inputs, "the compiler sized piece_inputs for another piece");
+// The prefix cache snapshots at page boundaries, which the GDN scan passes only at its chunk ends.
+static_assert(kKvPageTokens % tiling::kGdnChunk == 0, "token path: KV pages must hold whole 64-token GDN chunks");
 
 namespace {
 
