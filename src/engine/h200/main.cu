@@ -176,10 +176,14 @@ int cmd_prefill_bench(const fs::path& dir, const std::vector<std::string>& args)
 }
 
 int cmd_prefill_check(const fs::path& dir, const std::vector<std::string>& args) {
-  float tolerance = 0.078f;
+  // Both paths compute in bf16 activations whose roundings differ (cuBLAS and the decode kernels sum
+  // in other orders), so the bound is parity's: 5x the bf16 estimate, growing as sqrt(layers).
+  float tolerance = float(5.0 * std::sqrt(4.0 * engine::kLayers) * std::ldexp(1.0, -8));
   CLI::App cli("The prefill token path against bucket-sized pieces: logits, state, decode after, a cached-prefix "
                "continuation, a snapshot inside a piece.", "rocket-engine prefill-check");
-  cli.add_option("--tolerance", tolerance, "worst relative difference allowed")->check(at_least(0))->capture_default_str();
+  cli.add_option("--tolerance", tolerance, "worst relative difference allowed (default: parity's, 5x the bf16 estimate)")
+      ->check(at_least(0))
+      ->capture_default_str();
   if (const auto rc = parse_command(cli, args)) return *rc;
   return run_prefill_check(*countdown(dir), tolerance);
 }
