@@ -112,6 +112,14 @@ TEST(Jinja, AttributesItemsAndUndefined) {
   EXPECT_EQ(render("{{ nope|length }} {% for x in nope %}x{% endfor %}{{ 'a' in nope }}", ctx), "0 False");
 }
 
+// Regression (fuzz.chat_template found it: std::out_of_range escaped compile): integers past 64 bits
+// as an attribute index or an attribute path are a template error or index nothing, never a crash.
+TEST(Jinja, HugeIntegerIndexes) {
+  EXPECT_ERROR_HAS("{{ x.77777777777777777777777777 }}", "{}", "does not fit 64 bits");
+  EXPECT_ERROR_HAS("{{ 99999999999999999999999 }}", "{}", "does not fit 64 bits");
+  EXPECT_EQ(render("{{ [[1]] | map(attribute='99999999999999999999999') | list }}"), "[Undefined]");
+}
+
 TEST(Jinja, Slicing) {
   const std::string ctx = R"({"l": [0, 1, 2, 3, 4], "s": "añb😀c"})";
   EXPECT_EQ(render("{{ l[::-1] }} {{ l[1:3] }} {{ l[:-2] }} {{ l[-2:] }} {{ l[::2] }} {{ l[3:1:-1] }} {{ l[10:] }}", ctx),

@@ -14,6 +14,8 @@
 #include "test_paths.h"
 #include "compiler/compiler.h"
 #include "compiler/condition.h"
+#include "kernels/tiling/gdn.h"
+#include "kernels/tiling/moe.h"
 #include "compiler/memory_map.h"
 #include "compiler/nvfp4_code.h"
 #include "core/dtype.h"
@@ -50,6 +52,15 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 32));
   EXPECT_EQ(p.kv_page_tokens, 64);  // 2 KV heads × 256 × bf16 = 1 KiB per token
   EXPECT_EQ(p.buffer("page_tables").bytes, 33u * (9216 / 64) * 4);
+  // The token path: pieces of up to 2048 rows with their own workspaces, logits a pass of 32 rows.
+  EXPECT_EQ(p.prefill_chunk, 2048);
+  EXPECT_EQ(p.max_rows, 2048);
+  EXPECT_EQ(p.logit_rows, 32);
+  EXPECT_EQ(p.buffer("logits").bytes, 32ull * 248320 * 4);
+  EXPECT_EQ(p.buffer("piece_inputs").bytes, (2u * 2048 + 33 * (1 + tiling::gdn_chunks(2048))) * 4);
+  EXPECT_EQ(p.buffer("gdn_workspace").bytes, uint64_t(tiling::gdn_chunked_workspace_floats(16, 32, 128, 128, 2048)) * 4);
+  EXPECT_EQ(p.buffer("moe_workspace").bytes,
+            uint64_t(tiling::moe_piece_workspace(tiling::MoeDims{2048, 512, 512, 256, 8}, 2048).bytes));
   // With bf16 experts the shared expert streams as many rounds as a routed one: no slices, no partials.
   EXPECT_EQ(a3b_plan(WeightFormat::kBF16).buffer("moe_partial").bytes, 4u);
 }

@@ -65,8 +65,9 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   }
   act.add("attn_partial", attn_partial);
   act.add("moe_route", route);
-  act.add("moe_act", M * c.top_k * c.moe_inter * p.activation_bytes);
-  act.add("shared_act", M * c.shared_inter * p.activation_bytes);
+  // The decode expert kernels' activations: a bucket's rows at most (the token path has its own).
+  act.add("moe_act", S * c.top_k * c.moe_inter * p.activation_bytes);
+  act.add("shared_act", S * c.shared_inter * p.activation_bytes);
   act.add("moe_partial", moe_partial);
   act.add("moe_arrivals", arrivals);
 }

@@ -3,6 +3,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <ctime>
@@ -159,8 +160,11 @@ Value attribute_path(const Value& item, const std::string& path) {
   static const std::string kDot = ".";
   Value v = item;
   for (const std::string& part : py_split(path, &kDot, -1)) {
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = get_item(v, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    // An index past int64 indexes nothing: looked up as a string, it finds no item either.
+    int64_t index = 0;
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                        std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc();
+    v = get_item(v, digits ? Value::integer(index) : Value::string(part));
   }
   return v;
 }

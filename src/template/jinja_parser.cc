@@ -553,7 +553,12 @@ class Parser {
           auto g = make(ExprKind::kGetitem, at);
           g->args.push_back(std::move(e));
           auto index = make(ExprKind::kConst, at);
-          index->value = Value::integer(std::stoll(next().text));
+          const Token& digits = next();
+          try {
+            index->value = Value::integer(std::stoll(digits.text));
+          } catch (const std::out_of_range&) {
+            error(at, fmt::format("attribute index {} does not fit 64 bits", digits.text));
+          }
           g->args.push_back(std::move(index));
           e = std::move(g);
         } else {
