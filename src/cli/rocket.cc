@@ -35,7 +35,7 @@ constexpr const char* kUsage =
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--no-weights|--weights-only]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-    "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
+    "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
     "  serve     the same as launch\n"
     "  probe     --booster host|h200 [--out FILE]\n";

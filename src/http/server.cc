@@ -188,9 +188,8 @@ struct HttpServer::Impl {
   }
 
   void authorize(const httplib::Request& req) const {
-    if (options.api_key.empty()) return;
-    const std::string want = "Bearer " + options.api_key;
-    if (req.get_header_value("Authorization") != want)
+    if (options.api_keys.empty()) return;
+    if (!options.api_keys.accepts(req.get_header_value("Authorization")))
       throw ProtocolError(401, "Incorrect or missing API key: send it as 'Authorization: Bearer KEY'.", "",
                           "invalid_request_error", "invalid_api_key");
   }

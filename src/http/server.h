@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http/api_keys.h"
 #include "openai/openai_request.h"
 #include "scheduler/engine_loop.h"
 
@@ -30,7 +31,7 @@ namespace rocket {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
-  std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <key>"
+  ApiKeys api_keys;  // non-empty: /v1/* requires "Authorization: Bearer <one of them>"
   // HTTP threads. A connection holds one for its life (a stream, a request waiting for its whole
   // response, an idle keep-alive), so this bounds concurrent clients; further connections wait to be
   // served. httplib's default (the core count, at least 8) would cap a scheduler of 32 streams.

@@ -1,6 +1,7 @@
 #include "launch/launch.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <optional>
 
@@ -18,6 +19,7 @@ namespace rocket {
 int launch(const std::filesystem::path& dir, const LaunchOptions& options, const LaunchSteps& steps) {
   LaunchOptions o = options;
   o.server.max_body_bytes = o.max_body_bytes ? o.max_body_bytes : default_max_body_bytes(steps.max_context);
+  o.server.api_keys = ApiKeys::load(o.api_key, o.api_key_file, std::getenv("ROCKET_API_KEY"));
   ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is seen as a failed write, not a signal
   // The server listens from the first second: /health reports the countdown's phase, /v1/* answer 503.
   HttpServer server(o.server);

@@ -25,7 +25,12 @@ uint64_t parse_bytes(const std::string& flag, const std::string& text) {
 void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
   cmd.add_option("--host", o.server.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", o.server.port, "port to listen on")->check(in_range(1, 65535))->capture_default_str();
-  cmd.add_option("--api-key", o.server.api_key, "when set, /v1/* requires \"Authorization: Bearer KEY\"");
+  cmd.add_option("--api-key", o.api_key,
+                 "when set, /v1/* requires \"Authorization: Bearer KEY\" (visible in ps: prefer --api-key-file or "
+                 "ROCKET_API_KEY)");
+  cmd.add_option("--api-key-file", o.api_key_file, "accepted keys, one per line ('#' comments); with --api-key and "
+                 "ROCKET_API_KEY, any of them is accepted")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--queue", o.scheduler.queue_capacity, "requests waiting for a stream slot before 503")
       ->check(at_least(1))
       ->capture_default_str();

@@ -18,9 +18,10 @@ struct LaunchOptions {
   uint64_t reserve_bytes = 0;  // memory kept back for other work, on top of the profile's floor
   std::string force_tokens;    // TEST-ONLY: scheduler/generation.h ForcedTokens
   uint64_t max_body_bytes = 0;  // 0: default_max_body_bytes(the plan's context)
+  std::string api_key, api_key_file;  // with ROCKET_API_KEY, into server.api_keys (launch.cc)
 };
 
-// Declares --host, --port, --api-key, --queue, --prefill-budget, --reserve, --max-body-bytes,
+// Declares --host, --port, --api-key, --api-key-file, --queue, --prefill-budget, --reserve, --max-body-bytes,
 // --max-json-depth and --force-tokens on `cmd`; parsing fills `o`.
 void add_launch_options(CLI::App& cmd, LaunchOptions& o);
 

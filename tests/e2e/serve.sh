@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The OpenAI-compatible server on the tiny bf16 host engine, driven with curl over loopback:
 # /health through the countdown, chat (whole and streamed), completions, seeds, the 400/401/404/503
-# paths and a client that hangs up mid-stream. (openai_client.sh drives it with the OpenAI client.)
+# paths (keys from --api-key-file and ROCKET_API_KEY) and a client that hangs up mid-stream.
+# (openai_client.sh drives it with the OpenAI client.)
 #   serve.sh ROCKET WORK
 set -uo pipefail
 rocket=$1 work=$2/serve
@@ -11,7 +12,10 @@ failures=0
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
 
-"$rocket" serve "$engine" --host 127.0.0.1 --port "$port" --api-key "$key" --queue 1 >"$work/server.log" 2>&1 &
+# Keys from a file (not in ps) and from the environment, both accepted.
+printf '# e2e keys\n\n  %s  \nsk-second-from-file\n' "$key" >"$work/keys"
+ROCKET_API_KEY=sk-from-env "$rocket" serve "$engine" --host 127.0.0.1 --port "$port" --api-key-file "$work/keys" --queue 1 \
+  >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 
@@ -108,6 +112,12 @@ s=$(curl -s -o "$work/nokey.out" -w '%{http_code}' -H 'Content-Type: application
 check nokey 401 "$s" 'assert "error" in j'
 s=$(curl -s -o "$work/wrongkey.out" -w '%{http_code}' -H 'Authorization: Bearer wrong' "$base/v1/models")
 check wrongkey 401 "$s" 'assert "error" in j'
+for other in sk-second-from-file sk-from-env; do
+  s=$(curl -s -o "$work/otherkey.out" -w '%{http_code}' -H "Authorization: Bearer $other" "$base/v1/models")
+  check otherkey 200 "$s" 'assert j["data"]'
+done
+s=$(curl -s -o "$work/prefixkey.out" -w '%{http_code}' -H "Authorization: Bearer ${key:0:3}" "$base/v1/models")
+check prefixkey 401 "$s" 'assert "error" in j'
 
 # Bounded inputs: a body over the limit is a 413 from its Content-Length, JSON nested past the depth
 # limit a 400 (a 20000-level tool schema used to overflow an HTTP thread's stack), and a prompt past
