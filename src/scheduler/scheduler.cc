@@ -270,10 +270,14 @@ void Scheduler::prefill_step() {
       if (s.computed >= total) continue;
       int n = std::min({chunk - rows, total - s.computed, budget - rows});
       if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
-      Piece p{.slot = slot, .n = n, .last = s.computed + n == total, .want_logits = false, .knobs = {}, .inside = {}};
+      const bool last = s.computed + n == total;
       // The prompt's last piece picks its first token in the engine, as decode picks every later one.
-      p.knobs = s.generation->knobs(total);
-      p.want_logits = p.last && s.generation->needs_logits();
+      Piece p{.slot = slot,
+              .n = n,
+              .last = last,
+              .want_logits = last && s.generation->needs_logits(),
+              .knobs = s.generation->knobs(total),
+              .inside = {}};
       // The cache resumes from the last page boundary a publish reaches: when this piece passes one
       // without ending on it, the engine snapshots there inside the call.
       const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;

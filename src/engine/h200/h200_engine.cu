@@ -423,14 +423,16 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
     wide_logits_.resize(size_t(logits_rows_) * kVocab);
     logits_at_ = wide_logits_.data();
   }
-  float* dest = logits_at_ - int64_t(first_logit_row) * kVocab;  // row r of the call at dest + r * kVocab
+  // Where row r (>= first_logit_row) of the call lands on the host.
+  auto row_at = [&](int r) { return logits_at_ + int64_t(r - first_logit_row) * kVocab; };
   // Rows [at, at + len): the token path from kTokenPieceMin rows, else pieces of the bucket sizes.
   auto run = [&](int at, int len, const PrefillCapture* inside) {
     const bool pick = knobs && at + len == n;
     if (len >= kTokenPieceMin) {
       const PieceSegment seg{.slot = slot, .row0 = 0, .n = len, .pos0 = pos0 + at, .capture = inside};
       prefill_piece({&seg, 1}, ids + at, kKindAll);
-      piece_lm_head(len, std::max(first_logit_row - at, 0), dest + int64_t(at) * kVocab, pick ? knobs : nullptr);
+      const int first = std::max(first_logit_row - at, 0);
+      piece_lm_head(len, first, row_at(at + first), pick ? knobs : nullptr);
       return;
     }
     CHECK(!inside, "a capture inside bucket-sized pieces is split off by the caller");
@@ -448,7 +450,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
       if (last) enqueue_decode<1>(kKindSampling, piece - 1);
       if (want) {
         const int r0 = std::max(first_logit_row - at, 0);
-        CUDA_CHECK(cudaMemcpyAsync(dest + int64_t(at + r0) * kVocab, buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
+        CUDA_CHECK(cudaMemcpyAsync(row_at(at + r0), buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
                                    sizeof(float) * (piece - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
       }
       at += piece;
@@ -479,8 +481,6 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
   CHECK(!segments.empty() && int(segments.size()) <= kMaxStreams, "prefill batch: 1..max_streams segments");
   std::vector<PieceSegment> pieces;
   std::vector<int32_t> ids;
-  std::vector<const SamplingKnobs*> knobs;
-  std::unique_ptr<bool[]> want(new bool[segments.size()]);
   for (size_t i = 0; i < segments.size(); ++i) {
     const PrefillSegment& g = segments[i];
     CHECK(g.n >= 1 && g.slot >= 0 && g.slot < kMaxStreams, "prefill batch: segment");
@@ -498,13 +498,11 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
       throw Error("prefill batch: a capture inside a segment must end a 64-token chunk");
     pieces.push_back({.slot = g.slot, .row0 = int(ids.size()), .n = g.n, .pos0 = g.pos0, .capture = capture});
     ids.insert(ids.end(), g.ids, g.ids + g.n);
-    knobs.push_back(g.knobs);
-    want[i] = g.want_logits;
   }
   if (int64_t(ids.size()) > kPrefillChunk)
     throw Error("prefill batch: " + std::to_string(ids.size()) + " rows exceed the plan's prefill chunk " + std::to_string(kPrefillChunk));
   prefill_piece(pieces, ids.data(), kKindAll);
-  segments_lm_head(pieces, knobs.data(), want.get());
+  segments_lm_head(pieces, segments);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 

@@ -172,12 +172,12 @@ class H200Engine {
   void piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds);
   void piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds);
   void piece_moe(int l, int n, uint32_t kinds);
-  // One stream's piece: logits of rows >= first_logit_row to logits_to (row r at logits_to + r *
-  // kVocab), `knobs` pick after the last row.
+  // One stream's piece: logits of rows >= first_logit_row to logits_to (row r at logits_to +
+  // (r - first_logit_row) * kVocab), `knobs` pick after the last row.
   void piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs);
-  // A batched piece: each segment's last row, picked with knobs[i] (nullptr: greedy, unused), its
-  // logits to the host when want_logits[i].
-  void segments_lm_head(std::span<const PieceSegment> segments, const SamplingKnobs* const* knobs, const bool* want_logits);
+  // A batched piece: each segment's last row (pieces[i] is segments[i] in the piece), picked with its
+  // knobs (nullptr: greedy, unused), its logits to the host when it wants them.
+  void segments_lm_head(std::span<const PieceSegment> pieces, std::span<const PrefillSegment> segments);
   // Rows [logits_row, +knobs.size()) of the logits buffer sampled by the smallest bucket's sampler
   // (row i with *knobs[i]; greedy where null) into tokens(): the draw of every later decode token.
   void pick_tokens(std::span<const SamplingKnobs* const> knobs, int logits_row);

@@ -253,7 +253,7 @@ void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, con
     project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), hn + int64_t(at) * kHidden, rows, logits);
     const int r0 = std::max(first_logit_row, at);
     if (r0 < at + rows)
-      CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0) * kVocab, logits + int64_t(r0 - at) * kVocab,
+      CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0 - first_logit_row) * kVocab, logits + int64_t(r0 - at) * kVocab,
                                  sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
     if (knobs && at + rows == n) pick_tokens({&knobs, 1}, rows - 1);
   }
@@ -261,22 +261,23 @@ void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, con
 
 // A batched piece's logits: the last row of every segment that picks or wants them, gathered into
 // rows 0.. of one LM-head pass; the picks by the sampler of the smallest bucket holding the segments.
-void H200Engine::segments_lm_head(std::span<const PieceSegment> segments, const SamplingKnobs* const* knobs,
-                                  const bool* want_logits) {
-  const int S = int(segments.size());
-  CHECK(S <= kMaxBucket, "token path: more segments than the largest bucket samples");
+void H200Engine::segments_lm_head(std::span<const PieceSegment> pieces, std::span<const PrefillSegment> segments) {
+  const int S = int(pieces.size());
+  CHECK(S <= kMaxBucket && segments.size() == pieces.size(), "token path: more segments than the largest bucket samples");
   bf16* rows = buf<bf16>(kBuf_attn_out);  // free once the last layer has run
   const bf16* hn = buf<bf16>(kBuf_hn);
   for (int i = 0; i < S; ++i) {
-    const PieceSegment& g = segments[size_t(i)];
+    const PieceSegment& g = pieces[size_t(i)];
     CUDA_CHECK(cudaMemcpyAsync(rows + int64_t(i) * kHidden, hn + int64_t(g.row0 + g.n - 1) * kHidden, sizeof(bf16) * kHidden,
                                cudaMemcpyDeviceToDevice, stream_));
   }
   float* logits = buf<float>(kBuf_logits);
   project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, logits);
-  pick_tokens({knobs, size_t(S)}, 0);
+  std::vector<const SamplingKnobs*> knobs;
+  for (const PrefillSegment& g : segments) knobs.push_back(g.knobs);
+  pick_tokens(knobs, 0);
   for (int i = 0; i < S; ++i)
-    if (want_logits[i])
+    if (segments[size_t(i)].want_logits)
       CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(i) * kVocab, logits + int64_t(i) * kVocab, sizeof(float) * kVocab,
                                  cudaMemcpyDeviceToHost, stream_));
   logits_at_ = host_logits_;
