@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <random>
 #include <string>
@@ -106,6 +107,27 @@ TEST(PromptBuilder, PromptOverTheContextIsRefusedWithoutEncodingItAll) {
   big.kind = CompletionRequest::Kind::kCompletion;
   big.prompt = std::string(4 << 20, 'x');
   EXPECT_THROW(builder.build(big, qwen().vocab_size(), 2048), ProtocolError);
+}
+
+TEST(PromptBuilder, MaxTokensUpToInt64MaxIsRefusedWithoutOverflow) {
+  // A client may send any max_tokens up to 2^63 - 1; the context check must not add it to the prompt.
+  const PromptBuilder builder(kQwenDir);
+  CompletionRequest r;
+  r.kind = CompletionRequest::Kind::kCompletion;
+  r.prompt = std::string("The quick brown fox");
+  const int64_t n = int64_t(builder.build(r, qwen().vocab_size(), kContext).ids.size());
+  r.max_tokens = kContext - n;
+  EXPECT_EQ(builder.build(r, qwen().vocab_size(), kContext).max_tokens, kContext - n);
+  for (int64_t m : {kContext - n + 1, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max() - 8}) {
+    r.max_tokens = m;
+    try {
+      builder.build(r, qwen().vocab_size(), kContext);
+      FAIL() << "max_tokens " << m << " accepted";
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.code(), "context_length_exceeded");
+      EXPECT_EQ(e.param(), "max_tokens");
+    }
+  }
 }
 
 // A builder over Qwen's tokenizer and `chat_template`, in a directory of its own under the test's temp.

@@ -189,7 +189,7 @@ Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_c
                         field, "invalid_request_error", "context_length_exceeded");
   p.max_tokens = max_context - n;
   if (r.max_tokens) {
-    if (n + *r.max_tokens > max_context)
+    if (*r.max_tokens > max_context - n)  // not n + max_tokens: a client may send up to 2^63 - 1
       throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt ({} tokens) plus "
                                            "max_tokens ({}) exceed it.", max_context, n, *r.max_tokens),
                           "max_tokens", "invalid_request_error", "context_length_exceeded");
