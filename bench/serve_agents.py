@@ -2,17 +2,19 @@
 """Agent-style workload driver for a running Rocket server (issue 5).
 
 Replays a forked-prefix trace against the OpenAI-compatible HTTP API: every session shares one long
-system prompt and a set of tool definitions; each turn appends the assistant's reply and a new user
-message to the session's own history; some sessions fork from another session's history mid-way (an
-agent branching). Runs the trace at each concurrency level and reports, per level: aggregate and
-per-stream tok/s, TTFT and inter-token latency p50/p99, the prefix-cache hit rate in prompt tokens
-(usage.prompt_tokens_details.cached_tokens / prompt_tokens), the cache's resident pages (GET
-/metrics) and errors. Then one probe: TTFT of a long prompt served from the cache vs. a cold short
-prompt.
+system prompt and a set of tool definitions; each turn appends the assistant's reply as an OpenAI client
+sends it back (content, tool calls with string arguments, reasoning_content only with --keep-reasoning),
+one tool result per call and a new user message to the session's own history; some sessions fork from
+another session's history mid-way (an agent branching). Runs the trace at each concurrency level and
+reports, per level: aggregate and per-stream tok/s, TTFT and inter-token latency p50/p99, the prefix-
+cache hit rate in prompt tokens (usage.prompt_tokens_details.cached_tokens / prompt_tokens), the cache's
+resident pages (GET /metrics) and errors; per turn, the hit rate and how many of the previous turn's
+tokens the cache could not reuse because the re-rendered history diverged from what the model generated.
+Then one probe: TTFT of a long prompt served from the cache vs. a cold short prompt.
 
     python3 bench/serve_agents.py --base http://127.0.0.1:8000 [--concurrency 1,4,16,32,64]
         [--sessions-per-stream 2] [--turns 3] [--max-tokens 16] [--system-words 900]
-        [--api-key K] [--markdown FILE] [--min-hit-rate X]
+        [--api-key K] [--keep-reasoning] [--markdown FILE] [--min-hit-rate X]
 
 Only the Python standard library; one thread per concurrent client. Exit 1 on any request error (or
 a hit rate below --min-hit-rate), so CI can run it at small scale.
@@ -77,7 +79,7 @@ class Client:
             err = r.read().decode(errors="replace")
             c.close()
             return {"error": f"HTTP {r.status}: {err[:200]}"}
-        stamps, text, usage, finish = [], [], None, None
+        stamps, text, reasoning, calls, usage, finish = [], [], [], [], None, None
         for chunk in SseStream(r):
             if chunk.get("usage"):
                 usage = chunk["usage"]
@@ -86,16 +88,21 @@ class Client:
                 piece = (d.get("content") or "") + (d.get("reasoning_content") or "")
                 for tc in d.get("tool_calls") or []:
                     piece += json.dumps(tc)
+                    if tc.get("id"):  # the first delta of a call: id, type and name
+                        calls.append({"id": tc["id"], "type": "function",
+                                      "function": {"name": tc["function"]["name"], "arguments": ""}})
+                    calls[tc["index"]]["function"]["arguments"] += (tc.get("function") or {}).get("arguments") or ""
                 if piece:
                     stamps.append(time.perf_counter())
                     text.append(d.get("content") or "")
+                    reasoning.append(d.get("reasoning_content") or "")
                 if ch.get("finish_reason"):
                     finish = ch["finish_reason"]
         c.close()
         if usage is None:
             return {"error": "no usage chunk"}
-        return {"t0": t0, "stamps": stamps, "text": "".join(text), "usage": usage, "finish": finish,
-                "end": time.perf_counter()}
+        return {"t0": t0, "stamps": stamps, "text": "".join(text), "reasoning": "".join(reasoning), "calls": calls,
+                "usage": usage, "finish": finish, "end": time.perf_counter()}
 
 
 def pct(xs, p):
@@ -103,6 +110,18 @@ def pct(xs, p):
         return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def assistant_turn(res, keep_reasoning):
+    """The assistant message as an OpenAI client sends it back: content (null when the turn was only
+    calls), the calls with their arguments as the JSON strings the server sent, reasoning_content only
+    when asked (most clients drop it)."""
+    m = {"role": "assistant", "content": res["text"] if res["text"] or not res["calls"] else None}
+    if res["calls"]:
+        m["tool_calls"] = res["calls"]
+    if keep_reasoning and res["reasoning"]:
+        m["reasoning_content"] = res["reasoning"]
+    return m
 
 
 def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
@@ -120,6 +139,7 @@ def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
                 msgs = list(histories[rng.choice(donors)])  # fork: branch from another session's history
         else:
             msgs = [{"role": "system", "content": sys_prompt}]
+        prev = None  # this session's previous turn: what the cache could hold of it
         for turn in range(args.turns):
             msgs.append({"role": "user", "content": f"Task {worker}.{s}.{turn}: " +
                          " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40)))})
@@ -127,11 +147,22 @@ def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
                     "temperature": 0.7, "seed": rng.randint(0, 2**31), "stream": True,
                     "stream_options": {"include_usage": True}}
             res = client.chat_stream(body)
+            res["turn"] = turn
+            if prev and "error" not in res:
+                # Everything the previous turn computed (its prompt, and its completion less the last
+                # token) is in the cache; a shortfall is where the re-rendered history diverged from it.
+                reusable = prev["usage"]["prompt_tokens"] + prev["usage"]["completion_tokens"] - 1
+                cached = (res["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+                res["diverged_tokens"] = max(0, reusable - cached)
             with lock:
                 results.append(res)
             if "error" in res:
                 return
-            msgs.append({"role": "assistant", "content": res["text"]})
+            msgs.append(assistant_turn(res, args.keep_reasoning))
+            for i, call in enumerate(res["calls"]):
+                msgs.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": f"result {i} of {call['function']['name']}: ok"})
+            prev = res
             with lock:
                 histories[key] = list(msgs)
 
@@ -154,8 +185,17 @@ def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
     ttft = [(r["stamps"][0] - r["t0"]) * 1e3 for r in ok if r["stamps"]]
     itl = [(b - a) * 1e3 for r in ok for a, b in zip(r["stamps"], r["stamps"][1:])]
     per_stream = [r["usage"]["completion_tokens"] / (r["end"] - r["t0"]) for r in ok if r["end"] > r["t0"]]
+    by_turn = []
+    for t in range(args.turns):
+        rs = [r for r in ok if r["turn"] == t]
+        tp = sum(r["usage"]["prompt_tokens"] for r in rs)
+        tc = sum((r["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0) for r in rs)
+        dv = [r["diverged_tokens"] for r in rs if "diverged_tokens" in r]
+        by_turn.append({"turn": t, "requests": len(rs), "hit_rate": tc / tp if tp else 0.0,
+                        "calls": sum(len(r["calls"]) for r in rs),
+                        "diverged_turns": sum(1 for d in dv if d), "diverged_tokens_mean": statistics.mean(dv) if dv else 0.0})
     status, metrics = client.get_json("/metrics")
-    return {"concurrency": concurrency, "requests": len(results), "errors": len(errors), "error_samples": errors[:3],
+    return {"by_turn": by_turn, "concurrency": concurrency, "requests": len(results), "errors": len(errors), "error_samples": errors[:3],
             "wall_s": wall, "completion_tokens": gen, "agg_tok_s": gen / wall if wall else 0,
             "stream_tok_s": statistics.mean(per_stream) if per_stream else 0,
             "ttft_p50_ms": pct(ttft, 50), "ttft_p99_ms": pct(ttft, 99), "itl_p50_ms": pct(itl, 50),
@@ -196,6 +236,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--system-words", type=int, default=900)
     ap.add_argument("--fork-rate", type=float, default=0.3)
+    ap.add_argument("--keep-reasoning", action="store_true",
+                    help="send reasoning_content back with the assistant turns (most clients drop it)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--markdown", default="")
     ap.add_argument("--min-hit-rate", type=float, default=0.0)
@@ -225,6 +267,15 @@ def main():
                      f"{r['stream_tok_s']:.1f} | {r['ttft_p50_ms']:.1f} / {r['ttft_p99_ms']:.1f} | "
                      f"{r['itl_p50_ms']:.1f} / {r['itl_p99_ms']:.1f} | {100 * r['hit_rate']:.1f}% "
                      f"({r['cached_tokens']}/{r['prompt_tokens']}) | {r['pages_resident']} / {r['pages']} |")
+    lines += ["", "Per turn (the next turn sends the assistant message back as an OpenAI client does, calls with "
+              "string arguments, then one tool result per call; diverged = tokens of the previous turn's prompt "
+              "and completion the cache could not reuse):", "",
+              "| clients | turn | requests | hit rate | tool calls | turns diverged | mean tokens lost |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        for t in r["by_turn"]:
+            lines.append(f"| {r['concurrency']} | {t['turn']} | {t['requests']} | {100 * t['hit_rate']:.1f}% | "
+                         f"{t['calls']} | {t['diverged_turns']} | {t['diverged_tokens_mean']:.1f} |")
     p = probe
     lines.append("")
     lines.append(f"TTFT probe: cold short prompt ({p['short_cold'][1]} tokens) {p['short_cold'][0]:.1f} ms; "

@@ -439,19 +439,22 @@ ordered_json flattened(ordered_json c) {
   return c;
 }
 
-TEST(ChatTemplate, QwenMatchesJavaScriptReference) {
+// Renders every case of `corpus_path` with `source` in C++ and with the JavaScript reference and
+// requires them to agree byte for byte. The reference renders content as given, so it gets the content
+// the C++ passes to the template: flattened for a string-only template, as sent for a parts template.
+void expect_matches_reference(const std::string& source, const std::string& corpus_path, size_t min_cases) {
   const bool have_node = std::system("command -v node > /dev/null 2>&1") == 0;
   ASSERT_TRUE(have_node) << "node is not on PATH: this test runs tools/reference/render_template.mjs with Node.js "
                             "(CI installs it)";
   ASSERT_TRUE(fs::exists(kRoot + "/node_modules/@huggingface/jinja"))
       << "node_modules/@huggingface/jinja is missing: run `npm ci` in " << kRoot;
-  const std::string source = qwen_template();
   ASSERT_FALSE(source.empty());
-  const ordered_json corpus = ordered_json::parse(read_file(kCorpus)).at("cases");
-  ASSERT_GE(corpus.size(), 30u);
+  const ordered_json corpus = ordered_json::parse(read_file(corpus_path)).at("cases");
+  ASSERT_GE(corpus.size(), min_cases);
+  const auto tpl = ChatTemplate::compile(source);
 
   ordered_json input = {{"template", source}, {"cases", ordered_json::array()}};
-  for (const auto& c : corpus) input["cases"].push_back(flattened(c));
+  for (const auto& c : corpus) input["cases"].push_back(tpl.takes_content_parts() ? c : flattened(c));
   const std::string base = ::testing::TempDir() + "chat_template_reference_" + std::to_string(getpid());
   const std::string in = base + ".in.json", out = base + ".out.json", err = base + ".stderr";
   std::ofstream(in, std::ios::binary) << input.dump();
@@ -465,7 +468,6 @@ TEST(ChatTemplate, QwenMatchesJavaScriptReference) {
   fs::remove(err);
   ASSERT_EQ(ref.size(), corpus.size());
 
-  const auto tpl = ChatTemplate::compile(source);
   size_t mismatches = 0, bytes = 0;
   for (size_t i = 0; i < corpus.size(); ++i) {
     ASSERT_TRUE(ref[i].is_string()) << "the reference failed on case " << i << ": " << ref[i].dump();
@@ -488,8 +490,20 @@ TEST(ChatTemplate, QwenMatchesJavaScriptReference) {
                   << escaped(want.substr(from, 120));
   }
   EXPECT_EQ(mismatches, 0u) << "cases whose rendering differs from the reference";
-  std::printf("[chat_template] %zu corpus cases, %zu bytes rendered; %zu differ from the JS reference\n", corpus.size(),
-              bytes, mismatches);
+  std::printf("[chat_template] %s: %zu cases, %zu bytes rendered; %zu differ from the JS reference\n",
+              fs::path(corpus_path).filename().c_str(), corpus.size(), bytes, mismatches);
+}
+
+TEST(ChatTemplate, QwenMatchesJavaScriptReference) { expect_matches_reference(qwen_template(), kCorpus, 30); }
+
+// Our template in the shape of Qwen3.5's (tests/fixtures/xml_tools): content parts through a macro,
+// namespace counters, XML tool calls from argument mappings with |items, tool results grouped with
+// loop.previtem / loop.nextitem, preserve_thinking.
+TEST(ChatTemplate, XmlToolsTemplateMatchesJavaScriptReference) {
+  const std::string dir = test::source_dir() + "/tests/fixtures/xml_tools";
+  const std::string source = read_file(dir + "/chat_template.jinja");
+  EXPECT_TRUE(ChatTemplate::compile(source).takes_content_parts());
+  expect_matches_reference(source, dir + "/corpus.json", 20);
 }
 
 }  // namespace

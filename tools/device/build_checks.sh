@@ -33,7 +33,7 @@ mkdir -p .carry/checks
   rm -rf "$obj" && mkdir -p "$obj"
   # The host kernels' OpenMP pragmas stay off here (no libgomp on a bare machine); the check threads
   # its reference over rows itself.
-  for src in kernels/host/attention kernels/host/norm; do
+  for src in kernels/host/attention kernels/host/rms_norm; do
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
       -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
@@ -62,8 +62,8 @@ mkdir -p .carry/checks
       "tests/cuda/$name.cu" "$obj"/*.o -o ".carry/checks/$name" -lpthread
     echo "built .carry/checks/$name"
   }
-  build rms_norm_check kernels/host/norm
-  build gdn_check kernels/host/conv kernels/host/gdn kernels/host/norm
+  build rms_norm_check kernels/host/rms_norm
+  build gdn_check kernels/host/conv1d kernels/host/gdn kernels/host/rms_norm
   build router_check kernels/host/moe
   build sample_check kernels/host/sample
 )
@@ -73,7 +73,7 @@ mkdir -p .carry/checks
 (
   obj=.carry/checks/obj/moe_check
   rm -rf "$obj" && mkdir -p "$obj"
-  for src in core/dtype fuel/chemistry compiler/nvfp4_code kernels/host/linear kernels/host/weights kernels/host/moe; do
+  for src in core/dtype fuel/chemistry compiler/nvfp4_code kernels/host/dense kernels/host/weights kernels/host/moe; do
     g++ -std=c++20 -O2 -fopenmp -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
   # libgomp statically too: the GPU machine has only the CUDA driver.
@@ -90,7 +90,7 @@ mkdir -p .carry/checks
   rm -rf "$obj" && mkdir -p "$obj"
   # host::linear's OpenMP pragmas stay off (no libgomp on a bare machine); the check threads its
   # reference over rows itself.
-  for src in core/dtype kernels/host/linear kernels/host/weights; do
+  for src in core/dtype kernels/host/dense kernels/host/weights; do
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
       -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
