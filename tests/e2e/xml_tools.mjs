@@ -8,14 +8,17 @@
 // Every test is FORCED (the server's TEST-ONLY --force-tokens, selected by `user`) except the last
 // turn's free request.
 //
-//   node xml_tools.mjs BASE_URL MODEL TEMPLATE.jinja TOKENIZER_DIR
+//   node xml_tools.mjs BASE_URL MODEL TEMPLATE.jinja TOKENIZER_DIR PAGE_TOKENS
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
 import { Template } from "@huggingface/jinja";
 import { TokenizerLoader } from "@lenml/tokenizers";
 
-const [base, model, templatePath, tokenizerDir] = process.argv.slice(2);
+const [base, model, templatePath, tokenizerDir, pageArg] = process.argv.slice(2);
+// The cache resumes at page boundaries, where the recurrent state was captured.
+const pageTokens = Number(pageArg);
+const resumable = (usage) => Math.floor((usage.prompt_tokens + usage.completion_tokens - 1) / pageTokens) * pageTokens;
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, timeout: 120_000 });
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 const tokenizer = TokenizerLoader.fromPreTrained({
@@ -174,17 +177,26 @@ test("the agent loop's next turn: string arguments render as a mapping and the t
   const next = await client.chat.completions.create({ model, messages, tools, user: "answer" });
   assert.equal(next.choices[0].message.content, "It is sunny in Paris, 21 degrees.");
   assert.equal(next.usage.prompt_tokens, referencePromptTokens(messages));
-  // The re-rendered call is the text the model generated, so the cache holds the first turn whole:
-  // its prompt and its completion (less the last token, whose successor was never computed).
+  // The re-rendered call is the text the model generated, so the cache holds the first turn whole (its
+  // prompt and its completion less the last token, whose successor was never computed), up to the
+  // last page boundary in it.
   const cached = next.usage.prompt_tokens_details.cached_tokens;
-  assert.ok(cached >= first.usage.prompt_tokens + first.usage.completion_tokens - 1,
+  assert.ok(resumable(first.usage) > 0, "the first turn fills at least a page");
+  assert.ok(cached >= resumable(first.usage),
             `cached ${cached} of ${next.usage.prompt_tokens}; first turn ${first.usage.prompt_tokens} + ${first.usage.completion_tokens}`);
-  // Sampled, not forced: the loop goes on with a third turn on the same history.
-  const free = await client.chat.completions.create({
-    model, messages: [...messages, next.choices[0].message, { role: "user", content: "Thanks!" }], tools, max_tokens: 8,
-  });
-  assert.ok(free.usage.completion_tokens >= 1);
-  assert.ok(free.usage.prompt_tokens_details.cached_tokens >= next.usage.prompt_tokens);
+  // A third turn, sampled: a new user message puts both assistant turns before the last query, where
+  // the template drops reasoning unless preserve_thinking is set. Dropped, the history diverges from
+  // the cache at the first assistant turn; preserved, it is the second turn's tokens again.
+  const third = [...messages, next.choices[0].message, { role: "user", content: "Thanks!" }];
+  const dropped = await client.chat.completions.create({ model, messages: third, tools, max_tokens: 8 });
+  assert.ok(dropped.usage.completion_tokens >= 1);
+  assert.ok(dropped.usage.prompt_tokens_details.cached_tokens <= first.usage.prompt_tokens,
+            `cached ${dropped.usage.prompt_tokens_details.cached_tokens} past the first assistant turn`);
+  const kept = await client.chat.completions.create({
+    model, messages: third, tools, max_tokens: 8, chat_template_kwargs: { preserve_thinking: true } });
+  assert.ok(kept.usage.prompt_tokens > dropped.usage.prompt_tokens, "the reasoning is rendered");
+  assert.ok(kept.usage.prompt_tokens_details.cached_tokens >= resumable(next.usage),
+            `cached ${kept.usage.prompt_tokens_details.cached_tokens}; second turn ${next.usage.prompt_tokens} + ${next.usage.completion_tokens}`);
 });
 
 test("arguments that are not a JSON object are refused, naming the field", async () => {

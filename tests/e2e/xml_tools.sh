@@ -50,7 +50,8 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 
-node "$here/xml_tools.mjs" "$base" engine "$root/tests/fixtures/xml_tools/chat_template.jinja" "$work/tokenizer"
+page_tokens=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["kv_cache"]["page_tokens"])' "$work/engine/plan.json")
+node "$here/xml_tools.mjs" "$base" engine "$root/tests/fixtures/xml_tools/chat_template.jinja" "$work/tokenizer" "$page_tokens"
 rc=$?
 kill -0 $server 2>/dev/null || { echo "FAIL the server died"; rc=1; }
 echo "--- server log"; cat "$work/server.log"
