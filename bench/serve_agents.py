@@ -7,7 +7,7 @@ message to the session's own history; some sessions fork from another session's 
 agent branching). Runs the trace at each concurrency level and reports, per level: aggregate and
 per-stream tok/s, TTFT and inter-token latency p50/p99, the prefix-cache hit rate in prompt tokens
 (usage.prompt_tokens_details.cached_tokens / prompt_tokens), the cache's resident pages (GET
-/metrics) and errors. Then one probe: TTFT of a long prompt served from the cache vs. a cold short
+/stats) and errors. Then one probe: TTFT of a long prompt served from the cache vs. a cold short
 prompt.
 
     python3 bench/serve_agents.py --base http://127.0.0.1:8000 [--concurrency 1,4,16,32,64]
@@ -154,7 +154,7 @@ def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
     ttft = [(r["stamps"][0] - r["t0"]) * 1e3 for r in ok if r["stamps"]]
     itl = [(b - a) * 1e3 for r in ok for a, b in zip(r["stamps"], r["stamps"][1:])]
     per_stream = [r["usage"]["completion_tokens"] / (r["end"] - r["t0"]) for r in ok if r["end"] > r["t0"]]
-    status, metrics = client.get_json("/metrics")
+    status, metrics = client.get_json("/stats")
     return {"concurrency": concurrency, "requests": len(results), "errors": len(errors), "error_samples": errors[:3],
             "wall_s": wall, "completion_tokens": gen, "agg_tok_s": gen / wall if wall else 0,
             "stream_tok_s": statistics.mean(per_stream) if per_stream else 0,
