@@ -1,6 +1,11 @@
 // Telemetry on the CPU: traceparent parsing (client input), the Prometheus registry's fixed series,
 // refusal reasons, step sampling, and the OTLP/JSON spans of a request.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <random>
 #include <regex>
@@ -9,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "telemetry/metrics.h"
+#include "telemetry/otlp_exporter.h"
 #include "telemetry/otlp_json.h"
 #include "telemetry/step_split.h"
 #include "telemetry/telemetry.h"
@@ -232,6 +239,30 @@ TEST(OtlpJson, QueuedOnlyRequestHasItsQueueSpan) {
   EXPECT_EQ(spans[0]["name"], "completions");
   EXPECT_EQ(spans[0]["status"]["code"], 2);
   EXPECT_EQ(spans[1]["name"], "queue");
+}
+
+TEST(OtlpExporter, RefusesWhatIsNotAnHttpUrl) {
+  for (const char* bad : {"", "localhost:4318", "ftp://host", "http://"})
+    EXPECT_THROW(OtlpExporter(bad, [](size_t) {}), Error) << bad;
+}
+
+TEST(OtlpExporter, CountsTheSpansItCannotDeliver) {
+  // A port nobody listens on (bound, then closed): every export fails and each span is counted dropped.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  close(fd);
+  std::atomic<size_t> dropped{0};
+  {
+    OtlpExporter exporter(fmt::format("http://127.0.0.1:{}", port), [&](size_t n) { dropped += n; });
+    for (int i = 0; i < 3; ++i) exporter.push(finished_trace(std::nullopt));
+  }  // destruction flushes the queue
+  EXPECT_EQ(dropped.load(), 3u * 4u);  // request, queue, prefill and decode spans of each
 }
 
 }  // namespace
