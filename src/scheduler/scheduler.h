@@ -53,7 +53,7 @@ struct SchedulerOptions {
   Telemetry* telemetry = nullptr;
 };
 
-// Counters for /metrics and the workload driver; a snapshot taken on the loop thread.
+// Counters for /stats (and the load gauges of /metrics) and the workload driver; a snapshot taken on the loop thread.
 struct SchedulerStats {
   int64_t requests = 0, finished = 0, cancelled = 0, refused = 0;
   int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
