@@ -33,3 +33,5 @@ bench --context 512
 bench --context 8192
 # Sampled decode with Qwen3.5's recommended knobs: what the sampler adds to a step.
 bench --context 512 --temperature 0.7 --top-p 0.8 --top-k 20
+# The step split per bucket as a picture, where gnuplot is (plot the fetched results otherwise).
+if command -v gnuplot >/dev/null; then bash bench/plot.sh "$RESULTS/h200-a3b.md"; fi

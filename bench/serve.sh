@@ -52,3 +52,5 @@ python3 bench/serve_agents.py --base "http://127.0.0.1:$port" --concurrency 1,4,
 } >>"$out"
 rm -f "$table"
 echo "appended to $out"
+# The pictures, where gnuplot is (the GPU machine has none: plot the fetched results here).
+if command -v gnuplot >/dev/null; then bash bench/plot.sh "$out"; fi

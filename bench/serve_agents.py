@@ -8,7 +8,7 @@ one tool result per call and a new user message to the session's own history; so
 another session's history mid-way (an agent branching). Runs the trace at each concurrency level and
 reports, per level: aggregate and per-stream tok/s, TTFT and inter-token latency p50/p99, the prefix-
 cache hit rate in prompt tokens (usage.prompt_tokens_details.cached_tokens / prompt_tokens), the cache's
-resident pages (GET /metrics) and errors; per turn, the hit rate and how many of the previous turn's
+resident pages (GET /stats) and errors; per turn, the hit rate and how many of the previous turn's
 tokens the cache could not reuse because the re-rendered history diverged from what the model generated.
 Then one probe: TTFT of a long prompt served from the cache vs. a cold short prompt.
 
@@ -194,7 +194,7 @@ def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
         by_turn.append({"turn": t, "requests": len(rs), "hit_rate": tc / tp if tp else 0.0,
                         "calls": sum(len(r["calls"]) for r in rs),
                         "diverged_turns": sum(1 for d in dv if d), "diverged_tokens_mean": statistics.mean(dv) if dv else 0.0})
-    status, metrics = client.get_json("/metrics")
+    status, metrics = client.get_json("/stats")
     return {"by_turn": by_turn, "concurrency": concurrency, "requests": len(results), "errors": len(errors), "error_samples": errors[:3],
             "wall_s": wall, "completion_tokens": gen, "agg_tok_s": gen / wall if wall else 0,
             "stream_tok_s": statistics.mean(per_stream) if per_stream else 0,

@@ -7,9 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev libpcre2-dev
-          libutf8proc-dev libcpp-httplib-dev libcli11-dev curl python3)
-# The tests also fuzz the parsers (tests/fuzz: libFuzzer needs clang 16 for C++20's source_location).
-[ "${ROCKET_SETUP_TESTS:-0}" = 1 ] && packages+=(clang-16 libclang-rt-16-dev)
+          libutf8proc-dev libcpp-httplib-dev libcli11-dev prometheus-cpp-dev curl python3)
+# The tests also fuzz the parsers (tests/fuzz: libFuzzer needs clang 16 for C++20's source_location),
+# scrape the server with a real Prometheus and promtool (tests/e2e/telemetry.sh), and the benchmarks
+# draw their pictures with gnuplot.
+[ "${ROCKET_SETUP_TESTS:-0}" = 1 ] && packages+=(clang-16 libclang-rt-16-dev prometheus gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # Node.js may come from elsewhere (NodeSource bundles npm); Debian's packages only when it is absent.

@@ -54,7 +54,7 @@ std::string h200_engine_compile_command(const std::string& engine_dir, const std
   }
   const std::string lib = engine_dir + "/lib";
   return fmt::format("set -e -o pipefail; {} && wait && for o in{}; do test -s \"$o\"; done && '{}' -gencode=arch=compute_90a,code=sm_90a "
-                     "-cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc{} {} -o '{}' -lcpp-httplib -lpthread "
+                     "-cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc{} {} -o '{}' -lcpp-httplib -lprometheus-cpp-core -lpthread "
                      "-lcublas -ldl -lrt -Xlinker --disable-new-dtags -Xlinker -rpath -Xlinker '$ORIGIN/../lib:{}' && mkdir -p '{}' && "
                      "ldd '{}' | awk '$2 == \"=>\" && $3 ~ /^\\// {{print $3}}' | "
                      "{{ grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcublas(Lt)?)\\.so' || true; }} | "

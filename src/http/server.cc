@@ -200,6 +200,7 @@ struct HttpServer::Impl {
       EngineLoop& engine = launched();
       const Json body = parse_json_body(req.body, options.max_json_depth);
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+      r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
       if (r.model != engine.model().id)
         throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
                                              engine.model().id), "model", "invalid_request_error", "model_not_found");
@@ -217,6 +218,8 @@ struct HttpServer::Impl {
         stream(res, state, sink, r.include_usage);
       }
     } catch (const ProtocolError& e) {
+      if (options.telemetry)
+        if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
       send_error(res, e);
     } catch (const std::exception& e) {
       send_error(res, ProtocolError(500, e.what(), "", "server_error"));
@@ -347,14 +350,32 @@ struct HttpServer::Impl {
     }
   }
 
-  // The loop's counters (requests, tokens, cache pages), unauthenticated like /health: they carry no
-  // request content.
-  void metrics(httplib::Response& res) {
+  // The loop's counters (requests, tokens, cache pages) as JSON, unauthenticated like /health: they
+  // carry no request content.
+  void stats(httplib::Response& res) {
     try {
       res.set_content(launched().stats().dump(), "application/json");
     } catch (const ProtocolError& e) {
       send_error(res, e);
     }
+  }
+
+  // Prometheus text exposition (telemetry/metrics.h), unauthenticated like /health; from the start of
+  // the countdown, with no load until launch.
+  void metrics(httplib::Response& res) {
+    if (!options.telemetry)
+      return send_error(res, ProtocolError(503, "this server keeps no metrics", "", "server_error"));
+    Load load;
+    if (EngineLoop* l = loop.load()) {
+      const Json st = l->stats();
+      load = Load{.running = st.value("active", 0),
+                  .waiting = st.value("waiting", 0),
+                  .kv_pages_used = st.value("pages", 0) - st.value("pages_free", 0),
+                  .kv_pages_total = st.value("pages", 0),
+                  .snapshots_used = st.value("snapshots", 0) - st.value("snapshots_free", 0),
+                  .snapshots_total = st.value("snapshots", 0)};
+    }
+    res.set_content(options.telemetry->metrics().scrape(load), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   void health(httplib::Response& res) {
@@ -392,6 +413,7 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
   im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });
+  im.server.Get("/stats", [&im](const httplib::Request&, httplib::Response& s) { im.stats(s); });
 }
 
 HttpServer::~HttpServer() {

@@ -25,6 +25,7 @@
 #include "http/api_keys.h"
 #include "openai/openai_request.h"
 #include "scheduler/engine_loop.h"
+#include "telemetry/telemetry.h"
 
 namespace rocket {
 
@@ -40,6 +41,8 @@ struct ServerOptions {
   // the plan's context: default_max_body_bytes).
   size_t max_body_bytes = 8u << 20;
   int max_json_depth = kDefaultMaxJsonDepth;  // deeper request JSON is a 400 (openai_request.h)
+  // GET /metrics and the refusal counters; null: /metrics answers 503. REQUIRES: outlives the server.
+  Telemetry* telemetry = nullptr;
 };
 
 // Room for a prompt filling the context, JSON-escaped, with tools and history around it: 64 bytes per

@@ -21,6 +21,9 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   o.server.max_body_bytes = o.max_body_bytes ? o.max_body_bytes : default_max_body_bytes(steps.max_context);
   o.server.api_keys = ApiKeys::load(o.api_key, o.api_key_file, std::getenv("ROCKET_API_KEY"));
   ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is seen as a failed write, not a signal
+  Telemetry telemetry(o.telemetry);
+  o.server.telemetry = &telemetry;
+  o.scheduler.telemetry = &telemetry;
   // The server listens from the first second: /health reports the countdown's phase, /v1/* answer 503.
   HttpServer server(o.server);
   server.start();
@@ -31,6 +34,9 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
 
   BatchEngine& engine = steps.engine();
   const Plan& plan = engine.plan();
+  telemetry.set_plan(plan);
+  telemetry.metrics().set_memory(steps.budget(), plan.arena_bytes);
+  engine.time_steps(telemetry.step_sample(), [&telemetry](const StepSplit& s) { telemetry.metrics().step(s); });
   ModelInfo model{dir.filename().string(),
                   {{"fingerprint", plan.fingerprint},    {"booster", plan.booster},
                    {"max_context", plan.max_context},    {"max_streams", plan.max_streams},

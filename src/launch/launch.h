@@ -9,6 +9,7 @@
 #include <string>
 
 #include "launch/launch_options.h"
+#include "boosters/memory_budget.h"
 #include "scheduler/batch_engine.h"
 
 namespace rocket {
@@ -21,6 +22,7 @@ struct LaunchSteps {
   std::function<std::string()> fuel;         // weights resident
   std::function<std::string()> static_fire;  // every bucket warm; the plan's golden token, when it has one
   std::function<BatchEngine&()> engine;      // valid after fuel
+  std::function<MemoryBudget()> budget;      // what upright measured and admitted the plan against
   int64_t max_context = 0;  // the plan's (engine.h kMaxContext): sizes the request-body limit before upright
 };
 

@@ -50,6 +50,13 @@ void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
   cmd.add_option("--max-json-depth", o.server.max_json_depth, "request JSON nested deeper is a 400")
       ->check(in_range(1, 1024))
       ->capture_default_str();
+  cmd.add_option("--otlp-traces-endpoint", o.telemetry.otlp_traces_endpoint,
+                 "export request spans over OTLP/HTTP JSON to URL/v1/traces (e.g. http://127.0.0.1:4318)")
+      ->type_name("URL");
+  cmd.add_option("--step-sample", o.telemetry.step_sample,
+                 "measure one decode step in N by kernel group for rocket_step_seconds (0: none)")
+      ->check(at_least(0))
+      ->capture_default_str();
   cmd.add_option("--force-tokens", o.force_tokens,
                  "TEST-ONLY: forced token sequences that replace sampling for requests whose `user` names one")
       ->check(CLI::ExistingFile);

@@ -9,6 +9,7 @@
 #include "core/cli.h"
 #include "http/server.h"
 #include "scheduler/scheduler.h"
+#include "telemetry/telemetry.h"
 
 namespace rocket {
 
@@ -19,10 +20,11 @@ struct LaunchOptions {
   std::string force_tokens;    // TEST-ONLY: scheduler/generation.h ForcedTokens
   uint64_t max_body_bytes = 0;  // 0: default_max_body_bytes(the plan's context)
   std::string api_key, api_key_file;  // with ROCKET_API_KEY, into server.api_keys (launch.cc)
+  TelemetryOptions telemetry;
 };
 
 // Declares --host, --port, --api-key, --api-key-file, --queue, --prefill-budget, --reserve, --max-body-bytes,
-// --max-json-depth and --force-tokens on `cmd`; parsing fills `o`.
+// --max-json-depth, --otlp-traces-endpoint, --step-sample and --force-tokens on `cmd`; parsing fills `o`.
 void add_launch_options(CLI::App& cmd, LaunchOptions& o);
 
 }  // namespace rocket

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "openai/protocol_error.h"
+#include "telemetry/trace_context.h"
 
 namespace rocket {
 
@@ -97,6 +98,10 @@ struct CompletionRequest {
   ToolChoice tool_choice;
   // false: the turn ends at its first tool call, and the engine stops there (http/server.cc).
   bool parallel_tool_calls = true;
+
+  // The client's W3C traceparent header, which the request's spans continue: set by the server from
+  // the header, never from the body.
+  std::optional<TraceContext> trace_parent;
 
   std::string user;
   // chat_template_kwargs.enable_thinking; unset = the template's default.

@@ -13,6 +13,7 @@
 
 #include "core/sampling_knobs.h"
 #include "plan/plan.h"
+#include "telemetry/step_split.h"
 
 namespace rocket {
 
@@ -76,6 +77,10 @@ class BatchEngine {
   virtual void bind_pad_page(int page) = 0;
   virtual void capture_state(int slot, int snapshot) = 0;
   virtual void restore_state(int snapshot, int slot) = 0;
+
+  // Step telemetry (telemetry/step_split.h): from now on one decode step in `every` (0: none) is
+  // measured by kernel group on the running engine and handed to `observe`, on the loop thread.
+  virtual void time_steps(int every, StepObserver observe) = 0;
 };
 
 }  // namespace rocket

@@ -36,7 +36,7 @@ class EngineLoop {
   // `sink`. Throws ProtocolError: 400 when the prompt (+ max_tokens) exceeds the context or cannot be
   // rendered, 503 when the queue is full.
   virtual Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) = 0;
-  // Counters for GET /metrics (requests, tokens, cache pages); any thread.
+  // Counters for GET /stats (requests, tokens, cache pages) and the load gauges of GET /metrics; any thread.
   virtual nlohmann::ordered_json stats() const = 0;
 };
 

@@ -142,6 +142,7 @@ std::optional<int32_t> Generation::finish(FinishReason reason) {
   std::fprintf(stderr, "[serve] request %llu: %lld prompt + %lld completion tokens in %.2f s, %s\n",
                (unsigned long long)id_, (long long)usage_.prompt_tokens, (long long)usage_.completion_tokens, sec,
                std::string(finish_reason_name(reason)).c_str());
+  finish_reason_ = reason;
   TokenEvent done;
   done.done = true;
   done.finish = reason;

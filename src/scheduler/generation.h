@@ -128,6 +128,9 @@ class Generation {
   // The final event (done, or an error) went to the client: the request completed rather than being
   // abandoned by a client that left.
   bool answered() const { return answered_; }
+  // Why the output ended, once it has (nullopt while running, when cancelled or failed).
+  std::optional<FinishReason> finish_reason() const { return finish_reason_; }
+  int64_t completion_tokens() const { return usage_.completion_tokens; }
 
   // Prompt tokens the prefix cache served (usage.prompt_tokens_details.cached_tokens); 0 by default.
   void set_cached_tokens(int64_t n) { usage_.cached_tokens = n; }
@@ -165,6 +168,7 @@ class Generation {
   Usage usage_;
   bool finished_ = false;
   bool answered_ = false;
+  std::optional<FinishReason> finish_reason_;
   std::chrono::steady_clock::time_point started_;
 };
 

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -66,7 +67,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
     }
     s.id = next_id_++;
     ++stats_.requests;
-    waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink)});
+    waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent)});
   }
   cv_.notify_one();
   return s;
@@ -113,6 +114,7 @@ void Scheduler::admit() {
       // Requests whose clients left while queued go without touching the engine.
       while (!waiting_.empty() && waiting_.front().sink->cancelled()) {
         ++stats_.cancelled;
+        end_trace(std::move(waiting_.front().trace), nullptr);
         waiting_.pop_front();
       }
       if (waiting_.empty() || free_slot == slots_.end()) return;
@@ -134,6 +136,8 @@ void Scheduler::admit() {
         Generation g(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(), prompts_.eos(), w.sink,
                      forced_);
         g.fail("the KV cache cannot hold this prompt");
+        if (options_.telemetry) options_.telemetry->metrics().refused(Refusal::kKvCacheFull);
+        end_trace(std::move(w.trace), &g);
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.refused;
         continue;
@@ -152,9 +156,17 @@ void Scheduler::admit() {
                                                     .computed = resumed,
                                                     .branch = shared > resumed ? shared : 0,
                                                     .pages = std::move(pages),
-                                                    .generation = std::move(gen)});
-    if (s.pages.restore_snapshot()) engine_.restore_state(*s.pages.restore_snapshot(), slot);
-    else engine_.reset_state(slot);
+                                                    .generation = std::move(gen),
+                                                    .trace = std::move(w.trace)});
+    std::optional<double> restore_seconds;
+    if (s.pages.restore_snapshot()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      engine_.restore_state(*s.pages.restore_snapshot(), slot);
+      restore_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      engine_.reset_state(slot);
+    }
+    if (options_.telemetry) options_.telemetry->admitted(s.trace, int64_t(s.prompt.size()), resumed, restore_seconds);
     apply(s, *ext);
     order_.push_back(slot);
     std::lock_guard<std::mutex> lock(mu_);
@@ -186,6 +198,7 @@ void Scheduler::retire(Stream& s, bool keep_cache) {
     if (answered) ++stats_.finished;
     else ++stats_.cancelled;
   }
+  end_trace(std::move(s.trace), s.generation.get());
   order_.erase(std::find(order_.begin(), order_.end(), slot));
   slots_[size_t(slot)].reset();
 }
@@ -225,9 +238,15 @@ void Scheduler::decode_step() {
   }
   engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
   const int32_t* picked = engine_.tokens();
+  if (options_.telemetry) {
+    double context = 0;
+    for (int64_t p : pos) context += double(p) / n;
+    options_.telemetry->decode_step(n, context);
+  }
   for (int i = 0; i < n; ++i) {
     Stream& s = *slots_[size_t(rows[size_t(i)])];
     capture(s, int(s.pos + 1));
+    traced_token(s);
     std::optional<int32_t> next =
         s.generation->step(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
     if (!next) {
@@ -317,6 +336,7 @@ void Scheduler::prefill_step() {
       if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
       if (!p.last) continue;
       s.pages.publish();  // concurrent requests sharing this prompt hit from now on
+      traced_token(s);
       std::optional<int32_t> next =
           s.generation->step(engine_.tokens()[i], p.want_logits ? engine_.logits(int(i)) : nullptr, engine_.vocab());
       if (!next) {
@@ -330,6 +350,24 @@ void Scheduler::prefill_step() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.prefill_tokens += prefilled;
+}
+
+void Scheduler::traced_token(Stream& s) {
+  if (options_.telemetry) options_.telemetry->token(s.trace);
+}
+
+void Scheduler::end_trace(RequestTrace&& t, const Generation* g) {
+  if (!options_.telemetry) return;
+  if (!g || !g->answered()) {
+    t.error = "cancelled: the client left";
+  } else if (g->finish_reason()) {
+    t.output_tokens = g->completion_tokens();
+    t.finish_reason = std::string(finish_reason_name(*g->finish_reason()));
+  } else {
+    t.output_tokens = g->completion_tokens();
+    t.error = "failed in the engine";
+  }
+  options_.telemetry->ended(std::move(t));
 }
 
 void Scheduler::refresh_stats() {

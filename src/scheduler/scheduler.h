@@ -37,6 +37,7 @@
 #include "scheduler/batch_engine.h"
 #include "scheduler/engine_loop.h"
 #include "scheduler/generation.h"
+#include "telemetry/telemetry.h"
 
 namespace rocket {
 
@@ -47,9 +48,12 @@ struct SchedulerOptions {
   // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
   // nothing decoding, prefill runs four times the budget per step.
   int prefill_budget = 0;
+  // Where requests' latencies, token counts and spans go (telemetry/telemetry.h); null: nowhere.
+  // REQUIRES: outlives the scheduler.
+  Telemetry* telemetry = nullptr;
 };
 
-// Counters for /metrics and the workload driver; a snapshot taken on the loop thread.
+// Counters for /stats (and the load gauges of /metrics) and the workload driver; a snapshot taken on the loop thread.
 struct SchedulerStats {
   int64_t requests = 0, finished = 0, cancelled = 0, refused = 0;
   int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
@@ -77,6 +81,7 @@ class Scheduler : public EngineLoop {
     Prompt prompt;
     CompletionRequest request;
     std::shared_ptr<RequestSink> sink;
+    RequestTrace trace;
   };
   struct Stream {
     uint64_t id = 0;
@@ -93,6 +98,7 @@ class Scheduler : public EngineLoop {
     int32_t next = -1;  // decoding: the token to feed at position pos
     int64_t pos = 0;
     bool decoding = false;
+    RequestTrace trace;
   };
 
   void run();
@@ -105,6 +111,9 @@ class Scheduler : public EngineLoop {
   // Binds the stream's page table after an extension, performing copy-on-extend first.
   void apply(Stream& s, const Extension& e);
   void refresh_stats();
+  // Telemetry: the stream's engine pick reached its Generation; a request's trace ends.
+  void traced_token(Stream& s);
+  void end_trace(RequestTrace&& t, const Generation* g);
 
   PromptBuilder prompts_;
   BatchEngine& engine_;

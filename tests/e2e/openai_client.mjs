@@ -35,8 +35,8 @@ const tools = [
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const logText = () => readFileSync(serverLog, "utf8");
-const metrics = async () => (await fetch(`${base}/metrics`)).json();
-// Polls /metrics (up to 10 s) until `done(m)`; returns the last snapshot.
+const metrics = async () => (await fetch(`${base}/stats`)).json();
+// Polls /stats (up to 10 s) until `done(m)`; returns the last snapshot.
 async function metricsUntil(done) {
   let m = await metrics();
   for (let i = 0; i < 100 && !done(m); ++i) await sleep(100), (m = await metrics());

@@ -148,10 +148,10 @@ echo "note long_prompt: 960 kB of prompt refused in $((($(date +%s%N) - t0) / 10
 s=$(req after_bounds POST /v1/chat/completions "$chat"',"max_tokens":4}' --max-time 20)
 check after_bounds 200 "$s" 'assert j["choices"][0]["finish_reason"] in ("stop","length")'
 
-# A client that hangs up mid-stream: its request is cancelled in the loop (the scheduler's /metrics
+# A client that hangs up mid-stream: its request is cancelled in the loop (the scheduler's /stats
 # count it) and its slot freed. (openai_client.mjs covers the 503 of a full queue: it needs more
 # concurrent streams than curl here is worth.)
-cancelled() { curl -s "$base/metrics" | python3 -c 'import json, sys; m = json.load(sys.stdin); print(m["cancelled"], m["active"])'; }
+cancelled() { curl -s "$base/stats" | python3 -c 'import json, sys; m = json.load(sys.stdin); print(m["cancelled"], m["active"])'; }
 read -r c0 _ <<<"$(cancelled)"
 long="$chat"',"max_tokens":1500,"temperature":1.0,"seed":7,"stream":true}'
 curl -s -N --max-time 2 -H "Authorization: Bearer $key" -H 'Content-Type: application/json' --data-binary "$long" \

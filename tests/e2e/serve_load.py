@@ -98,7 +98,7 @@ def main():
 
     idle = None
     for _ in range(600):
-        status, m = get("/metrics")
+        status, m = get("/stats")
         if status == 200 and m["active"] == 0 and m["waiting"] == 0:
             idle = m
             break

@@ -32,10 +32,12 @@ class H200BatchEngine final : public BatchEngine {
   }
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
-    e_.decode(n, ids, slots, pos, knobs);
+    const bool timed = sampling_.take();
+    e_.decode(n, ids, slots, pos, knobs, timed);
     if (want_logits) e_.download_logits(n);
     tokens_ = e_.tokens();
     logits_row0_ = 0;
+    if (timed) observe_(e_.step_split());
   }
   const int32_t* tokens() const override { return tokens_; }
   const float* logits(int row) const override { return e_.logits(logits_row0_ + row); }
@@ -45,11 +47,18 @@ class H200BatchEngine final : public BatchEngine {
   void bind_pad_page(int page) override { e_.bind_pages(H200Engine::kPadSlot, &page, 1); }
   void capture_state(int slot, int snapshot) override { e_.capture_state(slot, snapshot); }
   void restore_state(int snapshot, int slot) override { e_.restore_state(snapshot, slot); }
+  // A sampled decode step runs its bucket's timing graph (H200Engine::decode's `timed`).
+  void time_steps(int every, StepObserver observe) override {
+    sampling_ = StepSampling(every);
+    observe_ = std::move(observe);
+  }
 
  private:
   H200Engine& e_;
   const int32_t* tokens_ = nullptr;  // the engine's pinned copy of the last picks
   int logits_row0_ = 0;              // the engine's logits row that is row 0 of the last call
+  StepSampling sampling_;
+  StepObserver observe_;
 };
 
 }  // namespace rocket

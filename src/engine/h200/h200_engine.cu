@@ -145,6 +145,7 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
   budget.reserve += reserve_bytes;
   upright_summary_ = "memory: " + budget.describe() + "; plan residency " + gib(kArenaBytes);
   budget.admit(kArenaBytes, "device memory");
+  budget_ = budget;
   arena_ = std::make_unique<Arena>(kArenaBytes);
   // The poisoning memset runs on the legacy stream, which the loader's and this engine's non-blocking
   // streams do not wait for.
@@ -165,6 +166,10 @@ const LoadReport& H200Engine::fuel(const LoadOptions& load) {
 
 H200Engine::~H200Engine() {
   for (auto& [key, g] : graphs_) cudaGraphExecDestroy(g);
+  for (auto& t : timing_graphs_) {
+    cudaGraphExecDestroy(t->exec);
+    for (cudaEvent_t e : t->events) cudaEventDestroy(e);
+  }
   cudaFreeHost(host_step_);
   cudaFreeHost(host_logits_);
   cudaFreeHost(host_tokens_);
@@ -235,12 +240,16 @@ void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
     } else {
       add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
+    mark(StepGroup::kNorm);
     if (kIsFull[l]) attention_layer<B, kPrefill>(l, kinds, slot);
     else gdn_layer<B, kPrefill>(l, kinds);
     add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
+    mark(StepGroup::kNorm);
     moe_block<B>(l, kinds);
+    mark(StepGroup::kMoe);
   }
   add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
+  mark(StepGroup::kNorm);
 }
 
 template <int B, bool kPrefill>
@@ -263,6 +272,7 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
          .rows = B},
         stream_);
   }
+  mark(StepGroup::kDense);
   if (kinds & kKindGdn) {
     const int64_t layer = kKindSlot[l];
     const cuda::Conv1dParams cp{.x = mix,
@@ -293,7 +303,9 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
       cuda::gdn_decode<GdnS, B>(gp, stream_);
     }
   }
+  mark(StepGroup::kGdn);
   if (kinds & kKindDense) project<int(kHidden), int(kValueDim), B>(*arena_, G.out, core, buf<bf16>(kBuf_attn_out), B, stream_);
+  mark(StepGroup::kDense);
 }
 
 template <int B, bool kPrefill>
@@ -314,6 +326,7 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
          .rows = B},
         stream_);
   }
+  mark(StepGroup::kDense);
   if (kinds & kKindAttention) {
     // The layer's K and V pages of cache page 0, and the stride from one cache page to the next.
     bf16* kv = buf<bf16>(kBuf_kv_cache);
@@ -338,7 +351,9 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
     if constexpr (kPrefill) cuda::attention_prefill<AttnS, B>(p, stream_);
     else cuda::attention_decode<AttnS, B>(p, stream_);
   }
+  mark(StepGroup::kAttention);
   if (kinds & kKindDense) project<int(kHidden), kQ, B>(*arena_, A.o, core, buf<bf16>(kBuf_attn_out), B, stream_);
+  mark(StepGroup::kDense);
 }
 
 template <int B>
@@ -389,8 +404,10 @@ void H200Engine::enqueue_decode(uint32_t kinds, int logits_row) {
   // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
   if (kinds & kKindLmHead)
     project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_, int(kMaxRows));
+  mark(StepGroup::kLmHead);
   if (kinds & kKindSampling)
     cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = host_tokens_}, stream_);
+  mark(StepGroup::kSampling);
 }
 
 template <int B>
@@ -506,7 +523,8 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs) {
+void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
+                        bool timed) {
   CHECK(n >= 1);
   const int b = bucket_for(n);
   for (int i = 0; i < n; ++i) {
@@ -524,10 +542,57 @@ void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64
     s.pos[i] = real ? int32_t(pos[i]) : 0;
     s.sample[i] = real && knobs ? knobs[i] : SamplingKnobs{.temperature = 0.0f};
   }
-  // The graph's embedding reads the staging itself (enqueue_layers).
-  CUDA_CHECK(cudaGraphLaunch(graph(b, kKindAll), stream_));
+  // The graph's embedding reads the staging itself (enqueue_layers). A timed step runs the same
+  // kernels with events between their groups.
+  timed_ = timed ? &timing_graph(b) : nullptr;
+  CUDA_CHECK(cudaGraphLaunch(timed_ ? timed_->exec : graph(b, kKindAll), stream_));
   staged_read_enqueued();
   step_rows_ = b;
+}
+
+H200Engine::TimingGraph& H200Engine::timing_graph(int b) {
+  for (auto& t : timing_graphs_)
+    if (t->bucket == b) return *t;
+  auto t = std::make_unique<TimingGraph>();
+  t->bucket = b;
+  // Events exist before the capture (nothing but stream work inside it): one per group boundary.
+  constexpr int kMarks = 6 * int(kLayers) + 3;
+  t->events.resize(kMarks + 1);
+  for (cudaEvent_t& e : t->events) CUDA_CHECK(cudaEventCreate(&e));
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  // cudaEventRecordExternal: a record node in the graph (a plain record in a capture only orders streams).
+  CUDA_CHECK(cudaEventRecordWithFlags(t->events[0], stream_, cudaEventRecordExternal));
+  capturing_ = t.get();
+  with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindAll); });
+  capturing_ = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  CHECK(int(t->groups.size()) == kMarks, "the timing graph's marks are the group boundaries of a decode step");
+  CUDA_CHECK(cudaGraphInstantiate(&t->exec, g, 0));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  timing_graphs_.push_back(std::move(t));
+  return *timing_graphs_.back();
+}
+
+void H200Engine::mark(StepGroup group) {
+  if (!capturing_) return;
+  const size_t i = capturing_->groups.size() + 1;
+  CHECK(i < capturing_->events.size(), "more group boundaries than the timing graph has events");
+  CUDA_CHECK(cudaEventRecordWithFlags(capturing_->events[i], stream_, cudaEventRecordExternal));
+  capturing_->groups.push_back(group);
+}
+
+StepSplit H200Engine::step_split() {
+  CHECK(timed_, "step_split() after a decode that was not timed");
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  StepSplit split{.rows = timed_->bucket};
+  for (size_t i = 0; i < timed_->groups.size(); ++i) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, timed_->events[i], timed_->events[i + 1]));
+    split[timed_->groups[i]] += 1e-3 * ms;
+  }
+  timed_ = nullptr;
+  return split;
 }
 
 const int32_t* H200Engine::tokens() {

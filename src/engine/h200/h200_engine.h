@@ -34,6 +34,7 @@ struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
 #include <vector>
 
 #include "engine.h"  // generated: found through -I ENGINE_DIR
+#include "boosters/memory_budget.h"
 #include "engine/h200/arena.h"
 #include "engine/h200/weight_loader.h"
 #include "kernels/cuda/sample.cuh"
@@ -74,6 +75,8 @@ class H200Engine {
 
   // "memory: free … = usable …; plan residency …", as upright measured it.
   const std::string& upright_summary() const { return upright_summary_; }
+  // The budget upright measured (free after context creation, reserve, floor) and admitted the plan against.
+  const MemoryBudget& budget() const { return budget_; }
   // Weights resident; `load` picks how weights.blob is read.
   const LoadReport& fuel(const LoadOptions& load);
   // Every bucket's graph captured and run once; then the golden token. Returns what it did and found.
@@ -109,7 +112,13 @@ class H200Engine {
   // One token for each of n streams, as the smallest bucket >= n (rows beyond n run on the padding
   // slot). `knobs` (n rows, or nullptr for greedy) pick each row's next token into tokens(). Logits
   // stay on the device until download_logits.
-  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs);
+  // `timed`: run the bucket's timing graph instead (the same kernels with a CUDA event between kernel
+  // groups, captured on first use), whose split step_split() then reads.
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
+              bool timed = false);
+  // The last decode's time per kernel group (telemetry/step_split.h; waits for the step).
+  // REQUIRES: that decode was timed.
+  StepSplit step_split();
   // The tokens the last decode (or prefill with knobs) picked, row order (waits for the step). The
   // sampler writes them to this pinned buffer, so they hold until the next decode or prefill is issued.
   const int32_t* tokens();
@@ -195,6 +204,7 @@ class H200Engine {
 
   std::string dir_;
   std::string upright_summary_;
+  MemoryBudget budget_;
   Plan plan_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t staged_ = nullptr;     // recorded after each read of host_step_ is enqueued
@@ -212,6 +222,20 @@ class H200Engine {
   bool static_fire_passed_ = true;
   std::vector<int> page_tables_;     // host mirror of the device page tables [slot][kPagesPerStream]
   std::vector<std::pair<uint64_t, cudaGraphExec_t>> graphs_;  // (bucket << 32 | kinds) -> graph
+  // A decode graph of one bucket with an event recorded after each kernel group: events[i + 1] ends
+  // groups[i], events[0] starts the step.
+  struct TimingGraph {
+    int bucket = 0;
+    cudaGraphExec_t exec = nullptr;
+    std::vector<cudaEvent_t> events;
+    std::vector<StepGroup> groups;
+  };
+  TimingGraph& timing_graph(int b);
+  // While a timing graph is captured: an event after the kernel group `group` just enqueued. Else nothing.
+  void mark(StepGroup group);
+  TimingGraph* capturing_ = nullptr;
+  TimingGraph* timed_ = nullptr;  // the last decode's, when it was timed
+  std::vector<std::unique_ptr<TimingGraph>> timing_graphs_;
 };
 
 }  // namespace rocket

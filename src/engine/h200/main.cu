@@ -211,6 +211,7 @@ int cmd_launch(const fs::path& dir, const std::vector<std::string>& args) {
         return summary;
       },
       .engine = [&]() -> BatchEngine& { return *batch; },
+      .budget = [&] { return engine->budget(); },
       .max_context = engine::kMaxContext,
   };
   return launch(dir, o, steps);

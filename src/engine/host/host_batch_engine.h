@@ -50,6 +50,8 @@ class HostBatchEngine final : public BatchEngine {
   // The host engine computes every row's logits anyway, so `want_logits` changes nothing here.
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
+    const bool timed = sampling_.take();
+    if (timed) e_.step_clock().start(e_.bucket_for(n));
     e_.decode(n, ids, slots, pos);
     logits_row0_ = 0;
     batched_ = false;
@@ -58,6 +60,9 @@ class HostBatchEngine final : public BatchEngine {
     // full-vocabulary softmax.
 #pragma omp parallel for if (n > 1) schedule(dynamic)
     for (int row = 0; row < n; ++row) tokens_[size_t(row)] = pick(e_.logits(row), knobs[row]);
+    if (!timed) return;
+    e_.step_clock().lap(StepGroup::kSampling);
+    observe_(e_.step_clock().stop());
   }
   const int32_t* tokens() const override { return tokens_.data(); }
   const float* logits(int row) const override {
@@ -69,6 +74,11 @@ class HostBatchEngine final : public BatchEngine {
   void bind_pad_page(int page) override { e_.bind_pages(HostEngine::kPadSlot, &page, 1); }
   void capture_state(int slot, int snapshot) override { e_.capture_state(slot, snapshot); }
   void restore_state(int snapshot, int slot) override { e_.restore_state(snapshot, slot); }
+  // A sampled decode step reads the host clock between its kernel groups (HostEngine::step_clock).
+  void time_steps(int every, StepObserver observe) override {
+    sampling_ = StepSampling(every);
+    observe_ = std::move(observe);
+  }
 
  private:
   // host::sample with this thread's scratch: picking allocates nothing per token.
@@ -85,6 +95,8 @@ class HostBatchEngine final : public BatchEngine {
   int logits_row0_ = 0;          // the engine's logits row that is row 0 of the last call
   bool batched_ = false;         // the last call was prefill_batch: logits(i) from batch_logits_
   std::vector<float> batch_logits_;  // [segments][vocab] of the last prefill_batch
+  StepSampling sampling_;
+  StepObserver observe_;
 };
 
 }  // namespace rocket

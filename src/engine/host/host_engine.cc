@@ -54,8 +54,8 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
                                 .pages_per_stream = kPagesPerStream,
                                 .full_layers = int(kFullLayers)});
   const HardwareProfile machine = probe_host_memory();
-  MemoryBudget{.free = machine.memory_free, .reserve = machine.reserve + reserve, .floor = machine.floor}.admit(
-      kArenaBytes, "host memory");
+  budget_ = MemoryBudget{.free = machine.memory_free, .reserve = machine.reserve + reserve, .floor = machine.floor};
+  budget_.admit(kArenaBytes, "host memory");
 
   const std::string blob_path = (dir / "weights.blob").string();
   blob_ = std::make_unique<MappedFile>(blob_path);
@@ -219,13 +219,16 @@ void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int6
     const LayerAt& L = kLayer[l];
     for (int i = 0; i < n; ++i)
       host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.input_norm), kHidden, kNormEps, hn + i * kHidden);
+    clock_.lap(StepGroup::kNorm);
     if (kIsFull[l]) attention_layer(l, n, slots, pos, independent);
     else gdn_layer(l, n, slots, independent);
     const float* attn_out = buf(kBuf_attn_out);
     for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += attn_out[j];
     for (int i = 0; i < n; ++i)
       host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.post_norm), kHidden, kNormEps, hn + i * kHidden);
+    clock_.lap(StepGroup::kNorm);
     moe_block(l, n);
+    clock_.lap(StepGroup::kMoe);
     const float* moe_out = buf(kBuf_moe_out);
     for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += moe_out[j];
   }
@@ -233,8 +236,10 @@ void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int6
   const int rows = n - first_logit_row;
   for (int i = first_logit_row; i < n; ++i)
     host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(kFinalNorm), kHidden, kNormEps, hn + i * kHidden);
+  clock_.lap(StepGroup::kNorm);
   host::linear(view(blob, kLmHead, kPrecisionLmHead, kVocab, kHidden), hn + int64_t(first_logit_row) * kHidden, rows,
                logits_ + int64_t(first_logit_row) * kVocab);
+  clock_.lap(StepGroup::kLmHead);
 }
 
 void HostEngine::gdn_layer(int l, int n, const int* slots, bool independent) {
@@ -251,6 +256,7 @@ void HostEngine::gdn_layer(int l, int n, const int* slots, bool independent) {
   host::linear(view(blob, G.z, kPrecisionGdnProj, kValueDim, kHidden), hn, n, z);
   host::linear(view(blob, G.b, kPrecisionGdnGate, kLinVHeads, kHidden), hn, n, b);
   host::linear(view(blob, G.a, kPrecisionGdnGate, kLinVHeads, kHidden), hn, n, a);
+  clock_.lap(StepGroup::kDense);
   const int slot_of_layer = kKindSlot[l];
   const uint16_t* conv_w = weight<uint16_t>(G.conv);
   const uint16_t* norm_w = weight<uint16_t>(G.norm);
@@ -279,7 +285,9 @@ void HostEngine::gdn_layer(int l, int n, const int* slots, bool independent) {
       host::rms_norm_gated(out + h * kLinVDim, z + int64_t(i) * kValueDim + h * kLinVDim, norm_w, kLinVDim, kNormEps,
                            out + h * kLinVDim);
   }
+  clock_.lap(StepGroup::kGdn);
   host::linear(view(blob, G.out, kPrecisionGdnProj, kHidden, kValueDim), core, n, buf(kBuf_attn_out));
+  clock_.lap(StepGroup::kDense);
 }
 
 void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* pos, bool independent) {
@@ -294,6 +302,7 @@ void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* 
   host::linear(view(blob, A.q, kPrecisionAttnProj, 2 * kQ, kHidden), hn, n, qg);
   host::linear(view(blob, A.k, kPrecisionAttnProj, kKV, kHidden), hn, n, kk);
   host::linear(view(blob, A.v, kPrecisionAttnProj, kKV, kHidden), hn, n, vv);
+  clock_.lap(StepGroup::kDense);
   const uint16_t* q_norm = weight<uint16_t>(A.q_norm);
   const uint16_t* k_norm = weight<uint16_t>(A.k_norm);
   const int64_t layer_slot = kKindSlot[l];
@@ -325,7 +334,9 @@ void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* 
     for (int h = 0; h < kHeads; ++h)
       for (int d = 0; d < kHeadDim; ++d) o[h * kHeadDim + d] *= host::sigmoid(row[h * 2 * kHeadDim + kHeadDim + d]);
   }
+  clock_.lap(StepGroup::kAttention);
   host::linear(view(blob, A.o, kPrecisionAttnProj, kHidden, kQ), core, n, buf(kBuf_attn_out));
+  clock_.lap(StepGroup::kDense);
 }
 
 void HostEngine::moe_block(int l, int n) {

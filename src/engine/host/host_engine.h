@@ -12,7 +12,9 @@
 
 #include "core/mapped_file.h"
 #include "engine.h"  // generated: found through -I ENGINE_DIR
+#include "boosters/memory_budget.h"
 #include "plan/plan.h"
+#include "telemetry/step_split.h"
 
 namespace rocket {
 
@@ -29,6 +31,11 @@ class HostEngine {
   ~HostEngine();
 
   const Plan& plan() const { return plan_; }
+  // The memory budget upright measured and admitted the plan's residency against.
+  const MemoryBudget& budget() const { return budget_; }
+  // The clock forward() reads between its kernel groups (telemetry/step_split.h); idle unless the
+  // owner start()s it for a step it measures.
+  StepClock& step_clock() { return clock_; }
   // Fuel: brings every page of the mapped weights into memory (the first step would otherwise fault
   // them in); returns the bytes read.
   uint64_t load_weights();
@@ -83,6 +90,8 @@ class HostEngine {
   float* kv_page(int page, int full_layer, int kv) const;
 
   Plan plan_;
+  MemoryBudget budget_;
+  StepClock clock_;
   std::unique_ptr<MappedFile> blob_;
   std::unique_ptr<int[]> page_table_;  // [slot][kPagesPerStream]
   uint8_t* runtime_ = nullptr;  // arena bytes [kBlobBytes, kArenaBytes)

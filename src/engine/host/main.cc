@@ -243,6 +243,7 @@ int cmd_launch(const fs::path& dir, const std::vector<std::string>& args) {
       },
       .static_fire = [&] { return static_fire(*engine); },
       .engine = [&]() -> BatchEngine& { return *batch; },
+      .budget = [&] { return engine->budget(); },
       .max_context = engine::kMaxContext,
   };
   return launch(dir, o, steps);
