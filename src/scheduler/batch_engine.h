@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/sampling_history.h"
 #include "core/sampling_knobs.h"
 #include "plan/plan.h"
 
@@ -76,6 +77,10 @@ class BatchEngine {
   virtual void bind_pad_page(int page) = 0;
   virtual void capture_state(int slot, int snapshot) = 0;
   virtual void restore_state(int snapshot, int slot) = 0;
+  // The sampling history of `slot` (core/sampling_history.h) for a new request whose rows adjust their
+  // logits: no output token counted, `prompt`'s tokens marked, `bias` its logit bias (at most
+  // kMaxLogitBias distinct tokens, each < vocab()). Rows whose knobs name the slot read it from now on.
+  virtual void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) = 0;
 };
 
 }  // namespace rocket
