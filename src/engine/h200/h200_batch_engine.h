@@ -45,6 +45,9 @@ class H200BatchEngine final : public BatchEngine {
   void bind_pad_page(int page) override { e_.bind_pages(H200Engine::kPadSlot, &page, 1); }
   void capture_state(int slot, int snapshot) override { e_.capture_state(slot, snapshot); }
   void restore_state(int snapshot, int slot) override { e_.restore_state(snapshot, slot); }
+  void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) override {
+    e_.reset_history(slot, prompt, bias);
+  }
 
  private:
   H200Engine& e_;
