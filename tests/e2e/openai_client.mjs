@@ -476,6 +476,20 @@ test("n: 3, whole: choices 0..2 drawn with seed + index, usage counts the prompt
   assert.ok(new Set(r.choices.map((c) => c.message.content)).size > 1, "three seeds, three draws");
 });
 
+test("n: 3 prefills the prompt once: the other choices resume from the prefix cache", async () => {
+  // A prompt nobody sent before, four 256-token pages long: each fork recomputes at most the part past
+  // the last page boundary, where three separate prompts would cost three prompts.
+  const prompt = `${Math.random()} ` + "alpha beta gamma delta ".repeat(250);
+  const before = await metricsUntil((m) => m.active === 0);
+  const r = await client.completions.create({ model, prompt, max_tokens: 2, temperature: 1, seed: 5, n: 3 });
+  const after = await metricsUntil((m) => m.active === 0);
+  const prefilled = after.prefill_tokens - before.prefill_tokens, prompt_tokens = r.usage.prompt_tokens;
+  console.log(`     n: 3 prefilled ${prefilled} tokens for a ${prompt_tokens}-token prompt`);
+  assert.ok(prompt_tokens > 1000, `${prompt_tokens} prompt tokens`);
+  assert.ok(prefilled <= prompt_tokens + 2 * 256, `${prefilled} tokens prefilled for a ${prompt_tokens}-token prompt`);
+  assert.ok(after.cached_tokens - before.cached_tokens >= 2 * (prompt_tokens - 256), "the forks hit the cache");
+});
+
 test("n: 3, streamed: chunks interleaved by index, each choice as whole, one usage chunk", async () => {
   const params = { model, messages: hello, max_tokens: 10, temperature: 1, seed: 41, n: 3 };
   const whole = await client.chat.completions.create(params);
@@ -529,17 +543,36 @@ test("logit_bias: +100 forces a token, -100 bans one", async () => {
   }
 });
 
-test("repetition_penalty: greedy over two lifted tokens alternates them; min_p 1 is greedy", async () => {
-  const params = { model, prompt: "Numbers:", max_tokens: 6, temperature: 0, logit_bias: { [kHello]: 100, [kWorld]: 100 } };
-  const plain = (await client.completions.create(params)).choices[0].text;
-  assert.ok(plain === "Hello".repeat(6) || plain === " world".repeat(6), plain);
-  // Halving a drawn token's logit (about 100) puts the other ahead, and then the other's turn comes.
+test("repetition_penalty: a drawn token's lifted logit halves, as computed; min_p 1 is greedy", async () => {
+  // "Hello" lifted by 100, " world" by 75: far above the tiny fuel's own logits (a few units), so
+  // greedy takes "Hello" every time. With repetition_penalty 2 a drawn token's logit halves: after
+  // "Hello" (~50) " world" (~75) wins once, then "Hello" (~50) beats the halved " world" (~37.5) for good.
+  const params = { model, prompt: "Numbers:", max_tokens: 6, temperature: 0, logit_bias: { [kHello]: 100, [kWorld]: 75 } };
+  assert.equal((await client.completions.create(params)).choices[0].text, "Hello".repeat(6));
   const penalized = (await client.completions.create({ ...params, repetition_penalty: 2 })).choices[0].text;
-  assert.ok(penalized === "Hello world".repeat(3) || penalized === " worldHello".repeat(3), penalized);
+  assert.equal(penalized, "Hello world" + "Hello".repeat(4));
   // min_p = 1 keeps only the most likely token: a sampled request is greedy.
   const greedy = await client.chat.completions.create({ model, messages: hello, max_tokens: 8, temperature: 0 });
   const minp = await client.chat.completions.create({ model, messages: hello, max_tokens: 8, temperature: 1.5, seed: 9, min_p: 1 });
   assert.equal(minp.choices[0].message.content, greedy.choices[0].message.content);
+});
+
+test("presence and frequency penalties: they change seeded draws, which repeat (each request's counts start at 0)", async () => {
+  // Three tokens lifted alike are drawn about evenly; a frequency penalty of 2 makes a drawn token
+  // e^2 times less likely per occurrence, so some of these draws must change.
+  const lifted = { [kHello]: 100, [kWorld]: 100, [kComma]: 100 };
+  let changed = 0;
+  for (let seed = 0; seed < 4; ++seed) {
+    const params = { model, prompt: "Numbers:", max_tokens: 12, temperature: 1, seed, logit_bias: lifted };
+    const plain = (await client.completions.create(params)).choices[0].text;
+    const pen = { ...params, frequency_penalty: 2, presence_penalty: 1 };
+    const a = (await client.completions.create(pen)).choices[0].text;
+    const b = (await client.completions.create(pen)).choices[0].text;
+    assert.equal(a, b, "a seeded request with penalties reproduces: nothing of the last one's counts remains");
+    assert.match(a, /^(Hello| world|,)+$/);
+    changed += a !== plain;
+  }
+  assert.ok(changed > 0, "penalties changed none of the draws");
 });
 
 let failures = 0;
