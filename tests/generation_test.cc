@@ -113,7 +113,8 @@ TEST(Generation, KnobsAreTheRequestsKeyedByPosition) {
     EXPECT_EQ(k.top_k, 200);
     EXPECT_EQ(k.seed, 1234u);
     EXPECT_EQ(k.counter, uint64_t(pos));
-    EXPECT_EQ(k.pad, 0u);
+    EXPECT_EQ(k.pad[0] | k.pad[1] | k.pad[2], 0u);
+    EXPECT_EQ(k.history, -1);  // no penalty or bias: the row reads no history
     // A seeded request draws the same way in any generation: a retry, another slot, another engine.
     const SamplingKnobs again = b.knobs(pos);
     EXPECT_EQ(std::memcmp(&k, &again, sizeof k), 0);
@@ -124,6 +125,30 @@ TEST(Generation, KnobsAreTheRequestsKeyedByPosition) {
   Generation d(4, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(), /*forced=*/nullptr);
   EXPECT_EQ(c.knobs(0).top_k, 0);
   EXPECT_NE(c.knobs(0).seed, d.knobs(0).seed);  // unseeded requests draw independently
+}
+
+TEST(Generation, ChoicesDrawWithSeedPlusIndexAndPenaltiesNameTheirHistory) {
+  CompletionRequest r;
+  r.seed = 1234;
+  r.n = 3;
+  const std::vector<int32_t> prompt = qwen().encode("Hi");
+  const std::vector<int32_t> eos;
+  for (int c = 0; c < 3; ++c) {
+    Generation g(1, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(3), /*forced=*/nullptr, c);
+    EXPECT_EQ(g.knobs(5).seed, 1234u + uint64_t(c));
+    EXPECT_EQ(g.choice(), c);
+    EXPECT_FALSE(g.adjusts());
+    EXPECT_EQ(g.knobs(5, 2).history, -1);
+  }
+  r.presence_penalty = 0.5;
+  r.logit_bias = {{.token = 7, .bias = -100.0f}};
+  Generation g(1, r, prompt, 8, qwen(), eos, std::make_shared<RequestSink>(3), /*forced=*/nullptr, 0);
+  EXPECT_TRUE(g.adjusts());
+  const SamplingKnobs k = g.knobs(5, 2);
+  EXPECT_EQ(k.history, 2);
+  EXPECT_EQ(k.presence_penalty, 0.5f);
+  EXPECT_EQ(k.logit_bias, 1);
+  EXPECT_TRUE(k.adjusts());
 }
 
 TEST(Generation, StepsTheEnginesPickWithItsLogprobs) {

@@ -49,7 +49,11 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.buffer("moe_arrivals").bytes, 32u * 4);  // one counter per group of shared-expert tiles
   EXPECT_EQ(p.buffer("moe_act").bytes, 32u * 8 * 512 * 2);
   EXPECT_EQ(p.buffer("shared_act").bytes, 32u * 512 * 2);
-  EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 32));
+  EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 64));  // ids, slots, positions, 64-byte knobs
+  // The sampling histories of 32 streams: counts, prompt bits, 300 logit-bias entries.
+  EXPECT_EQ(p.buffer("history_counts").bytes, 32u * 248320 * 4);
+  EXPECT_EQ(p.buffer("history_prompt").bytes, 32u * (248320 / 32) * 4);
+  EXPECT_EQ(p.buffer("history_bias").bytes, 32u * 300 * 8);
   EXPECT_EQ(p.kv_page_tokens, 64);  // 2 KV heads × 256 × bf16 = 1 KiB per token
   EXPECT_EQ(p.buffer("page_tables").bytes, 33u * (9216 / 64) * 4);
   // The token path: pieces of up to 2048 rows with their own workspaces, logits a pass of 32 rows.
@@ -70,7 +74,8 @@ TEST(H200Plan, EachBoosterHasItsOwnBuffers) {
   const Plan host = plan_memory(c, PlanOptions{.booster = "host"});
   const Plan h200 = plan_memory(c, PlanOptions{.booster = "h200"});
   for (const char* name : {"step_inputs", "page_tables", "attn_partial", "moe_route", "moe_act",
-                           "shared_act", "moe_partial", "moe_arrivals"}) {
+                           "shared_act", "moe_partial", "moe_arrivals", "history_counts", "history_prompt",
+                           "history_bias"}) {
     EXPECT_FALSE(has_buffer(host, name)) << name;
     EXPECT_TRUE(has_buffer(h200, name)) << name;
   }

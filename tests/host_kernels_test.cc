@@ -681,5 +681,85 @@ TEST(HostSample, TopPKeepsSmallestPrefixReachingMass) {
   EXPECT_GT(drawn.size(), prefix.size() / 3);
 }
 
+// The adjust phase on a hand-computed row: logits {2, 1, -1, 0.5, 3}, token 0 drawn twice and token 2
+// once so far, token 3 in the prompt, token 4 biased by -1; presence 0.5, frequency 0.25, repetition 2:
+//   t0  2 / 2 (repeated, positive) - 0.25·2 - 0.5  = 0
+//   t1  1 (never seen)                               = 1
+//   t2  -1 · 2 (repeated, negative) - 0.25 - 0.5     = -2.75
+//   t3  0.5 / 2 (prompt only: no frequency/presence) = 0.25
+//   t4  3 - 1 (bias, then never seen)                = 2
+// every value exact in fp32, and sampling at T = 1 follows their softmax.
+TEST(HostSample, PenaltiesAndBiasChangeTheDistributionAsSpecified) {
+  const std::vector<float> l = {2.0f, 1.0f, -1.0f, 0.5f, 3.0f};
+  const std::vector<int32_t> counts = {2, 0, 1, 0, 0};
+  const std::vector<uint32_t> prompt = {1u << 3};
+  const std::vector<LogitBias> bias = {{.token = 4, .bias = -1.0f}};
+  const SamplingHistory h{.counts = counts.data(), .prompt = prompt.data(), .bias = bias.data()};
+  const SamplingKnobs k{.seed = 11, .presence_penalty = 0.5f, .frequency_penalty = 0.25f, .repetition_penalty = 2.0f,
+                        .logit_bias = 1, .history = 0};
+  std::vector<float> out(l.size());
+  adjust_logits(l.data(), int(l.size()), k, h, out.data());
+  EXPECT_EQ(out, (std::vector<float>{0.0f, 1.0f, -2.75f, 0.25f, 2.0f}));
+  // Without a history the same knobs change nothing.
+  SamplingKnobs none = k;
+  none.history = -1;
+  adjust_logits(l.data(), int(l.size()), none, h, out.data());
+  EXPECT_EQ(out, l);
+
+  std::vector<float> scratch(l.size());
+  std::vector<int32_t> idx(l.size());
+  const int draws = 20000;
+  std::vector<int> count(l.size(), 0);
+  SamplingKnobs d = k;
+  for (int c = 0; c < draws; ++c) {
+    d.counter = uint64_t(c);
+    ++count[size_t(sample(l.data(), int(l.size()), d, scratch.data(), idx.data(), h))];
+  }
+  const auto p = softmax_d({0.0f, 1.0f, -2.75f, 0.25f, 2.0f}, 1.0);
+  for (size_t i = 0; i < l.size(); ++i) EXPECT_NEAR(double(count[i]) / draws, p[i], 0.01) << "token " << i;
+  // Greedy takes the adjusted argmax (token 4), not the raw one... until the bias is larger.
+  d.temperature = 0.0f;
+  EXPECT_EQ(sample(l.data(), int(l.size()), d, scratch.data(), idx.data(), h), 4);
+  const std::vector<LogitBias> big = {{.token = 4, .bias = -2.5f}};
+  EXPECT_EQ(sample(l.data(), int(l.size()), d, scratch.data(), idx.data(), {h.counts, h.prompt, big.data()}), 1);
+}
+
+TEST(HostSample, LogitBiasMinus100BansAndPlus100Forces) {
+  std::mt19937 rng(63);
+  Sampler s(random_vec(rng, 2000, 0.05f, 3.0f));
+  const int32_t best = argmax(s.logits.data(), 2000);
+  const std::vector<int32_t> counts(2000, 0);
+  const std::vector<uint32_t> prompt(size_t(history_prompt_words(2000)), 0u);
+  for (const float temperature : {0.0f, 1.0f, 2.0f}) {
+    const std::vector<LogitBias> ban = {{.token = best, .bias = -100.0f}};
+    const std::vector<LogitBias> force = {{.token = 1234, .bias = 100.0f}};
+    SamplingKnobs k{.temperature = temperature, .seed = 5, .logit_bias = 1, .history = 0};
+    for (uint64_t c = 0; c < 500; ++c) {
+      k.counter = c;
+      ASSERT_NE(sample(s.logits.data(), 2000, k, s.scratch.data(), s.idx.data(), {counts.data(), prompt.data(), ban.data()}),
+                best) << "T " << temperature << " counter " << c;
+      ASSERT_EQ(sample(s.logits.data(), 2000, k, s.scratch.data(), s.idx.data(), {counts.data(), prompt.data(), force.data()}),
+                1234) << "T " << temperature << " counter " << c;
+    }
+  }
+}
+
+// min_p keeps tokens whose probability is at least min_p of the largest's: over e = {1, .5, .1, .04},
+// min_p 0.2 keeps the first two, renormalised to 2/3 and 1/3.
+TEST(HostSample, MinPDropsTokensBelowAFractionOfTheLargest) {
+  Sampler s({0.0f, std::log(0.5f), std::log(0.1f), std::log(0.04f)});
+  std::vector<int> count(4, 0);
+  const int draws = 20000;
+  for (int c = 0; c < draws; ++c) ++count[size_t(s({.min_p = 0.2f, .seed = 6}, uint64_t(c)))];
+  EXPECT_EQ(count[2] + count[3], 0);
+  EXPECT_NEAR(count[0] / double(draws), 2.0 / 3.0, 0.01);
+  EXPECT_NEAR(count[1] / double(draws), 1.0 / 3.0, 0.01);
+  // With top-k and top-p, as with neither: min_p = 1 is greedy.
+  for (uint64_t c = 0; c < 200; ++c) {
+    ASSERT_EQ(s({.temperature = 1.5f, .min_p = 1.0f, .seed = 7}, c), 0);
+    ASSERT_EQ(s({.temperature = 1.5f, .top_p = 0.99f, .top_k = 3, .min_p = 1.0f, .seed = 7}, c), 0);
+  }
+}
+
 }  // namespace
 }  // namespace rocket::host

@@ -128,6 +128,36 @@ TEST(ChatRequest, Defaults) {
   EXPECT_FALSE(r.enable_thinking.has_value());
 }
 
+TEST(ChatRequest, SamplingKnobsAndChoices) {
+  const CompletionRequest d = parse_chat_request(parse(kChatBase));
+  EXPECT_EQ(d.n, 1);
+  EXPECT_DOUBLE_EQ(d.repetition_penalty, 1.0);
+  EXPECT_TRUE(d.logit_bias.empty());
+  const CompletionRequest r = parse_chat_request(with(kChatBase, R"({"n": 3, "presence_penalty": 1.5,
+      "frequency_penalty": -0.5, "repetition_penalty": 1.1, "min_p": 0.05,
+      "logit_bias": {"9707": 100, "11": -100, "1879": 2.5}})"));
+  EXPECT_EQ(r.n, 3);
+  EXPECT_DOUBLE_EQ(r.presence_penalty, 1.5);
+  EXPECT_DOUBLE_EQ(r.frequency_penalty, -0.5);
+  EXPECT_DOUBLE_EQ(r.repetition_penalty, 1.1);
+  EXPECT_DOUBLE_EQ(r.min_p, 0.05);
+  // Ascending token ids, whatever order the client wrote.
+  ASSERT_EQ(r.logit_bias.size(), 3u);
+  EXPECT_EQ(r.logit_bias[0].token, 11);
+  EXPECT_EQ(r.logit_bias[0].bias, -100.0f);
+  EXPECT_EQ(r.logit_bias[1].token, 1879);
+  EXPECT_EQ(r.logit_bias[1].bias, 2.5f);
+  EXPECT_EQ(r.logit_bias[2].token, 9707);
+  // 300 entries are OpenAI's limit: accepted; 301 are not.
+  Json many = Json::object();
+  for (int t = 0; t < kMaxLogitBias; ++t) many[std::to_string(t)] = 1;
+  Json body = parse(kChatBase);
+  body["logit_bias"] = many;
+  EXPECT_EQ(parse_chat_request(body).logit_bias.size(), size_t(kMaxLogitBias));
+  body["logit_bias"]["300"] = 1;
+  EXPECT_THROW(parse_chat_request(body), ProtocolError);
+}
+
 TEST(ChatRequest, TemplateKwargsAndReasoningEffortPassThrough) {
   const CompletionRequest r = parse_chat_request(parse_json_body(R"({"model": "tiny",
       "messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
@@ -226,14 +256,19 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"logprobs": 1})", "logprobs", "invalid_type"},
       {R"({"logprobs": true, "top_logprobs": 21})", "top_logprobs", "invalid_value"},
       {R"({"top_logprobs": 2})", "top_logprobs", "invalid_value"},
-      {R"({"n": 2})", "n", "unsupported_value"},
       {R"({"n": 0})", "n", "invalid_value"},
       {R"({"n": "1"})", "n", "invalid_type"},
-      {R"({"frequency_penalty": 0.5})", "frequency_penalty", "unsupported_value"},
-      {R"({"presence_penalty": -1})", "presence_penalty", "unsupported_value"},
       {R"({"presence_penalty": 3})", "presence_penalty", "invalid_value"},
-      {R"({"logit_bias": {"1000": 5}})", "logit_bias", "unsupported_value"},
+      {R"({"frequency_penalty": -2.5})", "frequency_penalty", "invalid_value"},
+      {R"({"repetition_penalty": 0})", "repetition_penalty", "invalid_value"},
+      {R"({"repetition_penalty": "1"})", "repetition_penalty", "invalid_type"},
+      {R"({"min_p": 1.5})", "min_p", "invalid_value"},
       {R"({"logit_bias": [1]})", "logit_bias", "invalid_type"},
+      {R"({"logit_bias": {"1000": 101}})", "logit_bias.1000", "invalid_value"},
+      {R"({"logit_bias": {"1000": "5"}})", "logit_bias.1000", "invalid_type"},
+      {R"({"logit_bias": {"-1": 5}})", "logit_bias.-1", "invalid_value"},
+      {R"({"logit_bias": {"hello": 5}})", "logit_bias.hello", "invalid_value"},
+      {R"({"logit_bias": {"7": 1, "07": 2}})", "logit_bias", "invalid_value"},
       {R"({"response_format": {"type": "json_object"}})", "response_format", "unsupported_value"},
       {R"({"response_format": {"type": "json_schema", "json_schema": {}}})", "response_format", "unsupported_value"},
       {R"({"response_format": "json"})", "response_format", "invalid_type"},
@@ -255,7 +290,6 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"functions": [{"name": "f"}]})", "functions", "unsupported_parameter"},
       {R"({"function_call": "auto"})", "function_call", "unsupported_parameter"},
       {R"({"best_of": 2})", "best_of", "unknown_parameter"},
-      {R"({"repetition_penalty": 1.1})", "repetition_penalty", "unknown_parameter"},
       {R"({"tools": {}})", "tools", "invalid_type"},
       {R"({"tools": ["f"]})", "tools[0]", "invalid_type"},
       {R"({"tools": [{"type": "custom", "custom": {"name": "f"}}]})", "tools[0].type", "unsupported_value"},
@@ -351,8 +385,8 @@ TEST(CompletionRequest, RejectionsNameTheField) {
       {R"({"best_of": 3})", "best_of", "unsupported_value"},
       {R"({"echo": true})", "echo", "unsupported_value"},
       {R"({"suffix": "end"})", "suffix", "unsupported_value"},
-      {R"({"n": 4})", "n", "unsupported_value"},
-      {R"({"presence_penalty": 0.2})", "presence_penalty", "unsupported_value"},
+      {R"({"n": -4})", "n", "invalid_value"},
+      {R"({"presence_penalty": 2.2})", "presence_penalty", "invalid_value"},
       {R"({"messages": []})", "messages", "unknown_parameter"},
       {R"({"tools": []})", "tools", "unknown_parameter"},
       {R"({"temperature": 3})", "temperature", "invalid_value"},

@@ -5,6 +5,8 @@
 #include "cache/geometry.h"
 #include "core/align.h"
 #include "core/error.h"
+#include "core/sampling_history.h"
+#include "core/sampling_knobs.h"
 #include "kernels/tiling/attention.h"
 #include "kernels/tiling/gdn.h"
 #include "kernels/tiling/moe.h"
@@ -35,9 +37,14 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   const uint64_t M = p.max_rows, S = p.max_streams, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
   // Per-step inputs of a decode step or a bucket-sized prefill piece: token ids, stream slots and
-  // positions (int32 each), then one 32-byte SamplingKnobs per row; the step's first kernel copies them
+  // positions (int32 each), then one SamplingKnobs per row; the step's first kernel copies them
   // here from the host's pinned staging.
-  act.add("step_inputs", S * (3 * 4 + 32));
+  act.add("step_inputs", S * (3 * 4 + sizeof(SamplingKnobs)));
+  // Every stream's sampling history (core/sampling_history.h), read and counted by the sampler: output
+  // token counts, the prompt's token bits, the logit bias.
+  act.add("history_counts", S * c.vocab * 4);
+  act.add("history_prompt", S * uint64_t(history_prompt_words(int(c.vocab))) * 4);
+  act.add("history_bias", S * kMaxLogitBias * sizeof(LogitBias));
   // A token-path piece's inputs: ids and positions of its rows, then per stream slot of a batched
   // piece its slot and its GDN chunks' captures.
   act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + slots * (1 + tiling::gdn_chunks(p.prefill_chunk))) * 4);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <thread>
 #include <cstdio>
 #include <ctime>
@@ -136,7 +137,7 @@ struct Response {
     if (parser.complete()) return {};
     add_logprobs(ev.logprobs);
     std::vector<OutputEvent> events = parser.push(ev.text);
-    if (parser.complete()) sink.request_stop();
+    if (parser.complete()) sink.request_stop(meta.choice);
     return events;
   }
 
@@ -156,6 +157,29 @@ struct Response {
     Json j = chat ? chat_logprobs_json(tokens) : completion_logprobs_json(tokens, text_offset);
     tokens.clear();
     return j;
+  }
+};
+
+// A request's choices (n of them, one Response each, choices[i] with meta.choice = i) and what their
+// final events brought: the usage counts the prompt once and every choice's completion tokens.
+struct Choices {
+  std::deque<Response> each;  // not moved once built (the output parser stays put)
+  int done = 0;
+  Usage usage;
+
+  Choices(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub) {
+    for (int i = 0; i < int(r.n); ++i) {
+      ResponseMeta m = meta;
+      m.choice = i;
+      each.emplace_back(r, std::move(m), sub);
+    }
+  }
+  Response& of(const TokenEvent& ev) { return each.at(size_t(ev.choice)); }
+  // A choice's final event; true when it was the last choice's.
+  bool finish(const TokenEvent& ev) {
+    if (ev.choice == 0) usage.prompt_tokens = ev.usage.prompt_tokens, usage.cached_tokens = ev.usage.cached_tokens;
+    usage.completion_tokens += ev.usage.completion_tokens;
+    return ++done == int(each.size());
   }
 };
 
@@ -204,14 +228,14 @@ struct HttpServer::Impl {
       if (r.model != engine.model().id)
         throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
                                              engine.model().id), "model", "invalid_request_error", "model_not_found");
-      auto sink = std::make_shared<RequestSink>();
+      auto sink = std::make_shared<RequestSink>(int(r.n));
       const Submitted sub = engine.submit(r, sink);
       ResponseMeta meta;
       meta.id = random_id(chat ? "chatcmpl-" : "cmpl-", 24, id_rng());
       meta.created = int64_t(std::time(nullptr));
       meta.model = engine.model().id;
       meta.stream_usage = r.stream && r.include_usage;
-      auto state = std::make_shared<Response>(r, meta, sub);
+      auto state = std::make_shared<Choices>(r, meta, sub);
       if (!r.stream) {
         respond_whole(req, res, *state, *sink, sub.id);
       } else {
@@ -226,11 +250,12 @@ struct HttpServer::Impl {
     }
   }
 
-  void respond_whole(const httplib::Request& req, httplib::Response& res, Response& s, RequestSink& sink, uint64_t id) {
+  void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
     // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
     constexpr auto kPoll = std::chrono::milliseconds(200);
     const int fd = connection_socket(req);
     auto next_poll = std::chrono::steady_clock::now() + kPoll;
+    std::vector<Json> choices(all.each.size());
     for (;;) {
       std::optional<TokenEvent> ev = sink.pop(kPoll);
       if (fd >= 0 && std::chrono::steady_clock::now() >= next_poll) {
@@ -242,7 +267,11 @@ struct HttpServer::Impl {
         }
       }
       if (!ev) continue;
-      if (!ev->error.empty()) throw ProtocolError(500, ev->error, "", "server_error");
+      if (!ev->error.empty()) {
+        sink.cancel();  // the other choices stop too: the response is an error
+        throw ProtocolError(500, ev->error, "", "server_error");
+      }
+      Response& s = all.of(*ev);
       if (!ev->done) {
         if (s.chat) {
           for (const OutputEvent& o : s.parse(*ev, sink)) s.turn.add(o);
@@ -252,36 +281,43 @@ struct HttpServer::Impl {
         }
         continue;
       }
-      Json out;
+      // Each choice's object as one choice would be answered; the response takes their choices.
       if (s.chat) {
         for (const OutputEvent& o : s.parser.finish()) s.turn.add(o);
-        out = chat_completion_json(s.meta, s.turn, s.finish(ev->finish), ev->usage, s.take_logprobs(/*whole=*/true));
+        choices[size_t(ev->choice)] =
+            chat_completion_json(s.meta, s.turn, s.finish(ev->finish), ev->usage, s.take_logprobs(/*whole=*/true));
       } else {
-        out = completion_json(s.meta, s.text, ev->finish, ev->usage, s.take_logprobs(/*whole=*/true));
+        choices[size_t(ev->choice)] = completion_json(s.meta, s.text, ev->finish, ev->usage, s.take_logprobs(/*whole=*/true));
       }
+      if (!all.finish(*ev)) continue;
+      Json out = std::move(choices[0]);
+      for (size_t i = 1; i < choices.size(); ++i) out["choices"].push_back(std::move(choices[i]["choices"][0]));
+      out["usage"] = usage_json(all.usage);
       res.set_content(out.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
       return;
     }
   }
 
-  void stream(httplib::Response& res, std::shared_ptr<Response> s, std::shared_ptr<RequestSink> sink, bool include_usage) {
+  // Chunks of every choice interleaved as the loop produces them, each carrying its choice's index.
+  void stream(httplib::Response& res, std::shared_ptr<Choices> all, std::shared_ptr<RequestSink> sink, bool include_usage) {
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
     auto idle = std::make_shared<int>(0);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [s, sink, started, idle, include_usage](size_t, httplib::DataSink& out) -> bool {
+        [all, sink, started, idle, include_usage](size_t, httplib::DataSink& out) -> bool {
           auto send = [&](const Json& j) {
             const std::string d = sse_data(j);
             return out.write(d.data(), d.size());
           };
           // A chat chunk for one parser event, carrying the logprobs received since the last chunk.
-          auto send_event = [&](const OutputEvent& o) {
-            return send(chat_chunk_json(s->meta, chat_event_delta(o), std::nullopt, s->take_logprobs()));
+          auto send_event = [&](Response& s, const OutputEvent& o) {
+            return send(chat_chunk_json(s.meta, chat_event_delta(o), std::nullopt, s.take_logprobs()));
           };
           if (!*started) {
             *started = true;
-            if (s->chat && !send(chat_chunk_json(s->meta, chat_role_delta()))) return sink->cancel(), false;
+            for (Response& s : all->each)
+              if (s.chat && !send(chat_chunk_json(s.meta, chat_role_delta()))) return sink->cancel(), false;
             return true;
           }
           std::optional<TokenEvent> ev = sink->pop(std::chrono::milliseconds(200));
@@ -297,32 +333,36 @@ struct HttpServer::Impl {
           }
           *idle = 0;
           if (!ev->error.empty()) {
+            sink->cancel();  // the other choices stop too: the stream ends with the error
             send(error_body(ProtocolError(500, ev->error, "", "server_error")));
             out.write(kSseDone.data(), kSseDone.size());
             out.done();
             return true;
           }
+          Response& s = all->of(*ev);
           if (!ev->done) {
-            if (s->chat) {
-              for (const OutputEvent& o : s->parse(*ev, *sink))
-                if (!send_event(o)) return sink->cancel(), false;
+            if (s.chat) {
+              for (const OutputEvent& o : s.parse(*ev, *sink))
+                if (!send_event(s, o)) return sink->cancel(), false;
             } else {
-              s->add_logprobs(ev->logprobs);
-              if ((!ev->text.empty() || !s->tokens.empty()) &&
-                  !send(completion_chunk_json(s->meta, ev->text, std::nullopt, s->take_logprobs())))
+              s.add_logprobs(ev->logprobs);
+              if ((!ev->text.empty() || !s.tokens.empty()) &&
+                  !send(completion_chunk_json(s.meta, ev->text, std::nullopt, s.take_logprobs())))
                 return sink->cancel(), false;
             }
             return true;
           }
           bool ok = true;
-          if (s->chat) {
-            for (const OutputEvent& o : s->parser.finish()) ok = ok && send_event(o);
-            ok = ok && send(chat_chunk_json(s->meta, Json::object(), s->finish(ev->finish), s->take_logprobs()));
-            if (include_usage) ok = ok && send(chat_usage_chunk_json(s->meta, ev->usage));
+          if (s.chat) {
+            for (const OutputEvent& o : s.parser.finish()) ok = ok && send_event(s, o);
+            ok = ok && send(chat_chunk_json(s.meta, Json::object(), s.finish(ev->finish), s.take_logprobs()));
           } else {
-            ok = ok && send(completion_chunk_json(s->meta, "", ev->finish, s->take_logprobs()));
-            if (include_usage) ok = ok && send(completion_usage_chunk_json(s->meta, ev->usage));
+            ok = ok && send(completion_chunk_json(s.meta, "", ev->finish, s.take_logprobs()));
           }
+          if (!ok) return sink->cancel(), false;
+          if (!all->finish(*ev)) return true;
+          if (include_usage)
+            ok = s.chat ? send(chat_usage_chunk_json(s.meta, all->usage)) : send(completion_usage_chunk_json(s.meta, all->usage));
           ok = ok && out.write(kSseDone.data(), kSseDone.size());
           if (!ok) return sink->cancel(), false;
           out.done();

@@ -146,6 +146,31 @@ void reject_unknown_fields(const Json& body, const std::set<std::string, std::le
   }
 }
 
+// {"token id": bias}: token ids as decimal strings (OpenAI's form), at most kMaxLogitBias of them.
+std::vector<LogitBias> parse_logit_bias(const Json& v) {
+  as_object(v, "logit_bias");
+  if (v.size() > size_t(kMaxLogitBias))
+    reject("logit_bias", kInvalidValue,
+           fmt::format("Invalid value for 'logit_bias': at most {} tokens, got {}.", kMaxLogitBias, v.size()));
+  std::vector<LogitBias> out;
+  for (const auto& [key, bias] : v.items()) {
+    const std::string param = path("logit_bias", key);
+    const bool digits = !key.empty() && key.size() <= 10 && std::all_of(key.begin(), key.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    if (!digits || std::stoll(key) > std::numeric_limits<int32_t>::max())
+      reject(param, kInvalidValue,
+             fmt::format("Invalid value for 'logit_bias': the key '{}' is not a token id (a non-negative integer).", key));
+    out.push_back({.token = int32_t(std::stoll(key)), .bias = float(as_number(bias, param, -100.0, 100.0))});
+  }
+  std::sort(out.begin(), out.end(), [](const LogitBias& a, const LogitBias& b) { return a.token < b.token; });
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].token == out[i - 1].token)
+      reject("logit_bias", kInvalidValue,
+             fmt::format("Invalid value for 'logit_bias': token {} appears twice.", out[i].token));
+  return out;
+}
+
 void parse_sampling(const Json& body, CompletionRequest& r) {
   r.model = as_string(required(body, "model", "model"), "model");
   if (const Json* v = member(body, "temperature")) r.temperature = as_number(*v, "temperature", 0.0, 2.0);
@@ -182,22 +207,13 @@ void parse_sampling(const Json& body, CompletionRequest& r) {
       if (!value.is_null()) r.include_usage = as_bool(value, param);
     }
   }
-  if (const Json* v = member(body, "n")) {
-    const int64_t n = as_integer(*v, "n", 1, kMaxInt);
-    if (n != 1) unsupported_value("n", "this engine returns one choice per request; n must be 1.");
-  }
-  for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
-    if (const Json* v = member(body, penalty)) {
-      if (as_number(*v, penalty, -2.0, 2.0) != 0.0) {
-        unsupported_value(penalty, "the engine's compiled sampler applies no penalties; it must be 0.");
-      }
-    }
-  }
-  if (const Json* v = member(body, "logit_bias")) {
-    if (!as_object(*v, "logit_bias").empty()) {
-      unsupported_value("logit_bias", "the engine's compiled sampler applies no logit bias; it must be empty.");
-    }
-  }
+  if (const Json* v = member(body, "n")) r.n = as_integer(*v, "n", 1, kMaxInt);
+  if (const Json* v = member(body, "min_p")) r.min_p = as_number(*v, "min_p", 0.0, 1.0);
+  if (const Json* v = member(body, "presence_penalty")) r.presence_penalty = as_number(*v, "presence_penalty", -2.0, 2.0);
+  if (const Json* v = member(body, "frequency_penalty")) r.frequency_penalty = as_number(*v, "frequency_penalty", -2.0, 2.0);
+  if (const Json* v = member(body, "repetition_penalty"))
+    r.repetition_penalty = as_number(*v, "repetition_penalty", 0.0, 1.0e6, /*lo_open=*/true);
+  if (const Json* v = member(body, "logit_bias")) r.logit_bias = parse_logit_bias(*v);
   if (const Json* v = member(body, "user")) r.user = as_string(*v, "user");
 }
 
@@ -462,7 +478,8 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
       "stream", "stream_options", "logprobs", "top_logprobs", "n", "tools", "tool_choice", "parallel_tool_calls",
-      "user", "chat_template_kwargs", "frequency_penalty", "presence_penalty", "logit_bias", "response_format",
+      "user", "chat_template_kwargs", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_p",
+      "logit_bias", "response_format",
       "modalities", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity", "functions",
       "function_call", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
   reject_unknown_fields(body, kKnown);
@@ -517,7 +534,8 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
   if (!body.is_object()) throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
-      "logprobs", "n", "best_of", "echo", "suffix", "frequency_penalty", "presence_penalty", "logit_bias", "user"};
+      "logprobs", "n", "best_of", "echo", "suffix", "frequency_penalty", "presence_penalty", "repetition_penalty",
+      "min_p", "logit_bias", "user"};
   reject_unknown_fields(body, kKnown);
 
   CompletionRequest r;
@@ -533,7 +551,7 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
   }
   if (const Json* v = member(body, "best_of")) {
     if (as_integer(*v, "best_of", 1, kMaxInt) != 1) {
-      unsupported_value("best_of", "this engine generates one sequence per request; best_of must be 1.");
+      unsupported_value("best_of", "ranking several sequences (best_of) is not supported; it must be 1 (n gives several choices).");
     }
   }
   if (const Json* v = member(body, "echo")) {

@@ -3,8 +3,8 @@
 //
 // Policy (DESIGN.md: a knob the plan did not compile gets a 400 naming it):
 //  - a field of the wrong type or out of range: 400, `param` = the field's path;
-//  - a field the engine cannot honour (n > 1, penalties, logit_bias, best_of, echo, suffix,
-//    response_format other than text, audio, ...): accepted at its neutral value, otherwise 400
+//  - a field the engine cannot honour (best_of, echo, suffix, response_format other than text,
+//    audio, ...): accepted at its neutral value, otherwise 400
 //    naming it, so a client never gets output silently produced without the knob it asked for;
 //  - bookkeeping fields that cannot change the output (user, store, metadata, service_tier,
 //    prompt_cache_key, safety_identifier): type-checked and accepted;
@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sampling_history.h"
 #include "openai/protocol_error.h"
 #include "telemetry/trace_context.h"
 
@@ -82,8 +83,16 @@ struct CompletionRequest {
   double temperature = 1.0;  // [0, 2]; 0 = greedy
   double top_p = 1.0;        // (0, 1]
   int top_k = 0;             // not OpenAI (vLLM's extension); 0 or -1 = off
-  std::optional<int64_t> seed;
+  std::optional<int64_t> seed;     // choice i draws with seed + i
   std::vector<std::string> stop;  // at most 4, none empty
+  double min_p = 0.0;              // [0, 1]; not OpenAI (vLLM's extension)
+  double presence_penalty = 0.0;   // [-2, 2]
+  double frequency_penalty = 0.0;  // [-2, 2]
+  double repetition_penalty = 1.0; // > 0; not OpenAI (vLLM's extension); 1 = off
+  // At most kMaxLogitBias distinct tokens, ascending, biases in [-100, 100]; the server checks the
+  // tokens against the vocabulary.
+  std::vector<LogitBias> logit_bias;
+  int64_t n = 1;  // choices, forked from one prefill; the server bounds it by the plan's streams
 
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -122,7 +122,7 @@ Json chat_completion_json(const ResponseMeta& meta, const AssistantTurn& turn, F
   message["refusal"] = nullptr;
   Json j = head(meta, "chat.completion");
   j["choices"] = Json::array(
-      {{{"index", 0}, {"message", std::move(message)}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(finish)}}});
+      {{{"index", meta.choice}, {"message", std::move(message)}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(finish)}}});
   j["usage"] = usage_json(usage);
   return j;
 }
@@ -130,7 +130,7 @@ Json chat_completion_json(const ResponseMeta& meta, const AssistantTurn& turn, F
 Json chat_chunk_json(const ResponseMeta& meta, Json delta, std::optional<FinishReason> finish, const Json& logprobs) {
   Json j = head(meta, "chat.completion.chunk");
   j["choices"] = Json::array(
-      {{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", logprobs}, {"finish_reason", finish_json(finish)}}});
+      {{{"index", meta.choice}, {"delta", std::move(delta)}, {"logprobs", logprobs}, {"finish_reason", finish_json(finish)}}});
   if (meta.stream_usage) j["usage"] = nullptr;
   return j;
 }
@@ -161,7 +161,7 @@ Json completion_json(const ResponseMeta& meta, std::string_view text, FinishReas
                      const Json& logprobs) {
   Json j = head(meta, "text_completion");
   j["choices"] = Json::array(
-      {{{"text", text}, {"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(finish)}}});
+      {{{"text", text}, {"index", meta.choice}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(finish)}}});
   j["usage"] = usage_json(usage);
   return j;
 }
@@ -170,7 +170,7 @@ Json completion_chunk_json(const ResponseMeta& meta, std::string_view text, std:
                            const Json& logprobs) {
   Json j = head(meta, "text_completion");
   j["choices"] =
-      Json::array({{{"text", text}, {"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_json(finish)}}});
+      Json::array({{{"text", text}, {"index", meta.choice}, {"logprobs", logprobs}, {"finish_reason", finish_json(finish)}}});
   if (meta.stream_usage) j["usage"] = nullptr;
   return j;
 }

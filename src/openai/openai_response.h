@@ -44,6 +44,7 @@ struct ResponseMeta {
   std::string model;
   std::string system_fingerprint;  // empty = omitted
   bool stream_usage = false;  // stream_options.include_usage: every chunk carries "usage": null
+  int choice = 0;  // the index of the choice an object below carries (n > 1: one meta per choice)
 };
 
 // One sampled token and the most likely alternatives at its position.

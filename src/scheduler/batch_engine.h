@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/sampling_history.h"
 #include "core/sampling_knobs.h"
 #include "plan/plan.h"
 #include "telemetry/step_split.h"
@@ -81,6 +82,11 @@ class BatchEngine {
   // Step telemetry (telemetry/step_split.h): from now on one decode step in `every` (0: none) is
   // measured by kernel group on the running engine and handed to `observe`, on the loop thread.
   virtual void time_steps(int every, StepObserver observe) = 0;
+
+  // The sampling history of `slot` (core/sampling_history.h) for a new request whose rows adjust their
+  // logits: no output token counted, `prompt`'s tokens marked, `bias` its logit bias (at most
+  // kMaxLogitBias distinct tokens, each < vocab()). Rows whose knobs name the slot read it from now on.
+  virtual void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) = 0;
 };
 
 }  // namespace rocket

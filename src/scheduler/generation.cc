@@ -57,14 +57,22 @@ std::optional<std::vector<int32_t>> ForcedTokens::find(std::string_view user, co
 
 Generation::Generation(uint64_t id, const CompletionRequest& request, std::vector<int32_t> prompt, int64_t max_tokens,
                        const Tokenizer& tokenizer, const std::vector<int32_t>& eos, std::shared_ptr<RequestSink> sink,
-                       const ForcedTokens* forced)
+                       const ForcedTokens* forced, int choice)
     : id_(id), prompt_(std::move(prompt)), max_tokens_(max_tokens), tokenizer_(tokenizer), eos_(eos),
-      sink_(std::move(sink)), decoder_(tokenizer), stops_(request.stop), started_(std::chrono::steady_clock::now()) {
+      sink_(std::move(sink)), logit_bias_(request.logit_bias), choice_(choice), decoder_(tokenizer), stops_(request.stop),
+      started_(std::chrono::steady_clock::now()) {
   CHECK(max_tokens_ >= 1, "a generation needs room for one token");
+  CHECK(choice >= 0 && choice < request.n && logit_bias_.size() <= size_t(kMaxLogitBias), "generation arguments");
   knobs_.temperature = float(request.temperature);
   knobs_.top_p = float(request.top_p);
   knobs_.top_k = request.top_k > 0 ? int32_t(request.top_k) : 0;
-  knobs_.seed = request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull;
+  knobs_.min_p = float(request.min_p);
+  knobs_.presence_penalty = float(request.presence_penalty);
+  knobs_.frequency_penalty = float(request.frequency_penalty);
+  knobs_.repetition_penalty = float(request.repetition_penalty);
+  knobs_.logit_bias = int32_t(logit_bias_.size());
+  // Unsigned wrap-around: seed + choice is defined for every seed.
+  knobs_.seed = (request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull) + uint64_t(choice);
   usage_.prompt_tokens = int64_t(prompt_.size());
   if (request.logprobs) top_logprobs_ = request.top_logprobs;
   if (forced && !request.user.empty()) {
@@ -75,10 +83,17 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   }
 }
 
-SamplingKnobs Generation::knobs(int64_t pos) const {
+SamplingKnobs Generation::knobs(int64_t pos, int history) const {
   SamplingKnobs k = knobs_;
   k.counter = uint64_t(pos);
+  k.history = adjusts() ? history : -1;
   return k;
+}
+
+bool Generation::adjusts() const {
+  SamplingKnobs k = knobs_;
+  k.history = 0;
+  return k.adjusts();
 }
 
 std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int vocab) {
@@ -90,7 +105,7 @@ std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int
                  (unsigned long long)id_, (long long)usage_.prompt_tokens, (long long)usage_.completion_tokens);
     return std::nullopt;
   }
-  if (sink_->stop_requested()) return finish(FinishReason::kStop);
+  if (sink_->stop_requested(choice_)) return finish(FinishReason::kStop);
   // A forced sequence that runs out ends the turn as eos would.
   if (forced_ && forced_next_ == forced_->size()) return finish(FinishReason::kStop);
   int32_t next = picked;
@@ -144,6 +159,7 @@ std::optional<int32_t> Generation::finish(FinishReason reason) {
                std::string(finish_reason_name(reason)).c_str());
   finish_reason_ = reason;
   TokenEvent done;
+  done.choice = choice_;
   done.done = true;
   done.finish = reason;
   done.usage = usage_;
@@ -154,6 +170,7 @@ std::optional<int32_t> Generation::finish(FinishReason reason) {
 void Generation::emit(std::string text, bool stopped) {
   emitted_ += text.size();
   TokenEvent e;
+  e.choice = choice_;
   e.text = std::move(text);
   while (!scored_.empty() && (scored_.front().end <= emitted_ || (stopped && scored_.front().begin < emitted_))) {
     e.logprobs.push_back(std::move(scored_.front().logprob));
@@ -170,6 +187,7 @@ void Generation::fail(std::string_view message) {
   std::fprintf(stderr, "[serve] request %llu: failed in the engine: %.*s\n", (unsigned long long)id_,
                int(message.size()), message.data());
   TokenEvent e;
+  e.choice = choice_;
   e.done = true;
   e.error = std::string(message);
   sink_->push(std::move(e));

@@ -37,9 +37,11 @@
 
 namespace rocket {
 
-// What the engine loop sends back for one request, in order: text pieces (whole UTF-8, stop strings
-// already removed), then one event with done = true.
+// What the engine loop sends back for one choice of a request, in order: text pieces (whole UTF-8,
+// stop strings already removed), then one event with done = true. The choices of a request with n > 1
+// share its sink, their events interleaved.
 struct TokenEvent {
+  int choice = 0;  // choices[choice] of the response
   std::string text;
   // With `logprobs` requested: the tokens whose text this event completes, in order. A token is
   // released once all the text it decodes to has been emitted; at a stop string, the tokens that
@@ -47,14 +49,15 @@ struct TokenEvent {
   std::vector<TokenLogprob> logprobs;
   bool done = false;
   FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
-  Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens
+  Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens, of this choice
   std::string error;  // non-empty: the request failed in the engine
 };
 
-// The per-request channel between the loop thread (push) and the HTTP thread (pop, cancel).
-// Thread-safe.
+// The per-request channel between the loop thread (push) and the HTTP thread (pop, cancel), shared by
+// the request's choices. Thread-safe.
 class RequestSink {
  public:
+  explicit RequestSink(int choices = 1) : stop_requested_(size_t(choices)) {}
   void push(TokenEvent event);
   // Waits up to `timeout` for the next event.
   std::optional<TokenEvent> pop(std::chrono::milliseconds timeout);
@@ -65,15 +68,15 @@ class RequestSink {
   // loop ends the request at its next token as at a stop string, with the final event and usage.
   // NOTE: the HTTP thread parses behind the loop, which may have produced more by then; that text
   // still arrives (and counts in usage, being computed) and is the response's to drop.
-  void request_stop() { stop_requested_ = true; }
-  bool stop_requested() const { return stop_requested_; }
+  void request_stop(int choice = 0) { stop_requested_.at(size_t(choice)) = true; }
+  bool stop_requested(int choice = 0) const { return stop_requested_.at(size_t(choice)); }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
   std::atomic<bool> cancelled_{false};
-  std::atomic<bool> stop_requested_{false};
+  std::vector<std::atomic<bool>> stop_requested_;  // per choice
 };
 
 // TEST-ONLY (`rocket serve --force-tokens FILE`): token sequences that replace sampling, so that the
@@ -99,11 +102,12 @@ class ForcedTokens {
 
 class Generation {
  public:
-  // `max_tokens` >= 1 (the caller has fitted it to the context). `forced` may be null.
-  // REQUIRES: `tokenizer` and `forced` outlive the Generation.
+  // Choice `choice` of the request (its seed is the request's + choice). `max_tokens` >= 1 (the caller
+  // has fitted it to the context). `forced` may be null.
+  // REQUIRES: `tokenizer` and `forced` outlive the Generation; choice < request.n.
   Generation(uint64_t id, const CompletionRequest& request, std::vector<int32_t> prompt, int64_t max_tokens,
              const Tokenizer& tokenizer, const std::vector<int32_t>& eos, std::shared_ptr<RequestSink> sink,
-             const ForcedTokens* forced);
+             const ForcedTokens* forced, int choice = 0);
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
 
@@ -117,8 +121,13 @@ class Generation {
   // sequence ended, stop requested, cancelled); then the final event has been pushed, none if
   // cancelled. REQUIRES: not finished.
   std::optional<int32_t> step(int32_t picked, const float* logits, int vocab);
-  // The knobs an engine draws this request's token at position `pos` with.
-  SamplingKnobs knobs(int64_t pos) const;
+  // The knobs an engine draws this request's token at position `pos` with, reading the sampling
+  // history of stream slot `history` when the request adjusts its logits (else -1 is fine).
+  SamplingKnobs knobs(int64_t pos, int history = -1) const;
+  // The request's rows adjust their logits (penalties, logit_bias): the engine needs its history.
+  bool adjusts() const;
+  const std::vector<LogitBias>& logit_bias() const { return logit_bias_; }
+  int choice() const { return choice_; }
   // Logprobs were requested: stepping needs the logits as well as the token.
   bool needs_logits() const { return top_logprobs_ >= 0; }
 
@@ -158,7 +167,9 @@ class Generation {
   std::shared_ptr<RequestSink> sink_;
   std::optional<std::vector<int32_t>> forced_;
   size_t forced_next_ = 0;
-  SamplingKnobs knobs_;  // counter 0: knobs(pos) keys each draw
+  SamplingKnobs knobs_;  // counter 0, history -1: knobs(pos, history) sets them
+  std::vector<LogitBias> logit_bias_;
+  int choice_ = 0;
   StreamDecoder decoder_;
   StopMatcher stops_;
   int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested

@@ -53,6 +53,16 @@ Scheduler::~Scheduler() {
 }
 
 Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestSink> sink) {
+  // Each choice is a stream of its own.
+  if (r.n > engine_.plan().max_streams)
+    throw ProtocolError(400, fmt::format("Invalid value for 'n': this engine runs at most {} streams, got {}.",
+                                         engine_.plan().max_streams, r.n),
+                        "n", "invalid_request_error", "invalid_value");
+  for (const LogitBias& b : r.logit_bias)
+    if (b.token >= engine_.vocab())
+      throw ProtocolError(400, fmt::format("Invalid value for 'logit_bias': token {} is outside the vocabulary [0, {}).",
+                                           b.token, engine_.vocab()),
+                          fmt::format("logit_bias.{}", b.token), "invalid_request_error", "invalid_value");
   Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
   Submitted s;
   s.prompt_tokens = int64_t(p.ids.size());
@@ -134,7 +144,7 @@ void Scheduler::admit() {
       if (order_.empty()) {
         // Nothing running could ever return pages: the request cannot be served at all.
         Generation g(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(), prompts_.eos(), w.sink,
-                     forced_);
+                     forced_, w.choice);
         g.fail("the KV cache cannot hold this prompt");
         if (options_.telemetry) options_.telemetry->metrics().refused(Refusal::kKvCacheFull);
         end_trace(std::move(w.trace), &g);
@@ -148,8 +158,11 @@ void Scheduler::admit() {
       return;
     }
     auto gen = std::make_unique<Generation>(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(),
-                                            prompts_.eos(), w.sink, forced_);
+                                            prompts_.eos(), w.sink, forced_, w.choice);
     gen->set_cached_tokens(resumed);
+    if (gen->adjusts()) engine_.reset_history(slot, w.prompt.ids, gen->logit_bias());
+    std::optional<Waiting> forks;
+    if (w.choice == 0 && w.request.n > 1) forks = w;
     Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,
                                                     .slot = slot,
                                                     .prompt = std::move(w.prompt.ids),
@@ -157,6 +170,7 @@ void Scheduler::admit() {
                                                     .branch = shared > resumed ? shared : 0,
                                                     .pages = std::move(pages),
                                                     .generation = std::move(gen),
+                                                    .forks = std::move(forks),
                                                     .trace = std::move(w.trace)});
     std::optional<double> restore_seconds;
     if (s.pages.restore_snapshot()) {
@@ -183,6 +197,17 @@ void Scheduler::apply(Stream& s, const Extension& e) {
 void Scheduler::capture(Stream& s, int boundary) {
   if (boundary % geometry_.page_tokens != 0 || boundary <= s.pages.captured_tokens()) return;
   if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_state(s.slot, *snap);
+}
+
+void Scheduler::fork(Stream& s) {
+  if (!s.forks) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int c = int(s.forks->request.n) - 1; c >= 1; --c) {
+    Waiting w = *s.forks;
+    w.choice = c;
+    waiting_.push_front(std::move(w));
+  }
+  s.forks.reset();
 }
 
 void Scheduler::retire(Stream& s, bool keep_cache) {
@@ -233,7 +258,7 @@ void Scheduler::decode_step() {
     const Stream& s = *slots_[size_t(rows[size_t(i)])];
     ids[size_t(i)] = s.next;
     pos[size_t(i)] = s.pos;
-    knobs[size_t(i)] = s.generation->knobs(s.pos + 1);
+    knobs[size_t(i)] = s.generation->knobs(s.pos + 1, s.slot);
     want_logits = want_logits || s.generation->needs_logits();
   }
   engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
@@ -295,7 +320,7 @@ void Scheduler::prefill_step() {
               .n = n,
               .last = last,
               .want_logits = last && s.generation->needs_logits(),
-              .knobs = s.generation->knobs(total),
+              .knobs = s.generation->knobs(total, slot),
               .inside = {}};
       // The cache resumes from the last page boundary a publish reaches: when this piece passes one
       // without ending on it, the engine snapshots there inside the call.
@@ -337,6 +362,7 @@ void Scheduler::prefill_step() {
       if (!p.last) continue;
       s.pages.publish();  // concurrent requests sharing this prompt hit from now on
       traced_token(s);
+      fork(s);            // and so do this request's other choices
       std::optional<int32_t> next =
           s.generation->step(engine_.tokens()[i], p.want_logits ? engine_.logits(int(i)) : nullptr, engine_.vocab());
       if (!next) {

@@ -18,6 +18,11 @@
 //     prompt picks the stream's first token inside the engine, with the knobs decode uses.
 // A stream that finishes (eos, stop, length) or whose client left detaches: the pages up to its last
 // captured boundary stay cached for the next turn; the rest returns to the pool.
+// A request with n > 1 choices forks: choice 0 runs as any request; once its prompt is computed and
+// published, choices 1..n-1 go to the head of the queue and are admitted through the prefix cache
+// (its pages shared, the recurrent state restored from the snapshot at the prompt's last page
+// boundary), so each recomputes only the prompt's tail past that boundary and draws its own tokens
+// (seed + choice) into the request's one sink.
 #pragma once
 
 #include <condition_variable>
@@ -82,6 +87,7 @@ class Scheduler : public EngineLoop {
     CompletionRequest request;
     std::shared_ptr<RequestSink> sink;
     RequestTrace trace;
+    int choice = 0;
   };
   struct Stream {
     uint64_t id = 0;
@@ -95,6 +101,8 @@ class Scheduler : public EngineLoop {
     int branch = 0;
     StreamPages pages;  // its page table and claims on the prefix cache
     std::unique_ptr<Generation> generation;
+    // Choice 0 of a request with n > 1: the request the other choices fork from once the prompt is in.
+    std::optional<Waiting> forks;
     int32_t next = -1;  // decoding: the token to feed at position pos
     int64_t pos = 0;
     bool decoding = false;
@@ -108,6 +116,9 @@ class Scheduler : public EngineLoop {
   // Leaves the stream's slot: detach (cache what was captured) or release on error.
   void retire(Stream& s, bool keep_cache);
   void capture(Stream& s, int boundary);
+  // Queues choices 1..n-1 of the stream's request at the head of the queue (its prompt is computed
+  // and published, so they resume from the cache).
+  void fork(Stream& s);
   // Binds the stream's page table after an extension, performing copy-on-extend first.
   void apply(Stream& s, const Extension& e);
   void refresh_stats();

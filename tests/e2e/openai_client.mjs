@@ -254,7 +254,14 @@ test("completion logprobs: tokens, token_logprobs, top_logprobs, text_offset", a
 test("400 names the field; logprobs out of range", async () => {
   await rejects(client.chat.completions.create({ model, messages: hello, temperature: "hot" }), 400,
                 (e) => assert.equal(e.param, "temperature"));
-  await rejects(client.chat.completions.create({ model, messages: hello, n: 2 }), 400, (e) => assert.equal(e.param, "n"));
+  await rejects(client.chat.completions.create({ model, messages: hello, n: 1000 }), 400, (e) => assert.equal(e.param, "n"));
+  await rejects(client.completions.create({ model, prompt: "x", best_of: 2 }), 400, (e) => assert.equal(e.param, "best_of"));
+  await rejects(client.chat.completions.create({ model, messages: hello, logit_bias: { 9707: 101 } }), 400,
+                (e) => assert.equal(e.param, "logit_bias.9707"));
+  await rejects(client.chat.completions.create({ model, messages: hello, logit_bias: { 999999: 1 } }), 400,
+                (e) => assert.equal(e.param, "logit_bias.999999"));
+  await rejects(client.chat.completions.create({ model, messages: hello, repetition_penalty: 0 }), 400,
+                (e) => assert.equal(e.param, "repetition_penalty"));
   await rejects(client.chat.completions.create({ model, messages: hello, logprobs: true, top_logprobs: 21 }), 400,
                 (e) => assert.equal(e.param, "top_logprobs"));
   await rejects(client.completions.create({ model, prompt: "x", logprobs: 6 }), 400, (e) => assert.equal(e.param, "logprobs"));
@@ -447,6 +454,125 @@ test("FORCED: parallel_tool_calls=false: one call, and the engine stops after it
   assert.equal(s.content, "");
   assert.deepEqual(s.calls.map((c) => [c.name, JSON.parse(c.arguments)]), [["get_weather", { city: "Paris" }]]);
   assert.ok(s.usage.completion_tokens < all.usage.completion_tokens / 2);
+});
+
+// Token ids of Qwen's vocabulary (the tiny fuel has it): "Hello", " world", ",".
+const kHello = 9707, kWorld = 1879, kComma = 11;
+
+test("n: 3, whole: choices 0..2 drawn with seed + index, usage counts the prompt once", async () => {
+  const params = { model, messages: hello, max_tokens: 10, temperature: 1, seed: 40 };
+  const r = await client.chat.completions.create({ ...params, n: 3 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  let completion = 0;
+  for (let i = 0; i < 3; ++i) {
+    const one = await client.chat.completions.create({ ...params, seed: 40 + i });
+    assert.equal(r.choices[i].message.content, one.choices[0].message.content, `choice ${i}`);
+    assert.equal(r.choices[i].finish_reason, one.choices[0].finish_reason);
+    assert.equal(r.usage.prompt_tokens, one.usage.prompt_tokens);
+    completion += one.usage.completion_tokens;
+  }
+  assert.equal(r.usage.completion_tokens, completion);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + completion);
+  assert.ok(new Set(r.choices.map((c) => c.message.content)).size > 1, "three seeds, three draws");
+});
+
+test("n: 3 prefills the prompt once: the other choices resume from the prefix cache", async () => {
+  // A prompt nobody sent before, four 256-token pages long: each fork recomputes at most the part past
+  // the last page boundary, where three separate prompts would cost three prompts.
+  const prompt = `${Math.random()} ` + "alpha beta gamma delta ".repeat(250);
+  const before = await metricsUntil((m) => m.active === 0);
+  const r = await client.completions.create({ model, prompt, max_tokens: 2, temperature: 1, seed: 5, n: 3 });
+  const after = await metricsUntil((m) => m.active === 0);
+  const prefilled = after.prefill_tokens - before.prefill_tokens, prompt_tokens = r.usage.prompt_tokens;
+  console.log(`     n: 3 prefilled ${prefilled} tokens for a ${prompt_tokens}-token prompt`);
+  assert.ok(prompt_tokens > 1000, `${prompt_tokens} prompt tokens`);
+  assert.ok(prefilled <= prompt_tokens + 2 * 256, `${prefilled} tokens prefilled for a ${prompt_tokens}-token prompt`);
+  assert.ok(after.cached_tokens - before.cached_tokens >= 2 * (prompt_tokens - 256), "the forks hit the cache");
+});
+
+test("n: 3, streamed: chunks interleaved by index, each choice as whole, one usage chunk", async () => {
+  const params = { model, messages: hello, max_tokens: 10, temperature: 1, seed: 41, n: 3 };
+  const whole = await client.chat.completions.create(params);
+  const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
+  const text = ["", "", ""], finish = [null, null, null], order = [];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      assert.ok(c.index >= 0 && c.index < 3, `index ${c.index}`);
+      assert.equal(finish[c.index], null, "nothing after a choice's finish_reason");
+      if (c.delta.content) text[c.index] += c.delta.content, order.push(c.index);
+      if (c.finish_reason) finish[c.index] = c.finish_reason;
+    }
+  }
+  assert.deepEqual(text, whole.choices.map((c) => c.message.content));
+  assert.deepEqual(finish, whole.choices.map((c) => c.finish_reason));
+  assert.deepEqual(usage, whole.usage);
+  // The choices decode side by side, so their chunks interleave rather than arrive one choice after another.
+  const switches = order.filter((c, i) => i > 0 && c !== order[i - 1]).length;
+  assert.ok(switches > 2, `chunk order ${order}`);
+});
+
+test("n: 3, completions: whole and streamed agree", async () => {
+  const params = { model, prompt: "Once upon a time", max_tokens: 6, temperature: 1, seed: 42, n: 3 };
+  const whole = await client.completions.create(params);
+  assert.deepEqual(whole.choices.map((c) => c.index), [0, 1, 2]);
+  const text = ["", "", ""];
+  for await (const chunk of await client.completions.create({ ...params, stream: true }))
+    for (const c of chunk.choices) text[c.index] += c.text;
+  assert.deepEqual(text, whole.choices.map((c) => c.text));
+});
+
+test("logit_bias: +100 forces a token, -100 bans one", async () => {
+  const forced = await client.completions.create({ model, prompt: "Numbers:", max_tokens: 4, temperature: 1, seed: 3,
+                                                   logit_bias: { [kHello]: 100 } });
+  assert.equal(forced.choices[0].text, "Hello".repeat(4));
+  // Three tokens lifted alike: samples mix them; with "Hello" banned instead, it never appears.
+  const lifted = { [kHello]: 100, [kWorld]: 100, [kComma]: 100 };
+  let seen = "";
+  for (let seed = 0; seed < 4; ++seed) {
+    const r = await client.completions.create({ model, prompt: "Numbers:", max_tokens: 12, temperature: 1, seed, logit_bias: lifted });
+    assert.match(r.choices[0].text, /^(Hello| world|,)+$/);
+    seen += r.choices[0].text;
+  }
+  assert.ok(seen.includes("Hello"), seen);
+  for (let seed = 0; seed < 4; ++seed) {
+    const r = await client.completions.create({ model, prompt: "Numbers:", max_tokens: 12, temperature: 1, seed,
+                                                logit_bias: { ...lifted, [kHello]: -100 } });
+    assert.match(r.choices[0].text, /^( world|,)+$/);
+  }
+});
+
+test("repetition_penalty: a drawn token's lifted logit halves, as computed; min_p 1 is greedy", async () => {
+  // "Hello" lifted by 100, " world" by 75: far above the tiny fuel's own logits (a few units), so
+  // greedy takes "Hello" every time. With repetition_penalty 2 a drawn token's logit halves: after
+  // "Hello" (~50) " world" (~75) wins once, then "Hello" (~50) beats the halved " world" (~37.5) for good.
+  const params = { model, prompt: "Numbers:", max_tokens: 6, temperature: 0, logit_bias: { [kHello]: 100, [kWorld]: 75 } };
+  assert.equal((await client.completions.create(params)).choices[0].text, "Hello".repeat(6));
+  const penalized = (await client.completions.create({ ...params, repetition_penalty: 2 })).choices[0].text;
+  assert.equal(penalized, "Hello world" + "Hello".repeat(4));
+  // min_p = 1 keeps only the most likely token: a sampled request is greedy.
+  const greedy = await client.chat.completions.create({ model, messages: hello, max_tokens: 8, temperature: 0 });
+  const minp = await client.chat.completions.create({ model, messages: hello, max_tokens: 8, temperature: 1.5, seed: 9, min_p: 1 });
+  assert.equal(minp.choices[0].message.content, greedy.choices[0].message.content);
+});
+
+test("presence and frequency penalties: they change seeded draws, which repeat (each request's counts start at 0)", async () => {
+  // Three tokens lifted alike are drawn about evenly; a frequency penalty of 2 makes a drawn token
+  // e^2 times less likely per occurrence, so some of these draws must change.
+  const lifted = { [kHello]: 100, [kWorld]: 100, [kComma]: 100 };
+  let changed = 0;
+  for (let seed = 0; seed < 4; ++seed) {
+    const params = { model, prompt: "Numbers:", max_tokens: 12, temperature: 1, seed, logit_bias: lifted };
+    const plain = (await client.completions.create(params)).choices[0].text;
+    const pen = { ...params, frequency_penalty: 2, presence_penalty: 1 };
+    const a = (await client.completions.create(pen)).choices[0].text;
+    const b = (await client.completions.create(pen)).choices[0].text;
+    assert.equal(a, b, "a seeded request with penalties reproduces: nothing of the last one's counts remains");
+    assert.match(a, /^(Hello| world|,)+$/);
+    changed += a !== plain;
+  }
+  assert.ok(changed > 0, "penalties changed none of the draws");
 });
 
 let failures = 0;

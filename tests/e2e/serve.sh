@@ -100,8 +100,8 @@ assert a == b, (a, b)' "$work/seed1.out" "$work/seed2.out"; then ok "seed: ident
 
 s=$(req malformed POST /v1/chat/completions '{"model": "'$model'", "messages": [')
 check malformed 400 "$s" 'assert j["error"]["type"]=="invalid_request_error"'
-s=$(req n2 POST /v1/chat/completions "$chat"',"n":2}')
-check n2 400 "$s" 'assert j["error"]["param"]=="n", j'
+s=$(req n_streams POST /v1/chat/completions "$chat"',"n":1000}')
+check n_streams 400 "$s" 'assert j["error"]["param"]=="n", j'
 s=$(req badtype POST /v1/chat/completions "$chat"',"temperature":"hot"}')
 check badtype 400 "$s" 'assert j["error"]["param"]=="temperature", j'
 s=$(req context POST /v1/chat/completions "$chat"',"max_tokens":'$ctx'}')

@@ -52,6 +52,9 @@ class H200BatchEngine final : public BatchEngine {
     sampling_ = StepSampling(every);
     observe_ = std::move(observe);
   }
+  void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) override {
+    e_.reset_history(slot, prompt, bias);
+  }
 
  private:
   H200Engine& e_;

@@ -406,7 +406,13 @@ void H200Engine::enqueue_decode(uint32_t kinds, int logits_row) {
     project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_, int(kMaxRows));
   mark(StepGroup::kLmHead);
   if (kinds & kKindSampling)
-    cuda::sample<B, int(kVocab)>({.logits = logits, .knobs = in->sample, .tokens = host_tokens_}, stream_);
+    cuda::sample<B, int(kVocab)>({.logits = logits,
+                                  .knobs = in->sample,
+                                  .tokens = host_tokens_,
+                                  .counts = buf<int32_t>(kBuf_history_counts),
+                                  .prompt = buf<uint32_t>(kBuf_history_prompt),
+                                  .bias = buf<LogitBias>(kBuf_history_bias)},
+                                 stream_);
   mark(StepGroup::kSampling);
 }
 
@@ -684,6 +690,26 @@ void H200Engine::reset_slot(int slot) {
                              sizeof(float) * kLinearLayers * kGdnStateFloats, stream_));
   CUDA_CHECK(cudaMemsetAsync(buf<float>(kBuf_conv_state) + slot * kLinearLayers * kConvStateFloats, 0,
                              sizeof(float) * kLinearLayers * kConvStateFloats, stream_));
+}
+
+void H200Engine::reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) {
+  CHECK(slot >= 0 && slot < kMaxBucket && bias.size() <= size_t(kMaxLogitBias), "reset_history arguments");
+  constexpr int kWords = history_prompt_words(int(kVocab));
+  static_assert(kBufBytes_history_counts >= uint64_t(kMaxBucket) * kVocab * 4 &&
+                kBufBytes_history_prompt >= uint64_t(kMaxBucket) * kWords * 4 &&
+                kBufBytes_history_bias >= uint64_t(kMaxBucket) * kMaxLogitBias * sizeof(LogitBias));
+  std::vector<uint32_t> bits(kWords, 0u);
+  for (const int32_t t : prompt) {
+    CHECK(t >= 0 && t < int(kVocab), "prompt token outside the vocabulary");
+    bits[size_t(t / 32)] |= 1u << (t % 32);
+  }
+  CUDA_CHECK(cudaMemsetAsync(buf<int32_t>(kBuf_history_counts) + int64_t(slot) * kVocab, 0, sizeof(int32_t) * kVocab, stream_));
+  // From pageable memory: the copies have taken the data when the calls return.
+  CUDA_CHECK(cudaMemcpyAsync(buf<uint32_t>(kBuf_history_prompt) + int64_t(slot) * kWords, bits.data(), bits.size() * 4,
+                             cudaMemcpyHostToDevice, stream_));
+  if (!bias.empty())
+    CUDA_CHECK(cudaMemcpyAsync(buf<LogitBias>(kBuf_history_bias) + int64_t(slot) * kMaxLogitBias, bias.data(),
+                               bias.size() * sizeof(LogitBias), cudaMemcpyHostToDevice, stream_));
 }
 
 void H200Engine::bind_pages(int slot, const int* pages, int n) {

@@ -139,6 +139,9 @@ class H200Engine {
   void capture_state(int slot, int snapshot);
   void restore_state(int snapshot, int slot);
   void copy_state(int from_slot, int to_slot);
+  // BatchEngine::reset_history: the slot's counts zeroed, the prompt's bits and the bias uploaded, in
+  // stream order before the next step. REQUIRES: slot < kMaxBucket.
+  void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias);
 
   // For the benchmark. A graph of bucket b holding only the kernels of `kinds` (captured on first
   // use); the decode graph is kinds == kKindAll. Launched again, it reads the last decode's inputs.

@@ -1,7 +1,10 @@
 // The host engine behind the scheduler's BatchEngine interface (scheduler/batch_engine.h).
 #pragma once
 
+#include <algorithm>
 #include <vector>
+
+#include "core/error.h"
 
 #include "engine/host/host_engine.h"
 #include "kernels/host/sample.h"
@@ -11,7 +14,10 @@ namespace rocket {
 
 class HostBatchEngine final : public BatchEngine {
  public:
-  explicit HostBatchEngine(HostEngine& e) : e_(e) {}
+  explicit HostBatchEngine(HostEngine& e)
+      : e_(e), counts_(size_t(e.plan().max_streams) * engine::kVocab),
+        prompt_(size_t(e.plan().max_streams) * history_prompt_words(int(engine::kVocab))),
+        bias_(size_t(e.plan().max_streams) * kMaxLogitBias) {}
 
   const Plan& plan() const override { return e_.plan(); }
   int vocab() const override { return int(engine::kVocab); }
@@ -79,15 +85,39 @@ class HostBatchEngine final : public BatchEngine {
     sampling_ = StepSampling(every);
     observe_ = std::move(observe);
   }
+  void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) override {
+    CHECK(slot >= 0 && slot < e_.plan().max_streams && bias.size() <= size_t(kMaxLogitBias), "reset_history arguments");
+    const int V = int(engine::kVocab), W = history_prompt_words(V);
+    std::fill_n(counts_.begin() + int64_t(slot) * V, V, 0);
+    uint32_t* bits = prompt_.data() + int64_t(slot) * W;
+    std::fill_n(bits, W, 0u);
+    for (const int32_t t : prompt) {
+      CHECK(t >= 0 && t < V, "prompt token outside the vocabulary");
+      bits[t / 32] |= 1u << (t % 32);
+    }
+    std::copy(bias.begin(), bias.end(), bias_.begin() + int64_t(slot) * kMaxLogitBias);
+  }
 
  private:
-  // host::sample with this thread's scratch: picking allocates nothing per token.
-  static int32_t pick(const float* logits, const SamplingKnobs& knobs) {
+  // host::sample with this thread's scratch: picking allocates nothing per token. A row with a history
+  // reads it and counts its draw there (distinct rows name distinct slots, so parallel rows never share
+  // one).
+  int32_t pick(const float* logits, const SamplingKnobs& knobs) {
     thread_local std::vector<float> scratch;
     thread_local std::vector<int32_t> scratch_idx;
     scratch.resize(size_t(engine::kVocab));
     scratch_idx.resize(size_t(engine::kVocab));
-    return host::sample(logits, int(engine::kVocab), knobs, scratch.data(), scratch_idx.data());
+    const int V = int(engine::kVocab);
+    if (knobs.history < 0) return host::sample(logits, V, knobs, scratch.data(), scratch_idx.data());
+    CHECK(knobs.history < e_.plan().max_streams, "a row's history names no stream slot");
+    const int64_t slot = knobs.history;
+    int32_t* counts = counts_.data() + slot * V;
+    const SamplingHistory history{.counts = counts,
+                                  .prompt = prompt_.data() + slot * history_prompt_words(V),
+                                  .bias = bias_.data() + slot * kMaxLogitBias};
+    const int32_t token = host::sample(logits, V, knobs, scratch.data(), scratch_idx.data(), history);
+    ++counts[token];
+    return token;
   }
 
   HostEngine& e_;
@@ -97,6 +127,10 @@ class HostBatchEngine final : public BatchEngine {
   std::vector<float> batch_logits_;  // [segments][vocab] of the last prefill_batch
   StepSampling sampling_;
   StepObserver observe_;
+  // Every stream slot's sampling history (core/sampling_history.h).
+  std::vector<int32_t> counts_;   // [max_streams][vocab]
+  std::vector<uint32_t> prompt_;  // [max_streams][prompt words]
+  std::vector<LogitBias> bias_;   // [max_streams][kMaxLogitBias]
 };
 
 }  // namespace rocket

@@ -1,7 +1,10 @@
 // Token selection on the H200 for the B rows of a decode step (and for a prompt's last row, after its
-// prefill): greedy argmax and temperature / top-k / top-p sampling, drawing with the host sampler's
-// counter-based generator (kernels/host/sample.h) so a seeded request picks the same token on either
-// booster. Per-row knobs (core/sampling_knobs.h) come from a device array, so one captured graph serves
+// prefill): greedy argmax and temperature / min_p / top-k / top-p sampling, drawing with the host
+// sampler's counter-based generator (kernels/host/sample.h) so a seeded request picks the same token on
+// either booster. A row whose knobs adjust its logits (SamplingKnobs::adjusts: logit_bias, penalties)
+// reads its stream's sampling history (core/sampling_history.h) as it loads its slice: the bias added,
+// then the penalties, each step rounded as host::adjust_logits rounds it; its draw is counted there.
+// min_p zeroes e below min_p (e is the probability over the largest), as the host does. Per-row knobs (core/sampling_knobs.h) come from a device array, so one captured graph serves
 // any mix of requests; tokens are written as int32 to device memory or, as the
 // engine does, straight to mapped pinned host memory (no copy back after the step).
 //
@@ -40,6 +43,7 @@
 
 #include <cstdint>
 
+#include "core/sampling_history.h"
 #include "core/sampling_knobs.h"
 #include "kernels/cuda/booster.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
@@ -53,6 +57,10 @@ struct SampleParams {
   const float* logits = nullptr;         // [rows][kVocab]
   const SamplingKnobs* knobs = nullptr;  // [rows]
   int32_t* tokens = nullptr;         // [rows], device or mapped pinned host memory
+  // Sampling histories by stream slot (SamplingKnobs::history); read only by rows that adjust.
+  int32_t* counts = nullptr;         // [slots][kVocab]: a row's draw is counted in its slot
+  const uint32_t* prompt = nullptr;  // [slots][history_prompt_words(kVocab)]
+  const LogitBias* bias = nullptr;   // [slots][kMaxLogitBias]
 };
 
 template <int kVocab>
@@ -104,6 +112,45 @@ __device__ __forceinline__ float scaled_exp(float s, float top) {
   const float d = s - top;
   return d < -33.0f ? 0.0f : float(exp(double(d)));
 }
+
+// e, or 0 below min_p: the token's probability over the largest is under min_p (host::select_token).
+__device__ __forceinline__ float kept_exp(float s, float top, float min_p) {
+  const float e = scaled_exp(s, top);
+  return e < min_p ? 0.0f : e;
+}
+
+// One row's sampling history, where its knobs adjust the logits (SamplingKnobs::adjusts).
+template <int kVocab>
+struct RowHistory {
+  static constexpr int kWords = history_prompt_words(kVocab);
+  int32_t* counts = nullptr;  // [kVocab]
+  const uint32_t* prompt = nullptr;
+  const LogitBias* bias = nullptr;
+
+  __device__ RowHistory(const SampleParams& p, const SamplingKnobs& k)
+      : counts(p.counts + int64_t(k.history) * kVocab), prompt(p.prompt + int64_t(k.history) * kWords),
+        bias(p.bias + int64_t(k.history) * kMaxLogitBias) {}
+
+  // The penalties on a (biased) logit of token v, as host::adjust_logits applies them.
+  __device__ __forceinline__ float penalized(float x, int v, const SamplingKnobs& k) const {
+    const int32_t c = counts[v];
+    const bool in_prompt = (prompt[v / 32] >> (v % 32)) & 1u;
+    if (k.repetition_penalty != 1.0f && (c > 0 || in_prompt))
+      x = x > 0.0f ? __fdiv_rn(x, k.repetition_penalty) : __fmul_rn(x, k.repetition_penalty);
+    x = __fsub_rn(x, __fmul_rn(k.frequency_penalty, float(c)));
+    return c > 0 ? __fsub_rn(x, k.presence_penalty) : x;
+  }
+  // Token v's adjusted logit on its own (a cut's candidates): its bias looked up, then penalized.
+  __device__ __forceinline__ float adjusted(const float* logits, int v, const SamplingKnobs& k) const {
+    float x = logits[v];
+    for (int b = 0; b < k.logit_bias; ++b)
+      if (bias[b].token == v) {
+        x = __fadd_rn(x, bias[b].bias);
+        break;
+      }
+    return penalized(x, v, k);
+  }
+};
 
 // The first round of a cut's candidate thresholds: e >= 2^-(4t+2).
 __device__ __forceinline__ float depth_threshold(int t) { return __uint_as_float(uint32_t(125 - 4 * t) << 23); }
@@ -320,7 +367,7 @@ __device__ __forceinline__ int32_t draw_from_candidates(uint64_t* c, int n, cons
   const int kept = top_k ? knobs.top_k : n;
   const int resorted = pow2_ceil(kept);
   for (int i = threadIdx.x; i < resorted; i += T::kThreads) {
-    const float e = scaled_exp(from_ordered_key(uint32_t(c[i] >> 32)), top);
+    const float e = kept_exp(from_ordered_key(uint32_t(c[i] >> 32)), top, knobs.min_p);
     c[i] = i < kept ? uint64_t(__float_as_uint(e)) << 32 | uint32_t(c[i]) : 0;
   }
   __syncthreads();
@@ -382,22 +429,55 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   const int row = blockIdx.x / T::kBlocks;
   const SamplingKnobs knobs = p.knobs[row];
   const float* logits = p.logits + int64_t(row) * kVocab;
-  if (knobs.temperature <= 0.0f) {
+  const bool adjusts = knobs.adjusts();
+  // The row's token, written by one thread once every read of the row and its history is done.
+  const auto emit = [&](int32_t token) {
+    p.tokens[row] = token;
+    if (adjusts) sd::RowHistory<kVocab>(p, knobs).counts[token] += 1;
+  };
+  if (knobs.temperature <= 0.0f && !adjusts) {
     const int32_t token = sd::row_argmax<kVocab>(logits, x, cluster);
-    if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = token;
+    if (cluster.block_rank() == 0 && threadIdx.x == 0) emit(token);
     cluster.sync();
     return;
   }
   const int64_t slice0 = int64_t(cluster.block_rank()) * T::kSlice;
   const int64_t chunk0 = slice0 + int64_t(threadIdx.x) * T::kPerThread;
   float* mine = s + threadIdx.x * T::kPerThread;
+  // The slice's adjusted logits (the adjust phase: bias, then penalties), divided by the temperature
+  // when sampling. NOTE: a per-row token mask (structured outputs) would apply here, after the bias.
   const auto load_slice = [&] {
     for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads)
-      s[i] = slice0 + i < kVocab ? __ldcs(logits + slice0 + i) / knobs.temperature : -INFINITY;
+      s[i] = slice0 + i < kVocab ? __ldcs(logits + slice0 + i) : -INFINITY;
+    if (adjusts) {
+      const sd::RowHistory<kVocab> h(p, knobs);
+      __syncthreads();
+      for (int b = threadIdx.x; b < knobs.logit_bias; b += T::kThreads) {  // distinct tokens: no two writers
+        const int64_t at = int64_t(h.bias[b].token) - slice0;
+        if (at >= 0 && at < T::kSlice) s[at] = __fadd_rn(s[at], h.bias[b].bias);
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads)
+        if (slice0 + i < kVocab) s[i] = h.penalized(s[i], int(slice0 + i), knobs);
+    }
+    if (knobs.temperature > 0.0f)
+      for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads) s[i] = s[i] / knobs.temperature;
     __syncthreads();
   };
   load_slice();
   const auto real = [&](int j) { return chunk0 + j < kVocab; };
+  if (knobs.temperature <= 0.0f) {  // greedy over the adjusted logits: (value, lowest index) as row_argmax
+    uint64_t best[1] = {0};
+    for (int j = 0; j < T::kPerThread; ++j)
+      if (real(j)) {
+        const uint64_t k = uint64_t(ordered_key(mine[j])) << 32 | (0xffffffffu - uint32_t(chunk0 + j));
+        best[0] = k > best[0] ? k : best[0];
+      }
+    sd::cluster_reduce<1, true>(best, x, cluster);
+    if (cluster.block_rank() == 0 && threadIdx.x == 0) emit(int32_t(0xffffffffu - uint32_t(best[0])));
+    cluster.sync();
+    return;
+  }
 
   uint64_t mx[1] = {0};
   for (int j = 0; j < T::kPerThread; ++j) mx[0] = max(mx[0], uint64_t(ordered_key(mine[j])));
@@ -406,7 +486,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
 
   uint64_t total[1] = {0};  // the row's mass
   for (int j = 0; j < T::kPerThread; ++j) {
-    mine[j] = sd::scaled_exp(mine[j], top);
+    mine[j] = sd::kept_exp(mine[j], top, knobs.min_p);
     total[0] += sd::fixed_mass(mine[j], T::kFixedShift);
   }
   sd::cluster_reduce<1, false>(total, x, cluster);
@@ -416,7 +496,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   if (!top_k && knobs.top_p >= 1.0f) {  // no cut: the draw walks the vocabulary in index order
     const int64_t token =
         sd::find_in_index_order<T::kThreads, T::kPerThread>(mass_e, sd::draw_target(knobs, total[0]), x, cluster, chunk0);
-    if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = int32_t(token);
+    if (cluster.block_rank() == 0 && threadIdx.x == 0) emit(int32_t(token));
     cluster.sync();
     return;
   }
@@ -469,14 +549,17 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
     uint64_t* gather = cluster.map_shared_rank(candidates, 0);
     for (int j = 0; j < T::kPerThread; ++j) {
       if (key_e(j) >= lo) {
-        const float scaled = logits[chunk0 + j] / knobs.temperature;  // the slice held it before e
+        // The slice held it before e.
+        const float adjusted = adjusts ? sd::RowHistory<kVocab>(p, knobs).adjusted(logits, int(chunk0 + j), knobs)
+                                       : logits[chunk0 + j];
+        const float scaled = adjusted / knobs.temperature;
         gather[at++] = uint64_t(ordered_key(scaled)) << 32 | (0xffffffffu - uint32_t(chunk0 + j));
       }
     }
     cluster.sync();  // every candidate has landed; no block touches another's memory after this
     if (cluster.block_rank() != 0) return;
     const int32_t token = sd::draw_from_candidates<T>(candidates, int(held), knobs, top_k, top, total[0], x);
-    if (threadIdx.x == 0) p.tokens[row] = token;
+    if (threadIdx.x == 0) emit(token);
     return;
   }
 
@@ -495,7 +578,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   }
   uint64_t kept[1] = {0};
   for (int j = 0; j < T::kPerThread; ++j) {
-    mine[j] = sd::scaled_exp(mine[j], top);
+    mine[j] = sd::kept_exp(mine[j], top, knobs.min_p);
     kept[0] += mass_e(j);
   }
   sd::cluster_reduce<1, false>(kept, x, cluster);
@@ -514,7 +597,7 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   if (knobs.top_p < 1.0f) find_by_mass(sd::top_p_target(knobs.top_p, kept[0]), mass);
   uint64_t through;
   const int64_t token = find_by_mass(sd::draw_target(knobs, mass), through);
-  if (cluster.block_rank() == 0 && threadIdx.x == 0) p.tokens[row] = int32_t(token);
+  if (cluster.block_rank() == 0 && threadIdx.x == 0) emit(int32_t(token));
   cluster.sync();
 }
 

@@ -36,7 +36,37 @@ double counter_uniform(uint64_t seed, uint64_t counter) {
   return double(z >> 11) * 0x1.0p-53;
 }
 
-int32_t sample(const float* logits, int n, const SamplingKnobs& knobs, float* scratch, int32_t* scratch_idx) {
+void adjust_logits(const float* logits, int n, const SamplingKnobs& knobs, const SamplingHistory& history, float* out) {
+  std::copy(logits, logits + n, out);
+  if (!knobs.adjusts()) return;
+  for (int b = 0; b < knobs.logit_bias; ++b) {
+    const LogitBias& e = history.bias[b];
+    CHECK(e.token >= 0 && e.token < n, "logit bias for a token outside the row");
+    out[e.token] += e.bias;
+  }
+  const float rep = knobs.repetition_penalty, freq = knobs.frequency_penalty, presence = knobs.presence_penalty;
+  for (int i = 0; i < n; ++i) {
+    const int32_t c = history.counts[i];
+    const bool in_prompt = (history.prompt[i / 32] >> (i % 32)) & 1u;
+    float x = out[i];
+    if (rep != 1.0f && (c > 0 || in_prompt)) x = x > 0.0f ? x / rep : x * rep;
+    // NOTE: product and difference each rounded, as the device sampler's __fmul_rn then __fsub_rn; a
+    // fused multiply-add would round once (the build targets baseline x86-64, which has none).
+    x -= freq * float(c);
+    if (c > 0) x -= presence;
+    out[i] = x;
+  }
+}
+
+int32_t sample(const float* logits, int n, const SamplingKnobs& knobs, float* scratch, int32_t* scratch_idx,
+               const SamplingHistory& history) {
+  CHECK(n >= 1, "sample from an empty row");
+  if (!knobs.adjusts()) return select_token(logits, n, knobs, scratch, scratch_idx);
+  adjust_logits(logits, n, knobs, history, scratch);
+  return select_token(scratch, n, knobs, scratch, scratch_idx);
+}
+
+int32_t select_token(const float* logits, int n, const SamplingKnobs& knobs, float* scratch, int32_t* scratch_idx) {
   CHECK(n >= 1, "sample from an empty row");
   if (knobs.temperature <= 0.0f) return argmax(logits, n);
   float* p = scratch;
@@ -58,7 +88,10 @@ int32_t sample(const float* logits, int n, const SamplingKnobs& knobs, float* sc
   for (int i = 0; i < kept; ++i) mx = std::max(mx, p[idx[i]]);
   double total = 0.0;
   for (int i = 0; i < kept; ++i) {
-    const float e = std::exp(p[idx[i]] - mx);
+    float e = std::exp(p[idx[i]] - mx);
+    // min_p: e is the token's probability over the largest one's. Zeroing keeps `before` an order
+    // (ties at 0 to the lower index) and takes the token out of every mass below.
+    if (e < knobs.min_p) e = 0.0f;
     p[idx[i]] = e;  // monotone in the scaled logit, so `before` keeps its order
     total += e;
   }
