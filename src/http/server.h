@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,9 @@ struct ServerOptions {
   // the plan's context: default_max_body_bytes).
   size_t max_body_bytes = 8u << 20;
   int max_json_depth = kDefaultMaxJsonDepth;  // deeper request JSON is a 400 (openai_request.h)
+  // The names requests may give as `model` (--served-model-name), all listed by /v1/models; empty: the
+  // engine's own id (its directory's name). A response names the model as the request did.
+  std::vector<std::string> served_model_names;
 };
 
 // Room for a prompt filling the context, JSON-escaped, with tools and history around it: 64 bytes per

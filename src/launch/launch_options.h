@@ -21,7 +21,7 @@ struct LaunchOptions {
   std::string api_key, api_key_file;  // with ROCKET_API_KEY, into server.api_keys (launch.cc)
 };
 
-// Declares --host, --port, --api-key, --api-key-file, --queue, --prefill-budget, --reserve, --max-body-bytes,
+// Declares --host, --port, --served-model-name, --api-key, --api-key-file, --queue, --prefill-budget, --reserve, --max-body-bytes,
 // --max-json-depth and --force-tokens on `cmd`; parsing fills `o`.
 void add_launch_options(CLI::App& cmd, LaunchOptions& o);
 
