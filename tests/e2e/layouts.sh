@@ -39,6 +39,9 @@ done
 # The same HF parity as the fixture's engine, on the engine built from the fused multimodal fuel.
 "$work/engine-bf16/bin/rocket-engine" parity --golden "$golden/tiny_bf16.json" --tolerance "$(cat "$golden/tiny.tolerance")"
 
+"$rocket" inspect "$work/engine-bf16" | grep -q "unused      4 mtp tensors under 'mtp.'" \
+  || { echo "FAIL inspect does not show the unused MTP tensors"; exit 1; }
+
 if out=$("$rocket" build "$work/fuel-fp8" --booster h200 --out "$work/h200-fp8" --no-weights 2>&1); then
   echo "FAIL the h200 build accepted a block-FP8 fuel"; exit 1
 fi
