@@ -70,6 +70,13 @@ uint64_t nbytes(const Tensor& t) {
 
 void write_json(const fs::path& p, const json& j) { std::ofstream(p) << j.dump(2); }
 
+// What ModelOpt exports of this family keep unquantised: everything but the routed experts.
+const json kNvfp4Exclusions = {"lm_head", "model.embed_tokens", "model.layers.*.self_attn*", "model.layers.*.linear_attn*",
+                               "model.layers.*.mlp.gate", "model.layers.*.mlp.shared_expert*"};
+// A block-FP8 release's modules_to_not_convert: the router, the GDN gate projections, the shared
+// expert's gate and the LM head (matched anywhere in a module's name, as transformers does).
+const json kFp8Unconverted = {"lm_head", "mlp.gate", "in_proj_a", "in_proj_b", "shared_expert_gate"};
+
 class FuelTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -84,6 +91,23 @@ class FuelTest : public ::testing::Test {
     std::vector<Tensor> out;
     for (const TensorSpec& s : fuel_manifest(chemistry_from_config(config, format, "config.json")))
       out.push_back({checkpoint_name(s.name, layout), s.dtype, s.shape});
+    return out;
+  }
+
+  // The tensors of a bf16 fuel whose routed experts are fused in the layers listed (all by default):
+  // `experts.gate_up_proj` [E, 2I, H] and `experts.down_proj` [E, H, I] instead of per-expert tensors.
+  static std::vector<Tensor> fused_tensors(const json& config, Layout layout, std::vector<int> fused_layers = {0, 1, 2, 3}) {
+    std::vector<Tensor> out;
+    const std::string prefix = checkpoint_name("layers.", layout);
+    for (const Tensor& t : manifest_tensors(config, WeightFormat::kBF16, layout)) {
+      bool drop = false;
+      for (int l : fused_layers) drop = drop || t.name.starts_with(fmt::format("{}{}.mlp.experts.", prefix, l));
+      if (!drop) out.push_back(t);
+    }
+    for (int l : fused_layers) {
+      out.push_back({fmt::format("{}{}.mlp.experts.gate_up_proj", prefix, l), DType::kBF16, {4, 64, 32}});
+      out.push_back({fmt::format("{}{}.mlp.experts.down_proj", prefix, l), DType::kBF16, {4, 32, 32}});
+    }
     return out;
   }
 
@@ -178,7 +202,7 @@ TEST_F(FuelTest, MovedFuelKeepsViews) {
   expect_all_tensors(b);
 }
 
-TEST_F(FuelTest, SkipsVisionAndMtpTensorsWithOneNotice) {
+TEST_F(FuelTest, RecordsVisionAndMtpTensorsAsUnused) {
   json cfg = tiny_config(Layout::kMultimodal);
   auto t = manifest_tensors(cfg, WeightFormat::kBF16, Layout::kMultimodal);
   t.push_back({"model.visual.blocks.0.attn.qkv.weight", DType::kBF16, {8, 8}});
@@ -190,12 +214,14 @@ TEST_F(FuelTest, SkipsVisionAndMtpTensorsWithOneNotice) {
   testing::internal::CaptureStderr();
   Fuel f = Fuel::open(dir_.string());
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("skipping 2 vision-tower tensors and 3 mtp tensors until their issues land"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("2 vision tensors under 'model.visual.' (144 bytes) are recorded as unused"), std::string::npos) << err;
+  EXPECT_NE(err.find("3 mtp tensors under 'mtp.' (4224 bytes)"), std::string::npos) << err;
+  const std::vector<UnusedTensors> want = {{"vision", "model.visual.", 2, 144}, {"mtp", "mtp.", 3, 4224}};
+  EXPECT_EQ(f.unused(), want);
   expect_all_tensors(f);
 }
 
-TEST_F(FuelTest, NoNoticeWhenNothingIsSkipped) {
+TEST_F(FuelTest, NoNoticeWhenNothingIsUnused) {
   json cfg = tiny_config(Layout::kText);
   write_fuel(cfg, manifest_tensors(cfg, WeightFormat::kBF16, Layout::kText));
   testing::internal::CaptureStderr();
@@ -208,7 +234,7 @@ TEST_F(FuelTest, LoadsModelOptNvfp4FromHfQuantConfig) {
   write_json(dir_ / "hf_quant_config.json",
              {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
               {"quantization", {{"quant_algo", "NVFP4"}, {"kv_cache_quant_algo", nullptr}, {"group_size", 16},
-                                {"exclude_modules", {"lm_head"}}}}});
+                                {"exclude_modules", kNvfp4Exclusions}}}});
   write_fuel(cfg, manifest_tensors(cfg, WeightFormat::kNVFP4, Layout::kText), 2);
   Fuel f = Fuel::open(dir_.string());
   EXPECT_EQ(f.chemistry().format, WeightFormat::kNVFP4);
@@ -243,7 +269,130 @@ TEST_F(FuelTest, LoadsBlockFp8) {
   expect_all_tensors(f);
 }
 
+TEST_F(FuelTest, CutsFusedExpertsIntoPerExpertViews) {
+  json cfg = tiny_config(Layout::kMultimodal);
+  write_fuel(cfg, fused_tensors(cfg, Layout::kMultimodal), 2);
+  Fuel f = Fuel::open(dir_.string());
+  EXPECT_EQ(f.expert_layout(), ExpertLayout::kFused);
+  // gate_up_proj[e] is expert e's 32 gate rows, then its 32 up rows, each row 32 bf16 values;
+  // down_proj[e] is its [32, 32] down projection.
+  const std::string base = "model.language_model.layers.2.mlp.experts.";
+  const auto gate_up = bytes_for(base + "gate_up_proj", 4 * 64 * 32 * 2), down = bytes_for(base + "down_proj", 4 * 32 * 32 * 2);
+  const uint64_t proj = 32 * 32 * 2;
+  for (int e = 0; e < 4; ++e) {
+    const std::string x = fmt::format("layers.2.mlp.experts.{}.", e);
+    const TensorView g = f.tensor(x + "gate_proj.weight"), u = f.tensor(x + "up_proj.weight"), d = f.tensor(x + "down_proj.weight");
+    EXPECT_EQ(g.shape, (std::vector<int64_t>{32, 32}));
+    ASSERT_EQ(g.nbytes, proj);
+    EXPECT_EQ(std::memcmp(g.data, gate_up.data() + e * 2 * proj, proj), 0) << e;
+    EXPECT_EQ(std::memcmp(u.data, gate_up.data() + e * 2 * proj + proj, proj), 0) << e;
+    EXPECT_EQ(std::memcmp(d.data, down.data() + e * proj, proj), 0) << e;
+  }
+  // Everything else is read as written, and the fused bytes count once.
+  uint64_t total = 0;
+  for (const TensorSpec& s : f.manifest()) total += s.nbytes();
+  EXPECT_EQ(f.total_bytes(), total);
+  EXPECT_EQ(std::memcmp(f.tensor("lm_head.weight").data, bytes_for("lm_head.weight", 64 * 32 * 2).data(), 64 * 32 * 2), 0);
+}
+
+TEST_F(FuelTest, LoadsBlockFp8WithItsUnconvertedModules) {
+  json cfg = tiny_config(Layout::kMultimodal);
+  cfg["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"weight_block_size", {128, 128}},
+                                {"modules_to_not_convert", kFp8Unconverted}};
+  write_fuel(cfg, manifest_tensors(cfg, WeightFormat::kFP8, Layout::kMultimodal), 2);
+  Fuel f = Fuel::open(dir_.string());
+  EXPECT_EQ(f.tensor("layers.0.linear_attn.in_proj_a.weight").dtype, DType::kBF16);
+  EXPECT_EQ(f.tensor("layers.0.mlp.experts.1.up_proj.weight_scale_inv").dtype, DType::kF32);
+  expect_all_tensors(f);
+}
+
 // --- Refusals ---
+
+TEST_F(FuelTest, RefusesMixedExpertLayoutsNamingATensorOfEach) {
+  json cfg = tiny_config(Layout::kText);
+  write_fuel(cfg, fused_tensors(cfg, Layout::kText, {1}));
+  expect_refused({"mixes expert layouts", "'model.layers.1.mlp.experts.down_proj' is a fused",
+                  "'model.layers.0.mlp.experts.0.down_proj.weight' a per-expert"});
+}
+
+TEST_F(FuelTest, RefusesMisshapedFusedExperts) {
+  json cfg = tiny_config(Layout::kMultimodal);
+  auto t = fused_tensors(cfg, Layout::kMultimodal);
+  for (auto& x : t)
+    if (x.name == "model.language_model.layers.3.mlp.experts.gate_up_proj") x.shape = {4, 32, 32};  // up rows missing
+  write_fuel(cfg, t);
+  expect_refused({"fused experts", "'model.language_model.layers.3.mlp.experts.gate_up_proj'",
+                  "expected BF16 [4, 64, 32], found BF16 [4, 32, 32]", "1 problem"});
+}
+
+TEST_F(FuelTest, RefusesMissingFusedTensor) {
+  json cfg = tiny_config(Layout::kText);
+  auto t = fused_tensors(cfg, Layout::kText);
+  std::erase_if(t, [](const Tensor& x) { return x.name == "model.layers.0.mlp.experts.down_proj"; });
+  write_fuel(cfg, t);
+  expect_refused({"missing tensor 'model.layers.0.mlp.experts.down_proj' (expected BF16 [4, 32, 32])"});
+}
+
+TEST_F(FuelTest, RefusesFusedExpertsInAQuantisedFuel) {
+  json cfg = tiny_config(Layout::kText);
+  cfg["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
+  auto t = manifest_tensors(cfg, WeightFormat::kFP8, Layout::kText);
+  std::erase_if(t, [](const Tensor& x) { return x.name.find(".mlp.experts.") != std::string::npos; });
+  for (int l = 0; l < 4; ++l) {
+    t.push_back({fmt::format("model.layers.{}.mlp.experts.gate_up_proj", l), DType::kF8E4M3, {4, 64, 32}});
+    t.push_back({fmt::format("model.layers.{}.mlp.experts.gate_up_proj_scale_inv", l), DType::kF32, {4, 1, 1}});
+  }
+  write_fuel(cfg, t);
+  expect_refused({"'model.layers.0.mlp.experts.gate_up_proj'", "fused routed experts are read from bf16 checkpoints only",
+                  "a fp8 checkpoint"});
+}
+
+TEST_F(FuelTest, RefusesBlockFp8WeightWithoutItsScale) {
+  json cfg = tiny_config(Layout::kText);
+  cfg["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
+  auto t = manifest_tensors(cfg, WeightFormat::kFP8, Layout::kText);
+  std::erase_if(t, [](const Tensor& x) { return x.name == "model.layers.3.self_attn.o_proj.weight_scale_inv"; });
+  write_fuel(cfg, t);
+  expect_refused({"missing tensor 'model.layers.3.self_attn.o_proj.weight_scale_inv' (expected F32 [1, 1])"});
+}
+
+TEST_F(FuelTest, RefusesFp8ModulesDeclaredUnconvertedThatTheEnginesRunInFp8) {
+  json cfg = tiny_config(Layout::kText);
+  json keep = kFp8Unconverted;
+  keep.push_back("self_attn.o_proj");
+  cfg["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"modules_to_not_convert", keep}};
+  write_fuel(cfg, manifest_tensors(cfg, WeightFormat::kFP8, Layout::kText));
+  expect_refused({"quantization_config.modules_to_not_convert declares precisions",
+                  "layers.*.self_attn.o_proj: declared bf16 (1 modules, e.g. 'model.layers.3.self_attn.o_proj'); the "
+                  "engines run it as fp8_block128"});
+}
+
+TEST_F(FuelTest, RefusesNvfp4ExclusionsThatDisagreeWithThePrecisionMap) {
+  json cfg = tiny_config(Layout::kText);
+  write_fuel(cfg, manifest_tensors(cfg, WeightFormat::kNVFP4, Layout::kText));
+  auto quant = [&](const json& exclude) {
+    write_json(dir_ / "hf_quant_config.json",
+               {{"quantization", {{"quant_algo", "NVFP4"}, {"group_size", 16}, {"exclude_modules", exclude}}}});
+  };
+  // Attention left quantised: no NVFP4 kernel for it.
+  quant({"lm_head", "model.layers.*.linear_attn*", "model.layers.*.mlp.gate", "model.layers.*.mlp.shared_expert*"});
+  expect_refused({"hf_quant_config.json: quantization.exclude_modules declares precisions",
+                  "layers.*.self_attn.q_proj: declared nvfp4 (1 modules, e.g. 'model.layers.3.self_attn.q_proj'); the "
+                  "engines run it as bf16"});
+  // Routed experts excluded: the engines' experts are NVFP4.
+  json all = kNvfp4Exclusions;
+  all.push_back("model.layers.*.mlp.experts.*");
+  quant(all);
+  expect_refused({"layers.*.mlp.experts.*.gate_proj: declared bf16 (16 modules, e.g. 'model.layers.0.mlp.experts.0.gate_proj')"});
+  // The same list in config.json's quantization_config.ignore is read the same way.
+  fs::remove(dir_ / "hf_quant_config.json");
+  cfg["quantization_config"] = {{"quant_method", "modelopt"}, {"quant_algo", "NVFP4"}, {"ignore", all}};
+  write_json(dir_ / "config.json", cfg);
+  expect_refused({"config.json: quantization_config.ignore declares precisions", "layers.*.mlp.experts.*.down_proj"});
+  cfg["quantization_config"]["ignore"] = kNvfp4Exclusions;
+  write_json(dir_ / "config.json", cfg);
+  expect_all_tensors(Fuel::open(dir_.string()));
+}
 
 TEST_F(FuelTest, RefusesMissingTensorNamingExpectedDtypeAndShape) {
   json cfg = tiny_config(Layout::kText);

@@ -31,11 +31,12 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
-    "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] --out DIR [--config-only]\n"
+    "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] [--layout text|multimodal]\n"
+    "            [--expert-layout per-expert|fused] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--no-weights|--weights-only]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-    "  launch    ENGINE_DIR [--host H] [--port N] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
+    "  launch    ENGINE_DIR [--host H] [--port N] [--served-model-name NAME...] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
     "  serve     the same as launch\n"
     "  probe     --booster host|h200 [--out FILE]\n";
@@ -47,7 +48,7 @@ std::string default_tokenizer_dir() {
 
 int cmd_forge(const std::vector<std::string>& args) {
   ForgeOptions f;
-  std::string format = "bf16";
+  std::string format = "bf16", layout = "text", experts = "per-expert";
   f.tokenizer_dir = default_tokenizer_dir();
   CLI::App cli("Writes a complete HF checkpoint (config.json, sharded safetensors + index, generation_config.json,\n"
                "tokenizer files) with deterministic pseudo-random weights.",
@@ -55,6 +56,16 @@ int cmd_forge(const std::vector<std::string>& args) {
   cli.add_option("--fuel", f.fuel, "the chemistry to forge")->check(CLI::IsMember({"tiny", "a3b"}))->capture_default_str();
   cli.add_option("--format", format, "weight format")->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}))->capture_default_str();
   cli.add_option("--seed", f.seed, "seed of the weights")->capture_default_str();
+  cli.add_option("--layout", layout,
+                 "tensor names: text (model.*) or multimodal (model.language_model.*, a text_config, and vision and "
+                 "MTP tensors, as the official releases)")
+      ->check(CLI::IsMember({"text", "multimodal"}))
+      ->capture_default_str();
+  cli.add_option("--expert-layout", experts,
+                 "routed experts per expert (experts.E.gate_proj.weight, ...) or fused (experts.gate_up_proj [E, 2I, H], "
+                 "experts.down_proj [E, H, I]; bf16 only)")
+      ->check(CLI::IsMember({"per-expert", "fused"}))
+      ->capture_default_str();
   cli.add_option("--layers", f.layers, "truncate the depth (the 3:1 layer pattern kept); 0: the fuel's own")
       ->check(at_least(0))
       ->capture_default_str();
@@ -70,6 +81,8 @@ int cmd_forge(const std::vector<std::string>& args) {
                "--no-weights` needs)");
   if (const auto rc = parse_command(cli, args)) return *rc;
   f.format = parse_format(format);
+  f.layout = layout == "multimodal" ? Layout::kMultimodal : Layout::kText;
+  f.experts = parse_expert_layout(experts);
   forge(f);
   return 0;
 }
@@ -124,6 +137,10 @@ int cmd_inspect(const std::vector<std::string>& args) {
               c.heads, c.kv_heads, c.head_dim, c.rotary_dim, c.rope_theta, c.lin_k_heads, c.lin_v_heads, c.lin_k_dim,
               c.lin_v_dim, c.conv_kernel);
   std::printf("            MoE %d experts top-%d, intermediate %d, shared %d\n", c.experts, c.top_k, c.moe_inter, c.shared_inter);
+  if (!p.fuel_layout.empty()) std::printf("fuel        %s (%s)\n", p.fuel_dir.c_str(), p.fuel_layout.c_str());
+  for (const UnusedTensors& u : p.unused_tensors)
+    std::printf("unused      %lld %s tensors under '%s', %s (no part of this engine reads them)\n",
+                static_cast<long long>(u.tensors), u.part.c_str(), u.prefix.c_str(), H(u.bytes).c_str());
   std::printf("format      %s\nprecision  ", format_name(c.format));
   for (int r = 0; r < int(Role::kCount); ++r) std::printf(" %s=%s", role_name(Role(r)), precision_name(c.precision(Role(r))));
   std::printf("\nbuckets     ");

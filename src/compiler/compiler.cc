@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "boosters/profile.h"
@@ -154,8 +156,13 @@ void build(const BuildOptions& opt) {
   std::optional<Fuel> fuel;
   if (!opt.no_weights) fuel.emplace(Fuel::open(opt.fuel_dir));
   const Chemistry chem = fuel ? fuel->chemistry() : chemistry_of_config(opt.fuel_dir);
-  if (opt.booster == "h200" && chem.format == WeightFormat::kFP8)
-    fail("build: the h200 engine runs bf16 and NVFP4 fuels; {} has block-FP8 weights", opt.fuel_dir);
+  if (opt.booster == "h200" && chem.format == WeightFormat::kFP8) {
+    std::set<std::string> families;  // sorted, so the message is stable
+    for (const TensorSpec& t : fuel_manifest(chem))
+      if (t.precision == Precision::kFP8Block && t.part == Part::kWeight) families.insert(weight_family(t.name));
+    fail("build: the h200 engine has no block-FP8 kernels (it runs bf16 and NVFP4 fuels); {} stores these weight "
+         "families in block FP8: {}", opt.fuel_dir, fmt::join(families, ", "));
+  }
   check_chat_template(opt.fuel_dir);
   const HardwareProfile hw = profile_for(opt);
 
@@ -169,6 +176,11 @@ void build(const BuildOptions& opt) {
   if (opt.booster == "h200") po.limits = booster_limits(hw);
   Plan plan = plan_memory(chem, po);
   plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
+  if (fuel) {
+    plan.fuel_layout = fmt::format("{} names, {} experts", fuel->layout() == Layout::kText ? "text" : "multimodal",
+                                   expert_layout_name(fuel->expert_layout()));
+    plan.unused_tensors = fuel->unused();
+  }
   plan.kernels = select_kernels(plan);
   if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, chem);
   plan.validate("plan");

@@ -221,6 +221,36 @@ void write_json(const fs::path& p, const json& j) {
   if (!f) fail("{}: write failed", p.string());
 }
 
+// The config.json of the official multimodal releases around a text config: the text model's fields
+// move into `text_config`. Quantisation stays at the top level, where the Hub configs keep it.
+json multimodal_config(json text) {
+  text.erase("architectures");
+  return json{{"architectures", {"Qwen3_5MoeForConditionalGeneration"}}, {"model_type", "qwen3_5_moe"},
+              {"text_config", std::move(text)}, {"tie_word_embeddings", false}, {"dtype", "bfloat16"}};
+}
+
+// A few tensors of the parts the official releases carry besides the text model: the vision tower
+// (its patch embedding and merger output) and the MTP head (its input projection and norms). Nothing
+// reads their values; they are here so that a forged multimodal fuel exercises the loader's
+// recognising and recording of such tensors, with the real names and shapes tied to the text model.
+std::vector<TensorSpec> unused_part_tensors(const Chemistry& c) {
+  const int64_t h = c.hidden, vision = 64;
+  std::vector<TensorSpec> out;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    int64_t cols = 1;
+    for (size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+    out.push_back(TensorSpec{.name = std::move(name), .dtype = DType::kBF16, .shape = shape, .part = Part::kWeight,
+                             .precision = Precision::kBF16, .rows = shape[0], .cols = cols});
+  };
+  add("model.visual.patch_embed.proj.weight", {vision, 3, 2, 16, 16});
+  add("model.visual.merger.linear_fc2.weight", {h, 4 * vision});
+  add("mtp.fc.weight", {h, 2 * h});
+  add("mtp.pre_fc_norm_embedding.weight", {h});
+  add("mtp.pre_fc_norm_hidden.weight", {h});
+  add("mtp.norm.weight", {h});
+  return out;
+}
+
 }  // namespace
 
 void forge(const ForgeOptions& opt) {
@@ -232,17 +262,31 @@ void forge(const ForgeOptions& opt) {
     if (!fs::exists(tok_dir / f))
       fail("forge: tokenizer file {} not found (run `npm ci` in the repository, or pass --tokenizer DIR)",
            (tok_dir / f).string());
+  std::vector<TensorSpec> specs = fuel_manifest(chem);
+  const size_t manifest_size = specs.size();
+  std::vector<StoredTensor> stored;
+  try {
+    stored = stored_tensors(specs, chem, opt.layout, opt.experts);
+  } catch (const Error& e) {
+    fail("forge: --expert-layout {} --format {}: {}", expert_layout_name(opt.experts), format_name(opt.format), e.what());
+  }
+  if (opt.layout == Layout::kMultimodal) {
+    for (TensorSpec& t : unused_part_tensors(chem)) {
+      stored.push_back({t.name, t.dtype, t.shape, {specs.size()}});
+      specs.push_back(std::move(t));
+    }
+    config = multimodal_config(std::move(config));
+  }
 
   StagedDir dir(opt.out, opt.force);
-  const std::vector<TensorSpec> manifest = fuel_manifest(chem);
   uint64_t total = 0;
-  for (const auto& t : manifest) total += t.nbytes();
+  for (const auto& t : stored) total += t.nbytes();
   const uint64_t shard_limit = opt.shard_bytes ? opt.shard_bytes : (opt.fuel == "tiny" ? (48ull << 20) : (5ull << 30));
 
-  // Shards: consecutive manifest entries up to shard_limit bytes each.
-  std::vector<std::vector<const TensorSpec*>> shards(1);
+  // Shards: consecutive stored tensors up to shard_limit bytes each.
+  std::vector<std::vector<const StoredTensor*>> shards(1);
   uint64_t in_shard = 0;
-  for (const auto& t : manifest) {
+  for (const auto& t : stored) {
     if (in_shard > 0 && in_shard + t.nbytes() > shard_limit) {
       shards.emplace_back();
       in_shard = 0;
@@ -251,17 +295,21 @@ void forge(const ForgeOptions& opt) {
     in_shard += t.nbytes();
   }
 
+  // Module names as this layout writes them, for the quantisation lists.
+  auto module = [&](const std::string& canonical) { return checkpoint_name(canonical, opt.layout); };
   if (opt.format == WeightFormat::kFP8) {
     // Every linear kept in bf16 is named, as FP8 checkpoints do, so loaders do not look for its scales.
     json keep = json::array();
-    for (const auto& t : manifest)
-      if (t.part == Part::kWeight && t.precision == Precision::kBF16)
-        keep.push_back(checkpoint_name(weight_unit(t.name), Layout::kText));
+    for (size_t k = 0; k < manifest_size; ++k)
+      if (specs[k].part == Part::kWeight && specs[k].precision == Precision::kBF16)
+        keep.push_back(module(weight_unit(specs[k].name)));
+    if (opt.layout == Layout::kMultimodal) keep.insert(keep.end(), {"model.visual", "mtp"});
     config["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
                                      {"weight_block_size", {128, 128}}, {"modules_to_not_convert", keep}};
   } else if (opt.format == WeightFormat::kNVFP4) {
-    json exclude = {"lm_head", "model.embed_tokens", "model.layers.*.self_attn*", "model.layers.*.linear_attn*",
-                    "model.layers.*.mlp.gate", "model.layers.*.mlp.shared_expert*"};
+    json exclude = {"lm_head", module("embed_tokens"), module("layers.*.self_attn*"), module("layers.*.linear_attn*"),
+                    module("layers.*.mlp.gate"), module("layers.*.mlp.shared_expert*")};
+    if (opt.layout == Layout::kMultimodal) exclude.insert(exclude.end(), {"model.visual*", "mtp*"});
     write_json(dir.path() / "hf_quant_config.json",
                {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
                 {"quantization", {{"quant_algo", "NVFP4"}, {"kv_cache_quant_algo", nullptr}, {"group_size", 16},
@@ -277,20 +325,19 @@ void forge(const ForgeOptions& opt) {
     const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards.size());
     std::vector<SafetensorsWriter::Entry> entries;
     for (const auto* t : shards[s]) {
-      entries.push_back({checkpoint_name(t->name, Layout::kText), t->dtype, t->shape});
-      weight_map[checkpoint_name(t->name, Layout::kText)] = file;
+      entries.push_back({t->name, t->dtype, t->shape});
+      weight_map[t->name] = file;
     }
     SafetensorsWriter writer((dir.path() / file).string(), entries, {{"format", "pt"}});
-    for (const auto* t : shards[s]) {
-      if (t->part == Part::kWeight || t->part == Part::kPlain) {
-        TensorSpec base = *t;
-        pending = generate(base, chem, opt.seed);
+    for (const auto* t : shards[s])
+      for (size_t k : t->pieces) {
+        const TensorSpec& piece = specs[k];
+        if (piece.part == Part::kWeight || piece.part == Part::kPlain) pending = generate(piece, chem, opt.seed);
+        auto it = pending.find(piece.part);
+        CHECK(it != pending.end() && it->second.size() == piece.nbytes(), piece.name);
+        writer.write_part(t->name, it->second.data(), it->second.size());
+        progress.advance(piece.nbytes());
       }
-      auto it = pending.find(t->part);
-      CHECK(it != pending.end() && it->second.size() == t->nbytes(), t->name);
-      writer.write(checkpoint_name(t->name, Layout::kText), it->second.data(), it->second.size());
-      progress.advance(t->nbytes());
-    }
     writer.finish();
   }
   progress.finish();
@@ -309,8 +356,9 @@ void forge(const ForgeOptions& opt) {
     std::fprintf(stderr, "forged the config of %s (%s): no tensors, chemistry %s\n", opt.out.c_str(), format_name(opt.format),
                  chem.fingerprint().c_str());
   else
-    std::fprintf(stderr, "forged %s (%s, seed %llu): %zu tensors in %zu shards, %s, chemistry %s\n", opt.out.c_str(),
-                 format_name(opt.format), static_cast<unsigned long long>(opt.seed), manifest.size(), shards.size(),
+    std::fprintf(stderr, "forged %s (%s, %s names, %s experts, seed %llu): %zu tensors in %zu shards, %s, chemistry %s\n",
+                 opt.out.c_str(), format_name(opt.format), opt.layout == Layout::kText ? "text" : "multimodal",
+                 expert_layout_name(opt.experts), static_cast<unsigned long long>(opt.seed), stored.size(), shards.size(),
                  Progress::human(total).c_str(), chem.fingerprint().c_str());
 }
 

@@ -1,7 +1,10 @@
 // Forge: writes a complete checkpoint directory of a named chemistry with deterministic
-// pseudo-random weights, in the exact on-disk layout real checkpoints use (HF text-only layout,
+// pseudo-random weights, in the exact on-disk layouts real checkpoints use (text-only `model.` or
+// multimodal `model.language_model.` names with a `text_config`, routed experts per expert or fused,
 // sharded safetensors + index, ModelOpt NVFP4 or block-FP8 when asked). Forged fuels stand in for
 // real checkpoints, which cannot be downloaded here; the loader reads both through the same code.
+// A weight's values depend on the seed and its canonical name only, so one seed forged in every
+// layout holds the same weights.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "fuel/checkpoint_layout.h"
 #include "fuel/chemistry.h"
 
 namespace rocket {
@@ -16,6 +20,10 @@ namespace rocket {
 struct ForgeOptions {
   std::string fuel = "tiny";          // tiny | a3b
   WeightFormat format = WeightFormat::kBF16;
+  // Multimodal: a Qwen3_5MoeForConditionalGeneration config with `text_config`, text weights under
+  // `model.language_model.`, plus a few vision-tower and MTP tensors (unused by the engines).
+  Layout layout = Layout::kText;
+  ExpertLayout experts = ExpertLayout::kPerExpert;
   uint64_t seed = 1;
   int layers = 0;                     // 0 = the fuel's own depth; otherwise truncate (keeps the 3:1 pattern)
   std::string out;

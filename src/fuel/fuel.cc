@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "fuel/declared_precision.h"
 
 namespace rocket {
 
@@ -22,8 +23,18 @@ using nlohmann::json;
 namespace {
 
 // Tensors real Qwen3.5 checkpoints carry for parts this compiler does not build yet.
-constexpr const char* kVisionPrefixes[] = {"model.visual.", "visual."};
-constexpr const char* kMtpPrefixes[] = {"mtp.", "model.mtp."};
+struct UnusedPart {
+  const char* part;
+  const char* prefix;
+};
+constexpr UnusedPart kUnusedParts[] = {
+    {"vision", "model.visual."}, {"vision", "visual."}, {"mtp", "mtp."}, {"mtp", "model.mtp."}};
+
+const UnusedPart* unused_part_of(const std::string& name) {
+  for (const UnusedPart& p : kUnusedParts)
+    if (name.starts_with(p.prefix)) return &p;
+  return nullptr;
+}
 // A mismatching fuel usually mismatches in bulk (wrong format, wrong layout): show this many lines.
 constexpr size_t kMaxProblemsShown = 12;
 
@@ -39,10 +50,32 @@ json read_json(const fs::path& path) {
   }
 }
 
-bool starts_with_any(const std::string& s, const auto& prefixes) {
-  for (const char* p : prefixes)
-    if (s.starts_with(p)) return true;
-  return false;
+// The routed experts' layout, from the decoder layers' tensors: per expert (`experts.{e}.…`) or fused
+// (`experts.gate_up_proj`, `experts.down_proj`). Error naming a tensor of each when a checkpoint mixes
+// them, or the fused tensor when the format has no fused layout.
+ExpertLayout detect_expert_layout(const std::unordered_map<std::string, const TensorView*>& present, Layout layout,
+                                  WeightFormat format, const std::string& dir) {
+  const std::string layers = checkpoint_name("layers.", layout);
+  std::string fused, per_expert;  // the first of each, by name, so the message is deterministic
+  for (const auto& [n, view] : present) {
+    if (!n.starts_with(layers)) continue;
+    const auto at = n.find(".mlp.experts.");
+    if (at == std::string::npos) continue;
+    const std::string rest = n.substr(at + 13);
+    const bool is_fused = rest.starts_with("gate_up_proj") || rest.starts_with("down_proj");
+    if (!is_fused && !(!rest.empty() && rest[0] >= '0' && rest[0] <= '9')) continue;  // reported as unexpected
+    std::string& first = is_fused ? fused : per_expert;
+    if (first.empty() || n < first) first = n;
+  }
+  if (!fused.empty() && !per_expert.empty())
+    fail("{}: mixes expert layouts: '{}' is a fused expert tensor and '{}' a per-expert one; a checkpoint stores all "
+         "its routed experts one way", dir, fused, per_expert);
+  if (fused.empty()) return ExpertLayout::kPerExpert;
+  if (format != WeightFormat::kBF16)
+    fail("{}: tensor '{}': fused routed experts are read from bf16 checkpoints only; a {} checkpoint stores each "
+         "expert's projections with their scales (mlp.experts.{{e}}.gate_proj.weight, ...)", dir, fused,
+         format_name(format));
+  return ExpertLayout::kFused;
 }
 
 std::string describe(DType t, const std::vector<int64_t>& shape) {
@@ -205,34 +238,46 @@ Fuel Fuel::open(const std::string& dir) {
     return "?";
   };
 
+  f.expert_layout_ = detect_expert_layout(present, f.layout_, format, dir);
+  check_declared_precision(dir, f.config_, f.chemistry_, f.layout_);
   f.manifest_ = fuel_manifest(f.chemistry_);
   std::vector<std::string> problems;
   f.tensors_.reserve(f.manifest_.size());
   std::unordered_set<std::string> used;
-  for (const TensorSpec& spec : f.manifest_) {
-    const std::string ck = checkpoint_name(spec.name, f.layout_);
-    auto it = present.find(ck);
+  for (const StoredTensor& st : stored_tensors(f.manifest_, f.chemistry_, f.layout_, f.expert_layout_)) {
+    auto it = present.find(st.name);
     if (it == present.end()) {
-      problems.push_back(fmt::format("missing tensor '{}' (expected {})", ck, describe(spec.dtype, spec.shape)));
+      problems.push_back(fmt::format("missing tensor '{}' (expected {})", st.name, describe(st.dtype, st.shape)));
       continue;
     }
     const TensorView& v = *it->second;
-    used.insert(ck);
-    if (v.dtype != spec.dtype || v.shape != spec.shape) {
-      problems.push_back(fmt::format("tensor '{}' in {}: expected {}, found {}", ck, shard_of(v),
-                                     describe(spec.dtype, spec.shape), describe(v.dtype, v.shape)));
+    used.insert(st.name);
+    if (v.dtype != st.dtype || v.shape != st.shape) {
+      problems.push_back(fmt::format("tensor '{}' in {}: expected {}, found {}", st.name, shard_of(v),
+                                     describe(st.dtype, st.shape), describe(v.dtype, v.shape)));
       continue;
     }
-    f.tensors_.emplace(spec.name, v);
+    uint64_t at = 0;  // a fused tensor's pieces tile it in manifest order (checkpoint_layout.h)
+    for (size_t k : st.pieces) {
+      const TensorSpec& spec = f.manifest_[k];
+      f.tensors_.emplace(spec.name, TensorView{st.name, spec.dtype, spec.shape, v.data + at, spec.nbytes()});
+      at += spec.nbytes();
+    }
     f.total_bytes_ += v.nbytes;
   }
-  size_t vision = 0, mtp = 0;
+  std::map<std::string, UnusedTensors> unused;  // by prefix, so the record is in a fixed order
   std::vector<std::string> extras;
   for (const auto& [n, view] : present) {
     if (used.contains(n)) continue;
-    if (starts_with_any(n, kVisionPrefixes)) ++vision;
-    else if (starts_with_any(n, kMtpPrefixes)) ++mtp;
-    else extras.push_back(fmt::format("unexpected tensor '{}' in {} ({})", n, shard_of(*view), describe(view->dtype, view->shape)));
+    if (const UnusedPart* p = unused_part_of(n)) {
+      UnusedTensors& u = unused[p->prefix];
+      u.part = p->part;
+      u.prefix = p->prefix;
+      ++u.tensors;
+      u.bytes += view->nbytes;
+    } else {
+      extras.push_back(fmt::format("unexpected tensor '{}' in {} ({})", n, shard_of(*view), describe(view->dtype, view->shape)));
+    }
   }
   std::sort(extras.begin(), extras.end());  // unordered_map order would make the message nondeterministic
   problems.insert(problems.end(), extras.begin(), extras.end());
@@ -241,13 +286,15 @@ Fuel Fuel::open(const std::string& dir) {
     std::string lines;
     for (size_t i = 0; i < problems.size() && i < kMaxProblemsShown; ++i) lines += "\n  " + problems[i];
     if (problems.size() > kMaxProblemsShown) lines += fmt::format("\n  ... and {} more", problems.size() - kMaxProblemsShown);
-    fail("{}: does not match its chemistry ({} {} layout, {} weights, fingerprint {}): {} problem(s):{}", dir,
-         f.chemistry_.architecture, f.layout_ == Layout::kText ? "text" : "multimodal", format_name(format),
-         f.chemistry_.fingerprint(), problems.size(), lines);
+    fail("{}: does not match its chemistry ({} {} layout, {} experts, {} weights, fingerprint {}): {} problem(s):{}", dir,
+         f.chemistry_.architecture, f.layout_ == Layout::kText ? "text" : "multimodal",
+         expert_layout_name(f.expert_layout_), format_name(format), f.chemistry_.fingerprint(), problems.size(), lines);
   }
-  if (vision + mtp > 0)
-    std::fprintf(stderr, "fuel: %s: skipping %zu vision-tower tensors and %zu mtp tensors until their issues land\n",
-                 dir.c_str(), vision, mtp);
+  for (auto& [prefix, u] : unused) {
+    fmt::print(stderr, "fuel: {}: {} {} tensors under '{}' ({} bytes) are recorded as unused until that part is built\n",
+               dir, u.tensors, u.part, prefix, u.bytes);
+    f.unused_.push_back(std::move(u));
+  }
   return f;
 }
 

@@ -1,7 +1,13 @@
 // Fuel: an opened checkpoint directory (HF layout) whose every tensor has been checked against the
 // manifest of its chemistry. Once open() returns, tensor(name) is total over the manifest: each
 // manifest tensor is present with the manifest's dtype and shape, and nothing unexpected is present
-// (vision-tower and MTP tensors are skipped with a notice until those parts are supported).
+// (vision-tower and MTP tensors are recognised and recorded as unused until those parts are supported).
+//
+// Layouts (checkpoint_layout.h): text-only `model.` or multimodal `model.language_model.` names (from
+// the config's architecture), routed experts per expert or fused (from the tensors present; one way for
+// the whole checkpoint). A fused tensor is cut into the manifest's per-expert views without copying.
+// The quantisation lists the config declares (block-FP8 `modules_to_not_convert`, ModelOpt
+// `exclude_modules` / `ignore`) are checked against the precision map (declared_precision.h).
 //
 // Open reads, in the directory:
 //   config.json                      architecture and shapes (required)
@@ -19,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuel/checkpoint_layout.h"
 #include "fuel/chemistry.h"
 #include "fuel/manifest.h"
 #include "fuel/safetensors.h"
@@ -37,6 +44,9 @@ class Fuel {
 
   const Chemistry& chemistry() const { return chemistry_; }
   Layout layout() const { return layout_; }
+  ExpertLayout expert_layout() const { return expert_layout_; }
+  // The vision-tower and MTP tensors present, per part (empty when the checkpoint has none).
+  const std::vector<UnusedTensors>& unused() const { return unused_; }
   const std::string& dir() const { return dir_; }
   // The manifest the fuel was validated against, in its deterministic order.
   const std::vector<TensorSpec>& manifest() const { return manifest_; }
@@ -44,7 +54,7 @@ class Fuel {
   TensorView tensor(const std::string& canonical_name) const;
   const nlohmann::json& config() const { return config_; }
   const nlohmann::json& generation_config() const { return generation_config_; }  // {} when absent
-  // Bytes of all manifest tensors (what conditioning reads), not counting skipped tensors or headers.
+  // Bytes of all manifest tensors (what conditioning reads), not counting unused tensors or headers.
   uint64_t total_bytes() const { return total_bytes_; }
 
  private:
@@ -54,6 +64,8 @@ class Fuel {
   nlohmann::json config_, generation_config_ = nlohmann::json::object();
   Chemistry chemistry_;
   Layout layout_ = Layout::kText;
+  ExpertLayout expert_layout_ = ExpertLayout::kPerExpert;
+  std::vector<UnusedTensors> unused_;
   std::vector<TensorSpec> manifest_;
   std::vector<SafetensorsFile> shards_;                    // own the mappings the views point into
   std::unordered_map<std::string, TensorView> tensors_;    // canonical name → view

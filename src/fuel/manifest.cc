@@ -1,5 +1,7 @@
 #include "fuel/manifest.h"
 
+#include <regex>
+
 #include <fmt/format.h>
 
 namespace rocket {
@@ -11,7 +13,7 @@ uint64_t TensorSpec::nbytes() const {
 }
 
 std::string checkpoint_name(const std::string& canonical, Layout layout) {
-  if (canonical.starts_with("lm_head.")) return canonical;
+  if (canonical == "lm_head" || canonical.starts_with("lm_head.")) return canonical;  // a module or its tensors
   return (layout == Layout::kText ? "model." : "model.language_model.") + canonical;
 }
 
@@ -24,6 +26,11 @@ std::string weight_unit(const std::string& n) {
   for (const char* suffix : {".weight_scale_inv", ".weight_scale_2", ".weight_scale", ".input_scale", ".weight"})
     if (n.ends_with(suffix)) return n.substr(0, n.size() - std::string(suffix).size());
   return n;
+}
+
+std::string weight_family(const std::string& n) {
+  static const std::regex kIndex(R"(\.[0-9]+\.)");
+  return std::regex_replace(n, kIndex, ".*.");
 }
 
 namespace {

@@ -36,6 +36,10 @@ std::string checkpoint_name(const std::string& canonical, Layout layout);
 // span so a weight (or a routed expert) is one contiguous aligned read.
 std::string weight_unit(const std::string& canonical_name);
 
+// The family of a weight across layers and experts: "layers.3.mlp.experts.17.up_proj.weight" ->
+// "layers.*.mlp.experts.*.up_proj.weight". What refusals name instead of thousands of tensors.
+std::string weight_family(const std::string& canonical_name);
+
 // Every tensor of a fuel of chemistry `c`, in a deterministic order (layer by layer).
 std::vector<TensorSpec> fuel_manifest(const Chemistry& c);
 

@@ -20,6 +20,8 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/ranges.h>
+
 #include "core/error.h"
 #include "http/sse.h"
 #include "openai/output_parser.h"
@@ -211,6 +213,12 @@ struct HttpServer::Impl {
     return *l;
   }
 
+  // The names `model` may take (ServerOptions::served_model_names).
+  std::vector<std::string> model_names(const EngineLoop& engine) const {
+    if (options.served_model_names.empty()) return {engine.model().id};
+    return options.served_model_names;
+  }
+
   void authorize(const httplib::Request& req) const {
     if (options.api_keys.empty()) return;
     if (!options.api_keys.accepts(req.get_header_value("Authorization")))
@@ -225,15 +233,15 @@ struct HttpServer::Impl {
       const Json body = parse_json_body(req.body, options.max_json_depth);
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
       r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
-      if (r.model != engine.model().id)
+      if (const auto names = model_names(engine); std::find(names.begin(), names.end(), r.model) == names.end())
         throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
-                                             engine.model().id), "model", "invalid_request_error", "model_not_found");
+                                             fmt::join(names, "', '")), "model", "invalid_request_error", "model_not_found");
       auto sink = std::make_shared<RequestSink>(int(r.n));
       const Submitted sub = engine.submit(r, sink);
       ResponseMeta meta;
       meta.id = random_id(chat ? "chatcmpl-" : "cmpl-", 24, id_rng());
       meta.created = int64_t(std::time(nullptr));
-      meta.model = engine.model().id;
+      meta.model = r.model;
       meta.stream_usage = r.stream && r.include_usage;
       auto state = std::make_shared<Choices>(r, meta, sub);
       if (!r.stream) {
@@ -375,15 +383,19 @@ struct HttpServer::Impl {
     try {
       authorize(req);
       EngineLoop& engine = launched();
-      Json m = Json::object();
-      m["id"] = engine.model().id;
-      m["object"] = "model";
-      m["created"] = 0;
-      m["owned_by"] = "rocket";
-      m["rocket"] = engine.model().metadata;
+      Json data = Json::array();
+      for (const std::string& name : model_names(engine)) {
+        Json m = Json::object();
+        m["id"] = name;
+        m["object"] = "model";
+        m["created"] = 0;
+        m["owned_by"] = "rocket";
+        m["rocket"] = engine.model().metadata;
+        data.push_back(std::move(m));
+      }
       Json out = Json::object();
       out["object"] = "list";
-      out["data"] = Json::array({m});
+      out["data"] = std::move(data);
       res.set_content(out.dump(), "application/json");
     } catch (const ProtocolError& e) {
       send_error(res, e);
@@ -483,7 +495,7 @@ void HttpServer::set_phase(std::string phase) {
 void HttpServer::launch(EngineLoop& loop) {
   set_phase("launch");
   impl_->loop.store(&loop);
-  std::fprintf(stderr, "[serve] launch: serving model '%s'\n", loop.model().id.c_str());
+  fmt::print(stderr, "[serve] launch: serving model '{}'\n", fmt::join(impl_->model_names(loop), "', '"));
 }
 
 void HttpServer::wait() {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,9 @@ struct ServerOptions {
   int max_json_depth = kDefaultMaxJsonDepth;  // deeper request JSON is a 400 (openai_request.h)
   // GET /metrics and the refusal counters; null: /metrics answers 503. REQUIRES: outlives the server.
   Telemetry* telemetry = nullptr;
+  // The names requests may give as `model` (--served-model-name), all listed by /v1/models; empty: the
+  // engine's own id (its directory's name). A response names the model as the request did.
+  std::vector<std::string> served_model_names;
 };
 
 // Room for a prompt filling the context, JSON-escaped, with tools and history around it: 64 bytes per

@@ -31,6 +31,11 @@ void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
   cmd.add_option("--api-key-file", o.api_key_file, "accepted keys, one per line ('#' comments); with --api-key and "
                  "ROCKET_API_KEY, any of them is accepted")
       ->check(CLI::ExistingFile);
+  cmd.add_option("--served-model-name", o.server.served_model_names,
+                 "the names requests may give as `model`, all listed by /v1/models (vLLM's flag; default: the engine "
+                 "directory's name)")
+      ->check(CLI::Validator([](std::string& s) { return s.empty() ? std::string("a model name may not be empty") : std::string(); },
+                             "NAME"));
   cmd.add_option("--queue", o.scheduler.queue_capacity, "requests waiting for a stream slot before 503")
       ->check(at_least(1))
       ->capture_default_str();

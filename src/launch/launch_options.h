@@ -23,8 +23,9 @@ struct LaunchOptions {
   TelemetryOptions telemetry;
 };
 
-// Declares --host, --port, --api-key, --api-key-file, --queue, --prefill-budget, --reserve, --max-body-bytes,
-// --max-json-depth, --otlp-traces-endpoint, --step-sample and --force-tokens on `cmd`; parsing fills `o`.
+// Declares --host, --port, --served-model-name, --api-key, --api-key-file, --queue, --prefill-budget, --reserve,
+// --max-body-bytes, --max-json-depth, --otlp-traces-endpoint, --step-sample and --force-tokens on `cmd`; parsing
+// fills `o`.
 void add_launch_options(CLI::App& cmd, LaunchOptions& o);
 
 }  // namespace rocket

@@ -42,8 +42,12 @@ json Plan::to_json() const {
     ks.push_back({{"kernel", k.kernel}, {"bucket", k.bucket}, {"grid", k.grid}, {"threads", k.threads},
                   {"smem_bytes", k.smem_bytes}, {"tile", tile}});
   }
+  json unused = json::array();
+  for (const UnusedTensors& u : unused_tensors)
+    unused.push_back({{"part", u.part}, {"prefix", u.prefix}, {"tensors", u.tensors}, {"bytes", u.bytes}});
   return json{{"rocket_plan_version", version}, {"booster", booster}, {"fingerprint", fingerprint},
-              {"chemistry", chemistry.to_json()}, {"fuel_dir", fuel_dir}, {"buckets", buckets},
+              {"chemistry", chemistry.to_json()}, {"fuel_dir", fuel_dir}, {"fuel_layout", fuel_layout},
+              {"unused_tensors", unused}, {"buckets", buckets},
               {"max_streams", max_streams}, {"max_context", max_context}, {"prefill_chunk", prefill_chunk},
               {"max_rows", max_rows}, {"logit_rows", logit_rows}, {"activation_bytes", activation_bytes}, {"kv_bytes", kv_bytes},
               {"kv_cache", {{"page_tokens", kv_page_tokens}, {"page_bytes", kv_page_bytes}, {"pages", kv_pages}}},
@@ -64,6 +68,10 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     p.fingerprint = j.at("fingerprint");
     p.chemistry = chemistry_from_json(j.at("chemistry"));
     p.fuel_dir = j.value("fuel_dir", "");
+    p.fuel_layout = j.value("fuel_layout", "");
+    if (j.contains("unused_tensors"))
+      for (const auto& u : j.at("unused_tensors"))
+        p.unused_tensors.push_back({u.at("part"), u.at("prefix"), u.at("tensors"), u.at("bytes")});
     p.buckets = j.at("buckets").get<std::vector<int>>();
     p.max_streams = j.at("max_streams");
     p.max_context = j.at("max_context");

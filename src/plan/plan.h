@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
+#include "fuel/checkpoint_layout.h"
 #include "fuel/chemistry.h"
 #include "fuel/manifest.h"
 #include "kernels/tiling/booster.h"
@@ -71,6 +72,10 @@ struct Plan {
   Chemistry chemistry;
   std::string fingerprint;             // chemistry.fingerprint() at build time
   std::string fuel_dir;                // the fuel the blob was conditioned from (informational)
+  // Its checkpoint layout and the tensors it carries for parts no engine builds yet (vision tower, MTP
+  // head), informational like fuel_dir: a fuel of this chemistry in any layout burns in this engine.
+  std::string fuel_layout;             // e.g. "multimodal names, fused experts"; empty for a --no-weights build
+  std::vector<UnusedTensors> unused_tensors;
   std::vector<int> buckets;            // compiled decode batch sizes
   int max_streams = 0;                 // = largest bucket; there are max_streams + 1 stream slots, the
                                        // last being the sink for a bucket's rows beyond the active streams

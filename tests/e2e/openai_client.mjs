@@ -7,12 +7,13 @@
 // reasoning separation, a stop string inside a known text). Every other test uses sampled output of
 // the tiny fuel's random weights, so it checks properties of the output, never its words.
 //
-//   node openai_client.mjs BASE_URL API_KEY MODEL SERVER_LOG
+//   node openai_client.mjs BASE_URL API_KEY MODEL SERVER_LOG ALIAS
+// The server serves the model as MODEL and as ALIAS (--served-model-name MODEL ALIAS).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
 
-const [base, apiKey, model, serverLog] = process.argv.slice(2);
+const [base, apiKey, model, serverLog, alias] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 120_000 });
 const hello = [
   { role: "system", content: "Be brief." },
@@ -115,9 +116,21 @@ async function rejects(promise, status, check = () => {}) {
 const tests = [];
 const test = (name, fn) => tests.push([name, fn]);
 
-test("models lists the engine", async () => {
+test("models lists every served name", async () => {
   const page = await client.models.list();
-  assert.deepEqual(page.data.map((m) => m.id), [model]);
+  assert.deepEqual(page.data.map((m) => m.id), [model, alias]);
+  assert.equal(page.data[1].rocket.fingerprint, page.data[0].rocket.fingerprint);
+});
+
+test("a request may name the model by any served name, and the response names it so", async () => {
+  const r = await client.chat.completions.create({ model: alias, messages: hello, max_tokens: 3 });
+  assert.equal(r.model, alias);
+  const c = await client.completions.create({ model: alias, prompt: "Once", max_tokens: 3 });
+  assert.equal(c.model, alias);
+  await rejects(client.chat.completions.create({ model: "tiny", messages: hello }), 404, (e) => {
+    assert.equal(e.code, "model_not_found");
+    assert.match(e.message, new RegExp(`serves '${model}', '${alias}'`));
+  });
 });
 
 test("chat, whole: message, finish_reason, usage", async () => {

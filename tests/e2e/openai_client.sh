@@ -29,7 +29,9 @@ cat >"$work/forced.json" <<'EOF'
 }
 EOF
 
+# Served under the engine directory's name and an alias (--served-model-name, vLLM's flag).
 "$rocket" serve "$engine" --host 127.0.0.1 --port "$port" --api-key "$key" --queue 1 --force-tokens "$work/forced.json" \
+  --served-model-name tiny-bf16 qwen3.5-tiny \
   >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
@@ -40,7 +42,7 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 
-node "$here/openai_client.mjs" "$base" "$key" tiny-bf16 "$work/server.log"
+node "$here/openai_client.mjs" "$base" "$key" tiny-bf16 "$work/server.log" qwen3.5-tiny
 rc=$?
 grep -q 'TEST-ONLY' "$work/server.log" || { echo "FAIL the log does not mark --force-tokens as test-only"; rc=1; }
 kill -0 $server 2>/dev/null || { echo "FAIL the server died"; rc=1; }

