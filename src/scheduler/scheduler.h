@@ -33,6 +33,7 @@
 
 #include "cache/radix_cache.h"
 #include "cache/stream_pages.h"
+#include "grammar/grammar_cache.h"
 #include "openai/prompt_builder.h"
 #include "scheduler/batch_engine.h"
 #include "scheduler/engine_loop.h"
@@ -77,6 +78,7 @@ class Scheduler : public EngineLoop {
     Prompt prompt;
     CompletionRequest request;
     std::shared_ptr<RequestSink> sink;
+    std::shared_ptr<const grammar::CompiledGrammar> grammar;  // response_format; null: text
   };
   struct Stream {
     uint64_t id = 0;
@@ -91,6 +93,7 @@ class Scheduler : public EngineLoop {
     StreamPages pages;  // its page table and claims on the prefix cache
     std::unique_ptr<Generation> generation;
     int32_t next = -1;  // decoding: the token to feed at position pos
+    const uint32_t* mask = nullptr;  // decoding: this step's allowed tokens (its generation's); null: any
     int64_t pos = 0;
     bool decoding = false;
   };
@@ -105,12 +108,19 @@ class Scheduler : public EngineLoop {
   // Binds the stream's page table after an extension, performing copy-on-extend first.
   void apply(Stream& s, const Extension& e);
   void refresh_stats();
+  // The grammar of a request's response_format (null for text), compiled once per schema. Throws
+  // ProtocolError 400 when this engine cannot mask its picks.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar_of(const CompletionRequest& r);
 
   PromptBuilder prompts_;
   BatchEngine& engine_;
   ModelInfo model_;
   SchedulerOptions options_;
   const ForcedTokens* forced_;
+  // Built on the first structured-output request (the vocabulary's trie), then shared.
+  std::once_flag grammars_once_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;
+  std::optional<int32_t> think_close_;  // the </think> token, after which a grammar starts
   CacheGeometry geometry_;
   RadixCache cache_;
   int pad_page_ = -1;
