@@ -266,6 +266,8 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": 1}}})",
        "response_format.json_schema.schema", "invalid_type"},
       {R"({"response_format": {"type": "json_object", "schema": {}}})", "response_format.schema", "unknown_parameter"},
+      {R"({"response_format": {"type": "json_object"}, "tools": [{"type": "function", "function": {"name": "f"}}],
+          "tool_choice": "required"})", "response_format", "unsupported_value"},
       {R"({"response_format": "json"})", "response_format", "invalid_type"},
       {R"({"modalities": ["text", "audio"]})", "modalities", "unsupported_value"},
       {R"({"audio": {"voice": "alloy", "format": "wav"}})", "audio", "unsupported_parameter"},

@@ -12,8 +12,17 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
 }
 
 int Matcher::fill_mask(std::span<uint32_t> mask) {
+  if (done_) {
+    std::fill(mask.begin(), mask.end(), 0u);
+    return 0;
+  }
+  for (const Memo& m : memo_) {
+    if (m.mask.size() == mask.size() && m.accept == state_.accept && m.tops == state_.tops) {
+      std::copy(m.mask.begin(), m.mask.end(), mask.begin());
+      return m.count;
+    }
+  }
   std::fill(mask.begin(), mask.end(), 0u);
-  if (done_) return 0;
   MaskCache& cache = grammar_->masks();
   for (int32_t top : state_.tops) {
     const NodeMask& m = cache.get(pool_[top].node);
@@ -24,6 +33,11 @@ int Matcher::fill_mask(std::span<uint32_t> mask) {
     for (int32_t id : grammar_->vocabulary().eos) mask[size_t(id) / 32] |= 1u << (id % 32);
   int n = 0;
   for (uint32_t w : mask) n += std::popcount(w);
+  Memo& memo = memo_[memo_next_++ % kMemos];
+  memo.tops = state_.tops;
+  memo.accept = state_.accept;
+  memo.mask.assign(mask.begin(), mask.end());
+  memo.count = n;
   return n;
 }
 

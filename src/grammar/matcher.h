@@ -3,11 +3,14 @@
 // exactly when the output so far is complete) and advances over the token the sampler picked.
 //
 // A mask is `accepted` of each parse state's node (MaskCache) ORed together, plus the node's
-// uncertain trie subtrees walked with this parse's real stack.
+// uncertain trie subtrees walked with this parse's real stack. It is a function of the parse state
+// alone, and states recur (every character of a long string leaves the same one), so the last few
+// states' masks are kept and copied.
 //
 // Thread safety: none (one per generation, driven by the engine loop).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -48,6 +51,15 @@ class Matcher {
   Stepper stepper_;
   StackSet state_, next_;
   std::vector<StackSet> walk_;  // walk_uncertain's states by trie depth
+  struct Memo {
+    std::vector<int32_t> tops;
+    bool accept = false;
+    std::vector<uint32_t> mask;  // empty: unused
+    int count = 0;
+  };
+  static constexpr size_t kMemos = 4;
+  std::array<Memo, kMemos> memo_;
+  size_t memo_next_ = 0;  // the slot the next new state takes (round robin)
   size_t position_ = 0;
   bool done_ = false;
 };

@@ -552,6 +552,10 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
     r.reasoning_effort = effort;
   }
   if (const Json* v = member(body, "response_format")) r.response_format = parse_response_format(*v);
+  const bool forced_call = r.tool_choice.mode == ToolChoice::Mode::kRequired || r.tool_choice.mode == ToolChoice::Mode::kFunction;
+  if (forced_call && r.response_format.kind != ResponseFormat::Kind::kText)
+    unsupported_value("response_format", "a forced tool call (tool_choice required or a named function) answers with a "
+                                         "call, not in a response format; send one or the other.");
   reject_chat_extras(body);
   check_bookkeeping(body);
   return r;

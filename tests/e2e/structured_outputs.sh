@@ -4,7 +4,7 @@
 # oracle (tests/e2e/structured_outputs.mjs says what each checks).
 #   structured_outputs.sh ROCKET WORK [ORACLE_GENERATIONS]
 set -uo pipefail
-rocket=$1 work=$2/structured_outputs generations=${3:-240}
+rocket=$1 work=$2/structured_outputs generations=${3:-160}
 engine=$2/engines/tiny-bf16
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"; mkdir -p "$work"
