@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto g = std::make_shared<const CompiledGrammar>(a, vocabulary());
   Matcher m(g);
-  std::mt19937 rng(uint32_t(size));
+  std::mt19937 rng{uint32_t(size)};
   std::vector<uint32_t> mask(size_t(vocabulary().trie.mask_words()));
   std::string text;
   for (int step = 0; step < 64 && !m.done(); ++step) {
