@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/json_schema.h"
 #include "kernels/host/sample.h"
 #include "openai/logprobs.h"
 #include "openai/openai_request.h"
@@ -228,6 +229,58 @@ TEST(Generation, ForcedTokensOverrideTheEnginesPick) {
   EXPECT_EQ(out.text, qwen().decode(seq));
   EXPECT_EQ(out.finish, FinishReason::kStop);
   EXPECT_EQ(out.completion_tokens, int64_t(seq.size()));
+}
+
+}  // namespace
+}  // namespace rocket
+
+namespace rocket {
+namespace {
+
+// A structured output with reasoning open: the reasoning is free text (no mask), the grammar starts
+// after </think>, its mask allows exactly what continues the schema, and eos only once complete; a
+// token outside the grammar fails the request rather than producing invalid JSON.
+TEST(Generation, GrammarStartsAfterTheReasoning) {
+  const Tokenizer& tok = test::qwen();
+  const int32_t im_end = *tok.token_id("<|im_end|>"), think_close = *tok.token_id("</think>");
+  const std::vector<int32_t> eos = {im_end};
+  const grammar::Vocabulary vocabulary{grammar::TokenTrie::build(tok, tok.vocab_size()), eos};
+  auto g = std::make_shared<const grammar::CompiledGrammar>(
+      grammar::compile_schema(nlohmann::ordered_json::parse(R"({"enum":["yes","no"]})")), vocabulary);
+  CompletionRequest r;
+  auto sink = std::make_shared<RequestSink>();
+  Generation gen(1, r, tok.encode("hi"), 100, tok, eos, sink, nullptr);
+  gen.constrain(g, think_close);
+  auto allowed = [&](const uint32_t* mask, int32_t id) { return (mask[id / 32] >> (id % 32) & 1u) != 0; };
+
+  EXPECT_EQ(gen.token_mask(), nullptr);  // reasoning: free text
+  for (int32_t id : tok.encode("Let me think.")) ASSERT_EQ(gen.step(id, nullptr, tok.vocab_size()), id);
+  ASSERT_EQ(gen.step(think_close, nullptr, tok.vocab_size()), think_close);
+  const uint32_t* mask = gen.token_mask();
+  ASSERT_NE(mask, nullptr);
+  const int32_t quote = tok.encode("\"")[0], y = tok.encode("y")[0];
+  EXPECT_TRUE(allowed(mask, quote));
+  EXPECT_FALSE(allowed(mask, y));
+  EXPECT_FALSE(allowed(mask, im_end));
+  for (int32_t id : tok.encode("\"yes\"")) {
+    ASSERT_TRUE(allowed(gen.token_mask(), id)) << id;
+    ASSERT_EQ(gen.step(id, nullptr, tok.vocab_size()), id);
+  }
+  mask = gen.token_mask();
+  EXPECT_TRUE(allowed(mask, im_end));
+  EXPECT_FALSE(allowed(mask, quote));
+  EXPECT_EQ(gen.step(im_end, nullptr, tok.vocab_size()), std::nullopt);
+  EXPECT_TRUE(gen.answered());
+
+  // Without reasoning the grammar holds from the first token, and a token it refuses fails the request.
+  auto sink2 = std::make_shared<RequestSink>();
+  Generation strict(2, r, tok.encode("hi"), 100, tok, eos, sink2, nullptr);
+  strict.constrain(g, std::nullopt);
+  ASSERT_NE(strict.token_mask(), nullptr);
+  EXPECT_EQ(strict.step(y, nullptr, tok.vocab_size()), std::nullopt);
+  const std::vector<TokenEvent> events = drain(*sink2);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].error.find("does not continue the response format"), std::string::npos) << events[0].error;
 }
 
 }  // namespace

@@ -189,6 +189,26 @@ TEST(ChatRequest, StopAsStringAndIntegralDecimals) {
   EXPECT_EQ(r.seed, 7);
 }
 
+TEST(ChatRequest, ResponseFormats) {
+  EXPECT_EQ(parse_chat_request(with(kChatBase, R"({"response_format": {"type": "json_object"}})")).response_format.kind,
+            ResponseFormat::Kind::kJsonObject);
+  const CompletionRequest r = parse_chat_request(with(kChatBase, R"({"response_format": {"type": "json_schema",
+      "json_schema": {"name": "city-1", "strict": true, "schema": {"type": "object", "properties": {"b": {}, "a": {}}}}}})"));
+  EXPECT_EQ(r.response_format.kind, ResponseFormat::Kind::kJsonSchema);
+  EXPECT_EQ(r.response_format.name, "city-1");
+  EXPECT_EQ(r.response_format.schema.dump(), R"({"type":"object","properties":{"b":{},"a":{}}})");  // key order kept
+  // The schema compiles while parsing: a keyword outside the subset is named with its path.
+  try {
+    parse_chat_request(with(kChatBase, R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
+        "schema": {"type": "object", "properties": {"tags": {"type": "array", "items": {"uniqueItems": true}}}}}}})"));
+    FAIL() << "accepted an unsupported keyword";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.param(), "response_format.json_schema.schema");
+    EXPECT_NE(e.message().find("at $.properties.tags.items.uniqueItems: keyword 'uniqueItems' is not supported"),
+              std::string::npos) << e.message();
+  }
+}
+
 TEST(ChatRequest, RejectionsNameTheField) {
   expect_rejections(parse_chat_request, kChatBase, {
       {R"({"model": 5})", "model", "invalid_type"},
@@ -269,8 +289,20 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"logit_bias": {"-1": 5}})", "logit_bias.-1", "invalid_value"},
       {R"({"logit_bias": {"hello": 5}})", "logit_bias.hello", "invalid_value"},
       {R"({"logit_bias": {"7": 1, "07": 2}})", "logit_bias", "invalid_value"},
-      {R"({"response_format": {"type": "json_object"}})", "response_format", "unsupported_value"},
-      {R"({"response_format": {"type": "json_schema", "json_schema": {}}})", "response_format", "unsupported_value"},
+      {R"({"response_format": {"type": "json"}})", "response_format.type", "invalid_value"},
+      {R"({"response_format": {"type": "json_schema"}})", "response_format.json_schema", "missing_required_parameter"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {}}})", "response_format.json_schema.name",
+       "missing_required_parameter"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}})",
+       "response_format.json_schema.name", "invalid_value"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object",
+          "properties": {"n": {"type": "integer", "multipleOf": 2}}}}}})", "response_format.json_schema.schema",
+       "unsupported_value"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": 1}}})",
+       "response_format.json_schema.schema", "invalid_type"},
+      {R"({"response_format": {"type": "json_object", "schema": {}}})", "response_format.schema", "unknown_parameter"},
+      {R"({"response_format": {"type": "json_object"}, "tools": [{"type": "function", "function": {"name": "f"}}],
+          "tool_choice": "required"})", "response_format", "unsupported_value"},
       {R"({"response_format": "json"})", "response_format", "invalid_type"},
       {R"({"modalities": ["text", "audio"]})", "modalities", "unsupported_value"},
       {R"({"audio": {"voice": "alloy", "format": "wav"}})", "audio", "unsupported_parameter"},
@@ -432,7 +464,7 @@ TEST(RequestBody, NestingIsBoundedWhileParsing) {
     } catch (const ProtocolError& e) {
       EXPECT_EQ(e.status(), 400);
       EXPECT_EQ(e.code(), "json_too_deep");
-      EXPECT_NE(std::string(e.what()).find(std::to_string(kDefaultMaxJsonDepth)), std::string::npos) << e.what();
+      EXPECT_NE(e.message().find(std::to_string(kDefaultMaxJsonDepth)), std::string::npos) << e.message();
     }
   }
   EXPECT_NO_THROW(parse_json_body(nested_body(9), 10));

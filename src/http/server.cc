@@ -106,7 +106,10 @@ OutputParser::Options parser_options(const CompletionRequest& r, const Submitted
   o.reasoning_open = sub.reasoning_open;
   o.format = sub.tool_call_format;
   if (o.format == ToolCallFormat::kXml) o.parameters = std::make_shared<const ParameterTypes>(parameter_types(r.tools));
-  o.tool_calls = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone;
+  // A response_format answer is JSON under its grammar: a "<tool_call>" inside one of its strings is
+  // text, and the grammar leaves the model no way to call a tool.
+  o.tool_calls = !r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone &&
+                 r.response_format.kind == ResponseFormat::Kind::kText;
   if (!r.parallel_tool_calls || r.tool_choice.mode == ToolChoice::Mode::kFunction) o.max_tool_calls = 1;
   return o;
 }

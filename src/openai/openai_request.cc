@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "grammar/json_schema.h"
+
 namespace rocket {
 
 namespace {
@@ -384,16 +386,57 @@ void parse_tools(const Json& body, CompletionRequest& r) {
   if (const Json* v = member(body, "parallel_tool_calls")) r.parallel_tool_calls = as_bool(*v, "parallel_tool_calls");
 }
 
+ResponseFormat parse_response_format(const Json& v) {
+  const Json& format = as_object(v, "response_format");
+  const std::string type = as_string(required(format, "type", "response_format.type"), "response_format.type");
+  ResponseFormat out;
+  auto only = [&](const Json& object, const std::string& param, std::initializer_list<const char*> keys) {
+    for (const auto& [key, value] : object.items())
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; }))
+        reject(path(param, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(param, key)));
+  };
+  if (type == "text") {
+    only(format, "response_format", {"type"});
+    return out;
+  }
+  if (type == "json_object") {
+    only(format, "response_format", {"type"});
+    out.kind = ResponseFormat::Kind::kJsonObject;
+    return out;
+  }
+  if (type != "json_schema")
+    reject("response_format.type", kInvalidValue,
+           fmt::format("Invalid value for 'response_format.type': '{}'; expected text, json_object or json_schema.", type));
+  only(format, "response_format", {"type", "json_schema"});
+  const std::string param = "response_format.json_schema";
+  const Json& js = as_object(required(format, "json_schema", param), param);
+  only(js, param, {"name", "schema", "strict", "description"});
+  out.kind = ResponseFormat::Kind::kJsonSchema;
+  out.name = as_string(required(js, "name", path(param, "name")), path(param, "name"));
+  const bool name_ok = !out.name.empty() && out.name.size() <= 64 && std::all_of(out.name.begin(), out.name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  if (!name_ok)
+    reject(path(param, "name"), kInvalidValue,
+           fmt::format("Invalid value for '{}.name': 1 to 64 of a-z, A-Z, 0-9, _ and -.", param));
+  if (const Json* d = member(js, "description")) as_string(*d, path(param, "description"));
+  // strict or not, the output follows the schema: there is no weaker mode to fall back to.
+  if (const Json* st = member(js, "strict")) as_bool(*st, path(param, "strict"));
+  out.schema = Json::object();
+  if (const Json* sc = member(js, "schema")) {
+    if (!sc->is_object() && !sc->is_boolean()) wrong_type(path(param, "schema"), "an object", *sc);
+    out.schema = *sc;
+  }
+  try {
+    grammar::compile_schema(out.schema);
+  } catch (const grammar::SchemaError& e) {
+    unsupported_value(path(param, "schema"), fmt::format("at {}: {}.", e.path(), e.message()));
+  }
+  return out;
+}
+
 // Fields that would change the output and that this engine cannot honour beyond a neutral value.
 void reject_chat_extras(const Json& body) {
-  if (const Json* v = member(body, "response_format")) {
-    const Json& format = as_object(*v, "response_format");
-    const std::string type = as_string(required(format, "type", "response_format.type"), "response_format.type");
-    if (type != "text") {
-      unsupported_value("response_format", fmt::format("'{}' needs constrained decoding, which this engine does not do; "
-                                                       "only 'text'.", type));
-    }
-  }
   if (const Json* v = member(body, "modalities")) {
     as_array(*v, "modalities");
     for (size_t i = 0; i < v->size(); ++i) {
@@ -525,6 +568,11 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
              fmt::format("Invalid value for 'reasoning_effort': '{}'; expected none, minimal, low, medium or high.", effort));
     r.reasoning_effort = effort;
   }
+  if (const Json* v = member(body, "response_format")) r.response_format = parse_response_format(*v);
+  const bool forced_call = r.tool_choice.mode == ToolChoice::Mode::kRequired || r.tool_choice.mode == ToolChoice::Mode::kFunction;
+  if (forced_call && r.response_format.kind != ResponseFormat::Kind::kText)
+    unsupported_value("response_format", "a forced tool call (tool_choice required or a named function) answers with a "
+                                         "call, not in a response format; send one or the other.");
   reject_chat_extras(body);
   check_bookkeeping(body);
   return r;

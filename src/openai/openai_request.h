@@ -3,8 +3,8 @@
 //
 // Policy (DESIGN.md: a knob the plan did not compile gets a 400 naming it):
 //  - a field of the wrong type or out of range: 400, `param` = the field's path;
-//  - a field the engine cannot honour (best_of, echo, suffix, response_format other than text,
-//    audio, ...): accepted at its neutral value, otherwise 400
+//  - a field the engine cannot honour (best_of, echo, suffix, audio, ...): accepted at its neutral
+//    value, otherwise 400
 //    naming it, so a client never gets output silently produced without the knob it asked for;
 //  - bookkeeping fields that cannot change the output (user, store, metadata, service_tier,
 //    prompt_cache_key, safety_identifier): type-checked and accepted;
@@ -69,6 +69,15 @@ struct ToolChoice {
   std::string function;  // kFunction: the name, one of the request's tools
 };
 
+// response_format: text, any JSON object, or JSON following a schema (src/grammar compiles it; the
+// schema was compiled once while parsing, so a schema outside the subset is a 400 naming its path).
+struct ResponseFormat {
+  enum class Kind { kText, kJsonObject, kJsonSchema };
+  Kind kind = Kind::kText;
+  std::string name;               // kJsonSchema: json_schema.name
+  nlohmann::ordered_json schema;  // kJsonSchema: json_schema.schema ({} when absent: any JSON value)
+};
+
 struct CompletionRequest {
   enum class Kind { kChat, kCompletion };
   Kind kind = Kind::kChat;
@@ -111,6 +120,9 @@ struct CompletionRequest {
   // The client's W3C traceparent header, which the request's spans continue: set by the server from
   // the header, never from the body.
   std::optional<TraceContext> trace_parent;
+
+  // Chat only. Not text: the answer (after any reasoning) is generated under the format's grammar.
+  ResponseFormat response_format;
 
   std::string user;
   // chat_template_kwargs.enable_thinking; unset = the template's default.

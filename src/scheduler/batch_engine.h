@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/error.h"
 #include "core/sampling_history.h"
 #include "core/sampling_knobs.h"
 #include "plan/plan.h"
@@ -67,6 +68,17 @@ class BatchEngine {
   // Logits of row `row` of the last decode, or of the last prefill's last row (row 0), which must have
   // wanted them (valid until the next prefill or decode).
   virtual const float* logits(int row) const = 0;
+
+  // Structured outputs: whether this engine masks its picks with mask_next_picks (the server refuses
+  // a response_format that needs it otherwise).
+  virtual bool masks_picks() const { return false; }
+  // The allowed-token bitmask (grammar::Matcher::fill_mask's layout: bit t of word t / 32) of each
+  // row the next prefill, prefill_batch or decode call picks, in that call's row (segment) order; a
+  // null entry, or rows past the span, are unconstrained. Applies to that one call only; the masks
+  // must stay valid until it returns. REQUIRES: masks_picks().
+  virtual void mask_next_picks(std::span<const uint32_t* const> masks) {
+    CHECK(false, "this engine does not mask its picks");
+  }
 
   // A fresh sequence in `slot`: zero conv and recurrent state.
   virtual void reset_state(int slot) = 0;

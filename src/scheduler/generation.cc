@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "openai/logprobs.h"
 
@@ -83,6 +85,24 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   }
 }
 
+void Generation::constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after) {
+  CHECK(usage_.completion_tokens == 0 && !finished_, "a grammar applies from the first token");
+  mask_.resize(size_t(grammar->vocabulary().trie.mask_words()));
+  matcher_.emplace(std::move(grammar));
+  grammar_after_ = after;
+}
+
+const uint32_t* Generation::token_mask() {
+  CHECK(!finished_, "token_mask() on a finished generation");
+  if (!matcher_ || grammar_after_) return nullptr;
+  if (matcher_->fill_mask(mask_) == 0) {
+    fail(fmt::format("structured output: no token of the vocabulary can continue the response format after {} bytes "
+                     "of output", matcher_->position()));
+    return nullptr;
+  }
+  return mask_.data();
+}
+
 SamplingKnobs Generation::knobs(int64_t pos, int history) const {
   SamplingKnobs k = knobs_;
   k.counter = uint64_t(pos);
@@ -113,6 +133,12 @@ std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int
     next = (*forced_)[forced_next_++];
     if (next >= vocab) rocket::fail("forced token {} is outside the engine's vocabulary [0, {})", next, vocab);
   }
+  if (matcher_ && !grammar_after_ && !matcher_->advance(next)) {
+    fail(fmt::format("structured output: token {} does not continue the response format after {} bytes of output",
+                     next, matcher_->position()));
+    return std::nullopt;
+  }
+  if (grammar_after_ && next == *grammar_after_) grammar_after_.reset();  // the answer starts next
   if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) return finish(FinishReason::kStop);
   ++usage_.completion_tokens;
   const std::string piece = decoder_.push(next);

@@ -28,6 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sampling_knobs.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/matcher.h"
 #include "openai/openai_request.h"
 #include "openai/openai_response.h"
 #include "openai/stop_strings.h"
@@ -141,6 +143,16 @@ class Generation {
   std::optional<FinishReason> finish_reason() const { return finish_reason_; }
   int64_t completion_tokens() const { return usage_.completion_tokens; }
 
+  // Structured output: every token from now on (or, with `after` set, from the token after `after`,
+  // the reasoning's closing </think>: reasoning is free text) follows `grammar`. Call before the
+  // first step.
+  void constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after);
+  // The allowed-token bitmask for the token at the next position (grammar::Matcher::fill_mask's
+  // layout, valid until the next call), or nullptr when unconstrained. When no token can continue the
+  // grammar the request fails with a message saying so (finished() afterwards) and this returns
+  // nullptr. REQUIRES: not finished.
+  const uint32_t* token_mask();
+
   // Prompt tokens the prefix cache served (usage.prompt_tokens_details.cached_tokens); 0 by default.
   void set_cached_tokens(int64_t n) { usage_.cached_tokens = n; }
 
@@ -173,6 +185,9 @@ class Generation {
   StreamDecoder decoder_;
   StopMatcher stops_;
   int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested
+  std::optional<grammar::Matcher> matcher_;  // a structured output
+  std::optional<int32_t> grammar_after_;    // the matcher starts after this token (</think>)
+  std::vector<uint32_t> mask_;
   std::deque<Scored> scored_;  // logprobs not yet released
   size_t decoded_ = 0;         // bytes StreamDecoder has returned
   size_t emitted_ = 0;         // bytes pushed to the sink

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "grammar/schema_error.h"
 #include "openai/protocol_error.h"
 
 namespace rocket {
@@ -52,6 +53,27 @@ Scheduler::~Scheduler() {
   cache_.pages().release(pad_page_);
 }
 
+std::shared_ptr<const grammar::CompiledGrammar> Scheduler::grammar_of(const CompletionRequest& r) {
+  if (r.response_format.kind == ResponseFormat::Kind::kText) return nullptr;
+  if (!engine_.masks_picks())
+    throw ProtocolError(400, "response_format: this engine does not constrain its sampling yet; only 'text'.",
+                        "response_format", "invalid_request_error", "unsupported_value");
+  std::call_once(grammars_once_, [&] {
+    const Tokenizer& tok = prompts_.tokenizer();
+    grammars_ = std::make_unique<grammar::GrammarCache>(
+        grammar::Vocabulary{grammar::TokenTrie::build(tok, engine_.vocab()), prompts_.eos()});
+    think_close_ = tok.token_id("</think>");
+  });
+  try {
+    return grammars_->get(r.response_format.kind == ResponseFormat::Kind::kJsonSchema ? r.response_format.schema
+                                                                                       : nlohmann::ordered_json());
+  } catch (const grammar::SchemaError& e) {  // parse_chat_request compiled it already; kept for other callers
+    throw ProtocolError(400, fmt::format("Unsupported value for 'response_format.json_schema.schema': at {}: {}.", e.path(),
+                                         e.message()),
+                        "response_format.json_schema.schema", "invalid_request_error", "unsupported_value");
+  }
+}
+
 Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestSink> sink) {
   // Each choice is a stream of its own.
   if (r.n > engine_.plan().max_streams)
@@ -64,6 +86,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
                                            b.token, engine_.vocab()),
                           fmt::format("logit_bias.{}", b.token), "invalid_request_error", "invalid_value");
   Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
+  std::shared_ptr<const grammar::CompiledGrammar> grammar = grammar_of(r);
   Submitted s;
   s.prompt_tokens = int64_t(p.ids.size());
   s.reasoning_open = p.reasoning_open;
@@ -77,7 +100,8 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
     }
     s.id = next_id_++;
     ++stats_.requests;
-    waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent)});
+    waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent), 0,
+                               std::move(grammar)});
   }
   cv_.notify_one();
   return s;
@@ -163,6 +187,8 @@ void Scheduler::admit() {
     if (gen->adjusts()) engine_.reset_history(slot, w.prompt.ids, gen->logit_bias());
     std::optional<Waiting> forks;
     if (w.choice == 0 && w.request.n > 1) forks = w;
+    // With reasoning open the grammar waits for </think>: the reasoning is free text.
+    if (w.grammar) gen->constrain(w.grammar, w.prompt.reasoning_open ? think_close_ : std::nullopt);
     Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,
                                                     .slot = slot,
                                                     .prompt = std::move(w.prompt.ids),
@@ -237,6 +263,11 @@ void Scheduler::decode_step() {
       retire(s, /*keep_cache=*/true);
       continue;
     }
+    s.mask = s.generation->token_mask();
+    if (s.generation->finished()) {  // its grammar has no continuation: the request failed
+      retire(s, /*keep_cache=*/true);
+      continue;
+    }
     const int32_t id = s.next;
     std::optional<Extension> ext = s.pages.extend(std::span<const int32_t>(&id, 1));
     if (!ext) {
@@ -252,15 +283,19 @@ void Scheduler::decode_step() {
   std::vector<int32_t> ids(rows.size());
   std::vector<int64_t> pos(rows.size());
   std::vector<SamplingKnobs> knobs(rows.size());
+  std::vector<const uint32_t*> masks(rows.size());
   // The engine samples every row; the logits come back only when a row needs them for logprobs.
-  bool want_logits = false;
+  bool want_logits = false, masked = false;
   for (int i = 0; i < n; ++i) {
     const Stream& s = *slots_[size_t(rows[size_t(i)])];
     ids[size_t(i)] = s.next;
     pos[size_t(i)] = s.pos;
     knobs[size_t(i)] = s.generation->knobs(s.pos + 1, s.slot);
+    masks[size_t(i)] = s.mask;
     want_logits = want_logits || s.generation->needs_logits();
+    masked = masked || s.mask;
   }
+  if (masked) engine_.mask_next_picks(masks);
   engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
   const int32_t* picked = engine_.tokens();
   if (options_.telemetry) {
@@ -297,6 +332,7 @@ void Scheduler::prefill_step() {
     int slot, n;
     bool last, want_logits;
     SamplingKnobs knobs;
+    const uint32_t* mask;  // the first token's allowed tokens; null: unconstrained
     std::optional<PrefillCapture> inside;
   };
   while (budget > 0) {
@@ -315,12 +351,18 @@ void Scheduler::prefill_step() {
       int n = std::min({chunk - rows, total - s.computed, budget - rows});
       if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
       const bool last = s.computed + n == total;
+      const uint32_t* mask = last ? s.generation->token_mask() : nullptr;
+      if (s.generation->finished()) {  // its grammar has no first token: the request failed
+        retire(s, /*keep_cache=*/false);
+        continue;
+      }
       // The prompt's last piece picks its first token in the engine, as decode picks every later one.
       Piece p{.slot = slot,
               .n = n,
               .last = last,
               .want_logits = last && s.generation->needs_logits(),
               .knobs = s.generation->knobs(total, slot),
+              .mask = mask,
               .inside = {}};
       // The cache resumes from the last page boundary a publish reaches: when this piece passes one
       // without ending on it, the engine snapshots there inside the call.
@@ -332,6 +374,11 @@ void Scheduler::prefill_step() {
       rows += n;
     }
     if (round.empty()) break;
+    if (std::any_of(round.begin(), round.end(), [](const Piece& p) { return p.mask; })) {
+      std::vector<const uint32_t*> masks;
+      for (const Piece& p : round) masks.push_back(p.mask);
+      engine_.mask_next_picks(masks);
+    }
     if (round.size() == 1) {
       const Piece& p = round[0];
       const Stream& s = *slots_[size_t(p.slot)];

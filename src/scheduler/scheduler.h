@@ -38,6 +38,7 @@
 
 #include "cache/radix_cache.h"
 #include "cache/stream_pages.h"
+#include "grammar/grammar_cache.h"
 #include "openai/prompt_builder.h"
 #include "scheduler/batch_engine.h"
 #include "scheduler/engine_loop.h"
@@ -88,6 +89,7 @@ class Scheduler : public EngineLoop {
     std::shared_ptr<RequestSink> sink;
     RequestTrace trace;
     int choice = 0;
+    std::shared_ptr<const grammar::CompiledGrammar> grammar;  // response_format; null: text
   };
   struct Stream {
     uint64_t id = 0;
@@ -104,6 +106,7 @@ class Scheduler : public EngineLoop {
     // Choice 0 of a request with n > 1: the request the other choices fork from once the prompt is in.
     std::optional<Waiting> forks;
     int32_t next = -1;  // decoding: the token to feed at position pos
+    const uint32_t* mask = nullptr;  // decoding: this step's allowed tokens (its generation's); null: any
     int64_t pos = 0;
     bool decoding = false;
     RequestTrace trace;
@@ -125,12 +128,19 @@ class Scheduler : public EngineLoop {
   // Telemetry: the stream's engine pick reached its Generation; a request's trace ends.
   void traced_token(Stream& s);
   void end_trace(RequestTrace&& t, const Generation* g);
+  // The grammar of a request's response_format (null for text), compiled once per schema. Throws
+  // ProtocolError 400 when this engine cannot mask its picks.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar_of(const CompletionRequest& r);
 
   PromptBuilder prompts_;
   BatchEngine& engine_;
   ModelInfo model_;
   SchedulerOptions options_;
   const ForcedTokens* forced_;
+  // Built on the first structured-output request (the vocabulary's trie), then shared.
+  std::once_flag grammars_once_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;
+  std::optional<int32_t> think_close_;  // the </think> token, after which a grammar starts
   CacheGeometry geometry_;
   RadixCache cache_;
   int pad_page_ = -1;

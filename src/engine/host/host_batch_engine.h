@@ -7,6 +7,7 @@
 #include "core/error.h"
 
 #include "engine/host/host_engine.h"
+#include "grammar/token_mask.h"
 #include "kernels/host/sample.h"
 #include "scheduler/batch_engine.h"
 
@@ -34,16 +35,20 @@ class HostBatchEngine final : public BatchEngine {
     e_.prefill(slot, ids, n, pos0, knobs || want_logits ? n - 1 : n);
     logits_row0_ = n - 1;
     batched_ = false;
+    const uint32_t* mask = row_mask(0);
+    masks_.clear();
     if (!knobs) return;
     tokens_.resize(1);
-    tokens_[0] = pick(e_.logits(n - 1), *knobs);
+    tokens_[0] = pick(e_.logits(n - 1), *knobs, mask);
   }
   // The host engine has no batched prefill: one call per segment, its pick and last row kept.
   void prefill_batch(std::span<const PrefillSegment> segments) override {
     std::vector<int32_t> picks(segments.size(), -1);
     batch_logits_.resize(segments.size() * size_t(engine::kVocab));
+    const std::vector<const uint32_t*> masks = std::move(masks_);
     for (size_t i = 0; i < segments.size(); ++i) {
       const PrefillSegment& g = segments[i];
+      masks_.assign(1, i < masks.size() ? masks[i] : nullptr);
       prefill(g.slot, g.ids, g.n, g.pos0, g.knobs, g.want_logits, g.capture);
       if (g.knobs) picks[i] = tokens_[0];
       if (!g.knobs && !g.want_logits) continue;
@@ -65,11 +70,14 @@ class HostBatchEngine final : public BatchEngine {
     // Rows are independent draws; dynamic, because a greedy row is an argmax and a sampled one a
     // full-vocabulary softmax.
 #pragma omp parallel for if (n > 1) schedule(dynamic)
-    for (int row = 0; row < n; ++row) tokens_[size_t(row)] = pick(e_.logits(row), knobs[row]);
+    for (int row = 0; row < n; ++row) tokens_[size_t(row)] = pick(e_.logits(row), knobs[row], row_mask(row));
+    masks_.clear();
     if (!timed) return;
     e_.step_clock().lap(StepGroup::kSampling);
     observe_(e_.step_clock().stop());
   }
+  bool masks_picks() const override { return true; }
+  void mask_next_picks(std::span<const uint32_t* const> masks) override { masks_.assign(masks.begin(), masks.end()); }
   const int32_t* tokens() const override { return tokens_.data(); }
   const float* logits(int row) const override {
     return batched_ ? batch_logits_.data() + int64_t(row) * engine::kVocab : e_.logits(logits_row0_ + row);
@@ -99,15 +107,23 @@ class HostBatchEngine final : public BatchEngine {
   }
 
  private:
-  // host::sample with this thread's scratch: picking allocates nothing per token. A row with a history
-  // reads it and counts its draw there (distinct rows name distinct slots, so parallel rows never share
-  // one).
-  int32_t pick(const float* logits, const SamplingKnobs& knobs) {
-    thread_local std::vector<float> scratch;
+  const uint32_t* row_mask(int row) const { return size_t(row) < masks_.size() ? masks_[size_t(row)] : nullptr; }
+
+  // host::sample with this thread's scratch: picking allocates nothing per token. A row with a
+  // grammar picks from a masked copy of its logits (the logits() callers see stay the model's). A row
+  // with a history reads it and counts its draw there (distinct rows name distinct slots, so parallel
+  // rows never share one).
+  int32_t pick(const float* logits, const SamplingKnobs& knobs, const uint32_t* mask) {
+    thread_local std::vector<float> scratch, masked;
     thread_local std::vector<int32_t> scratch_idx;
     scratch.resize(size_t(engine::kVocab));
     scratch_idx.resize(size_t(engine::kVocab));
     const int V = int(engine::kVocab);
+    if (mask) {
+      masked.assign(logits, logits + V);
+      grammar::mask_logits(mask, masked.data(), V);
+      logits = masked.data();
+    }
     if (knobs.history < 0) return host::sample(logits, V, knobs, scratch.data(), scratch_idx.data());
     CHECK(knobs.history < e_.plan().max_streams, "a row's history names no stream slot");
     const int64_t slot = knobs.history;
@@ -131,6 +147,7 @@ class HostBatchEngine final : public BatchEngine {
   std::vector<int32_t> counts_;   // [max_streams][vocab]
   std::vector<uint32_t> prompt_;  // [max_streams][prompt words]
   std::vector<LogitBias> bias_;   // [max_streams][kMaxLogitBias]
+  std::vector<const uint32_t*> masks_;  // mask_next_picks' for the next call
 };
 
 }  // namespace rocket

@@ -1,0 +1,32 @@
+#include "grammar/grammar_cache.h"
+
+#include "grammar/json_schema.h"
+
+namespace rocket::grammar {
+
+std::shared_ptr<const CompiledGrammar> GrammarCache::get(const nlohmann::ordered_json& schema) {
+  // The key keeps the client's key order: property order decides the output's, so two orders are
+  // two grammars.
+  const std::string key = schema.dump();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const auto it = entries_.find(key); it != entries_.end()) {
+      order_.splice(order_.begin(), order_, it->second.at);
+      return it->second.grammar;
+    }
+  }
+  // Compiled outside the lock: another thread's hit need not wait for it.
+  auto grammar = std::make_shared<const CompiledGrammar>(schema.is_null() ? compile_any_object() : compile_schema(schema),
+                                                         vocabulary_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (const auto it = entries_.find(key); it != entries_.end()) return it->second.grammar;
+  order_.push_front(key);
+  entries_.emplace(key, Entry{grammar, order_.begin()});
+  if (entries_.size() > kCapacity) {
+    entries_.erase(order_.back());
+    order_.pop_back();
+  }
+  return grammar;
+}
+
+}  // namespace rocket::grammar

@@ -1,0 +1,67 @@
+// Matcher: one generation's position in a CompiledGrammar. It gives the mask of tokens that may come
+// next (every token whose bytes keep the output a prefix of some text the grammar accepts, and eos
+// exactly when the output so far is complete) and advances over the token the sampler picked.
+//
+// A mask is `accepted` of each parse state's node (MaskCache) ORed together, plus the node's
+// uncertain trie subtrees walked with this parse's real stack. It is a function of the parse state
+// alone, and states recur (every character of a long string leaves the same one), so the last few
+// states' masks are kept and copied.
+//
+// Thread safety: none (one per generation, driven by the engine loop).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/parse_stack.h"
+
+namespace rocket::grammar {
+
+class Matcher {
+ public:
+  explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar);
+  Matcher(const Matcher&) = delete;
+  Matcher& operator=(const Matcher&) = delete;
+
+  // Writes the allowed tokens into `mask` (vocabulary().trie.mask_words() words, bit t of word t/32).
+  // Returns how many are allowed; 0 means no token of the vocabulary can continue the output.
+  int fill_mask(std::span<uint32_t> mask);
+  // Takes a token: false (nothing changes) when the grammar does not allow it. Eos is allowed when
+  // accepting(), and ends the matcher (done()).
+  bool advance(int32_t token);
+  // Takes raw bytes (tests; the grammar's own view of text); false and unchanged when not allowed.
+  bool advance_bytes(std::string_view bytes);
+  // The output so far is a complete text of the grammar.
+  bool accepting() const { return state_.accept; }
+  bool done() const { return done_; }
+  // Bytes taken so far (for error messages).
+  size_t position() const { return position_; }
+
+  const CompiledGrammar& grammar() const { return *grammar_; }
+
+ private:
+  // Adds the tokens of trie subtree `root` that `top` (a frame of this matcher's pool) can take.
+  void walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask);
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  StackPool pool_;
+  Stepper stepper_;
+  StackSet state_, next_;
+  std::vector<StackSet> walk_;  // walk_uncertain's states by trie depth
+  struct Memo {
+    std::vector<int32_t> tops;
+    bool accept = false;
+    std::vector<uint32_t> mask;  // empty: unused
+    int count = 0;
+  };
+  static constexpr size_t kMemos = 4;
+  std::array<Memo, kMemos> memo_;
+  size_t memo_next_ = 0;  // the slot the next new state takes (round robin)
+  size_t position_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace rocket::grammar
