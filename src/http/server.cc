@@ -357,12 +357,22 @@ struct HttpServer::Impl {
     }
   }
 
+  // 200 {"status": "ok"} only while launched and serving; 503 "starting" (the countdown), "draining"
+  // (shutting down) or "failed" (the engine failed; the process is exiting), so a balancer stops
+  // sending and a supervisor restarts.
   void health(httplib::Response& res) {
-    const bool up = loop.load() != nullptr;
+    const EngineLoop* l = loop.load();
+    const LoopState state = l ? l->state() : LoopState{};
+    const char* status = !l                                             ? "starting"
+                         : state.status == LoopState::Status::kDraining ? "draining"
+                         : state.status == LoopState::Status::kFailed   ? "failed"
+                                                                        : "ok";
+    const bool up = l && state.status == LoopState::Status::kServing;
     res.status = up ? 200 : 503;
     if (!up) res.set_header("Retry-After", "1");
-    const Json out = {{"status", up ? "ok" : "starting"}, {"phase", current_phase()}};
-    res.set_content(out.dump(), "application/json");
+    Json out = {{"status", status}, {"phase", current_phase()}};
+    if (!state.reason.empty()) out["reason"] = state.reason;
+    res.set_content(out.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
   }
 };
 

@@ -9,7 +9,8 @@
 // (scheduler/generation.h). This file has no engine dependency and lives in librocket.
 //
 // The server listens from the start of the countdown: /health reports the phase (503 until launch)
-// and /v1/* answer 503 until launch() hands it the loop.
+// and /v1/* answer 503 until launch() hands it the loop. After launch /health follows the loop's
+// state(): 200 "ok" while serving, 503 "draining" or "failed".
 //
 // tool_choice required / named is enforced by the prompt, which ends with the opening of the call
 // (openai/prompt_builder.h); parallel_tool_calls=false by the output parser, whose turn completes at

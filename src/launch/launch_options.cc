@@ -50,6 +50,10 @@ void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
   cmd.add_option("--max-json-depth", o.server.max_json_depth, "request JSON nested deeper is a 400")
       ->check(in_range(1, 1024))
       ->capture_default_str();
+  cmd.add_option("--drain-timeout", o.drain_timeout,
+                 "seconds SIGTERM or SIGINT lets in-flight requests finish before they are cut off with an error")
+      ->check(in_range(0, 86400))
+      ->capture_default_str();
   cmd.add_option("--force-tokens", o.force_tokens,
                  "TEST-ONLY: forced token sequences that replace sampling for requests whose `user` names one")
       ->check(CLI::ExistingFile);

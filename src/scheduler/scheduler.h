@@ -18,14 +18,28 @@
 //     prompt picks the stream's first token inside the engine, with the knobs decode uses.
 // A stream that finishes (eos, stop, length) or whose client left detaches: the pages up to its last
 // captured boundary stay cached for the next turn; the rest returns to the pool.
+//
+// Faults. An exception from the engine's batched work (prefill, prefill_batch, decode, a capture in a
+// step) leaves the device in an unknown state: the loop fails every running and queued request with
+// the error, ends, and reports kFailed (state()) and on_failure, so the process can exit and be
+// restarted. An exception that belongs to one request (admitting it: restore_state, reset_state, a
+// page copy or binding; stepping its Generation) fails that request alone, its slot retired with its
+// pages and snapshot released, and the others go on.
+//
+// Drain (drain()): submit() answers 503 from then on; the requests already accepted run to their end
+// or, past the deadline, are answered with an error.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -47,6 +61,9 @@ struct SchedulerOptions {
   // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
   // nothing decoding, prefill runs four times the budget per step.
   int prefill_budget = 0;
+  // Not a flag: called once, on the loop thread, after the engine failed and every request has been
+  // answered (launch wakes up to exit non-zero).
+  std::function<void()> on_failure;
 };
 
 // Counters for /metrics and the workload driver; a snapshot taken on the loop thread.
@@ -70,6 +87,12 @@ class Scheduler : public EngineLoop {
   const ModelInfo& model() const override { return model_; }
   Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) override;
   nlohmann::ordered_json stats() const override;
+  LoopState state() const override;
+
+  // Stops accepting (submit() answers 503) and blocks until every accepted request has been answered;
+  // at `deadline` the ones still running or queued are answered with an error (the server is shutting
+  // down). Returns how many were cut off that way. Any thread but the loop's.
+  int drain(std::chrono::steady_clock::time_point deadline);
 
  private:
   struct Waiting {
@@ -101,6 +124,13 @@ class Scheduler : public EngineLoop {
   void prefill_step();
   // Leaves the stream's slot: detach (cache what was captured) or release on error.
   void retire(Stream& s, bool keep_cache);
+  // This request alone failed: answered with `why` (unless it was already), its slot retired without
+  // caching what it computed.
+  void fail_stream(Stream& s, std::string_view why);
+  // Every running and queued request answered with `why`; the queue is empty afterwards.
+  void fail_all(std::string_view why);
+  // 503 while draining or failed. REQUIRES: mu_ held.
+  void check_open() const;
   void capture(Stream& s, int boundary);
   // Binds the stream's page table after an extension, performing copy-on-extend first.
   void apply(Stream& s, const Extension& e);
@@ -124,6 +154,12 @@ class Scheduler : public EngineLoop {
   std::deque<Waiting> waiting_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
+  bool draining_ = false;  // drain() has begun: submit() refuses
+  bool abort_ = false;     // drain()'s deadline passed: the loop answers everything left with an error
+  // Nothing was running or queued at the end of the loop's last step, and nothing was submitted since.
+  bool idle_ = true;
+  std::string failure_;    // the engine's error; non-empty: the loop has ended
+  std::condition_variable idle_cv_;  // idle_ or failure_ changed
   SchedulerStats stats_;
   std::thread thread_;
 };
