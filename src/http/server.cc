@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <cstdio>
@@ -108,6 +109,17 @@ OutputParser::Options parser_options(const CompletionRequest& r, const Submitted
   return o;
 }
 
+// Counts a completion response from its handler's start until it has been written: a stream's provider
+// outlives the handler, and httplib ends a chunked response at stop(), so a drain waits for these
+// (HttpServer::wait_responses) to let the last events out.
+struct InFlight {
+  std::atomic<int>& count;
+  explicit InFlight(std::atomic<int>& c) : count(c) { ++count; }
+  ~InFlight() { --count; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
+
 // Accumulates one response: runs the loop's text through the output parser (chat), collects the
 // logprobs, and builds the objects OpenAI sends.
 struct Response {
@@ -170,6 +182,7 @@ struct HttpServer::Impl {
   bool stopped = false;
   std::string phase = "upright";
   std::atomic<EngineLoop*> loop{nullptr};
+  std::atomic<int> responses{0};  // completions being answered (InFlight)
 
   explicit Impl(ServerOptions options) : options(std::move(options)) {}
 
@@ -195,6 +208,7 @@ struct HttpServer::Impl {
   }
 
   void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+    auto in_flight = std::make_shared<InFlight>(responses);
     try {
       authorize(req);
       EngineLoop& engine = launched();
@@ -214,7 +228,7 @@ struct HttpServer::Impl {
       if (!r.stream) {
         respond_whole(req, res, *state, *sink, sub.id);
       } else {
-        stream(res, state, sink, r.include_usage);
+        stream(res, state, sink, r.include_usage, in_flight);
       }
     } catch (const ProtocolError& e) {
       send_error(res, e);
@@ -261,13 +275,14 @@ struct HttpServer::Impl {
     }
   }
 
-  void stream(httplib::Response& res, std::shared_ptr<Response> s, std::shared_ptr<RequestSink> sink, bool include_usage) {
+  void stream(httplib::Response& res, std::shared_ptr<Response> s, std::shared_ptr<RequestSink> sink, bool include_usage,
+              std::shared_ptr<InFlight> in_flight) {
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
     auto idle = std::make_shared<int>(0);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [s, sink, started, idle, include_usage](size_t, httplib::DataSink& out) -> bool {
+        [s, sink, started, idle, include_usage, in_flight](size_t, httplib::DataSink& out) -> bool {
           auto send = [&](const Json& j) {
             const std::string d = sse_data(j);
             return out.write(d.data(), d.size());
@@ -432,6 +447,15 @@ void HttpServer::launch(EngineLoop& loop) {
   set_phase("launch");
   impl_->loop.store(&loop);
   std::fprintf(stderr, "[serve] launch: serving model '%s'\n", loop.model().id.c_str());
+}
+
+bool HttpServer::wait_responses(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (impl_->responses.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void HttpServer::wait() {

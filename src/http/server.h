@@ -17,6 +17,7 @@
 // the first call, and the loop then stops the request (RequestSink::request_stop).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,6 +60,10 @@ class HttpServer {
   // Launch: phase "launch", /health 200, and requests go to `loop` from now on.
   // REQUIRES: `loop` outlives the server's serving (stop() or destruction).
   void launch(EngineLoop& loop);
+  // Blocks until no completion is being answered (a stream has written its last event), or until
+  // `timeout`; false then. A drain calls it between the loop's last answer and stop(), which would cut
+  // a stream short.
+  bool wait_responses(std::chrono::milliseconds timeout);
   // Blocks until stop().
   void wait();
   void stop();

@@ -77,8 +77,9 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   if (g_signal == 0) {
     // The engine failed and every request has had its error: exit so that a supervisor restarts it.
     std::fprintf(stderr, "[launch] the engine failed (%s); exiting\n", scheduler.state().reason.c_str());
+    server.wait_responses(std::chrono::seconds(5));  // the errors reach the clients
     server.stop();
-    server.wait();  // the HTTP threads have sent the errors
+    server.wait();
     return 1;
   }
   // A second signal ends the process at once, as a user pressing ^C twice means.
@@ -90,8 +91,12 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   const int aborted =
       scheduler.drain(started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(o.drain_timeout)));
+  // Every request has its last event; let the HTTP threads write them (a client that stopped reading
+  // gets a few seconds), then close.
+  if (!server.wait_responses(std::chrono::seconds(5)))
+    std::fprintf(stderr, "[launch] some responses were still being written 5 s after the drain; closing them\n");
   server.stop();
-  server.wait();  // every response written, the last streams' errors and [DONE] included
+  server.wait();
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (scheduler.state().status == LoopState::Status::kFailed) {
     std::fprintf(stderr, "[launch] the engine failed while draining (%s); exiting\n", scheduler.state().reason.c_str());
