@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <thread>
@@ -114,6 +115,17 @@ OutputParser::Options parser_options(const CompletionRequest& r, const Submitted
   return o;
 }
 
+// Counts a completion response from its handler's start until it has been written: a stream's provider
+// outlives the handler, and httplib ends a chunked response at stop(), so a drain waits for these
+// (HttpServer::wait_responses) to let the last events out.
+struct InFlight {
+  std::atomic<int>& count;
+  explicit InFlight(std::atomic<int>& c) : count(c) { ++count; }
+  ~InFlight() { --count; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
+
 // Accumulates one response: runs the loop's text through the output parser (chat), collects the
 // logprobs, and builds the objects OpenAI sends.
 struct Response {
@@ -199,6 +211,7 @@ struct HttpServer::Impl {
   bool stopped = false;
   std::string phase = "upright";
   std::atomic<EngineLoop*> loop{nullptr};
+  std::atomic<int> responses{0};  // completions being answered (InFlight)
 
   explicit Impl(ServerOptions options) : options(std::move(options)) {}
 
@@ -230,6 +243,7 @@ struct HttpServer::Impl {
   }
 
   void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+    auto in_flight = std::make_shared<InFlight>(responses);
     try {
       authorize(req);
       EngineLoop& engine = launched();
@@ -250,7 +264,7 @@ struct HttpServer::Impl {
       if (!r.stream) {
         respond_whole(req, res, *state, *sink, sub.id);
       } else {
-        stream(res, state, sink, r.include_usage);
+        stream(res, state, sink, r.include_usage, in_flight);
       }
     } catch (const ProtocolError& e) {
       if (options.telemetry)
@@ -310,13 +324,14 @@ struct HttpServer::Impl {
   }
 
   // Chunks of every choice interleaved as the loop produces them, each carrying its choice's index.
-  void stream(httplib::Response& res, std::shared_ptr<Choices> all, std::shared_ptr<RequestSink> sink, bool include_usage) {
+  void stream(httplib::Response& res, std::shared_ptr<Choices> all, std::shared_ptr<RequestSink> sink, bool include_usage,
+              std::shared_ptr<InFlight> in_flight) {
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
     auto idle = std::make_shared<int>(0);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [all, sink, started, idle, include_usage](size_t, httplib::DataSink& out) -> bool {
+        [all, sink, started, idle, include_usage, in_flight](size_t, httplib::DataSink& out) -> bool {
           auto send = [&](const Json& j) {
             const std::string d = sse_data(j);
             return out.write(d.data(), d.size());
@@ -433,12 +448,22 @@ struct HttpServer::Impl {
     res.set_content(options.telemetry->metrics().scrape(load), "text/plain; version=0.0.4; charset=utf-8");
   }
 
+  // 200 {"status": "ok"} only while launched and serving; 503 "starting" (the countdown), "draining"
+  // (shutting down) or "failed" (the engine failed; the process is exiting), so a balancer stops
+  // sending and a supervisor restarts.
   void health(httplib::Response& res) {
-    const bool up = loop.load() != nullptr;
+    const EngineLoop* l = loop.load();
+    const LoopState state = l ? l->state() : LoopState{};
+    const char* status = !l                                             ? "starting"
+                         : state.status == LoopState::Status::kDraining ? "draining"
+                         : state.status == LoopState::Status::kFailed   ? "failed"
+                                                                        : "ok";
+    const bool up = l && state.status == LoopState::Status::kServing;
     res.status = up ? 200 : 503;
     if (!up) res.set_header("Retry-After", "1");
-    const Json out = {{"status", up ? "ok" : "starting"}, {"phase", current_phase()}};
-    res.set_content(out.dump(), "application/json");
+    Json out = {{"status", status}, {"phase", current_phase()}};
+    if (!state.reason.empty()) out["reason"] = state.reason;
+    res.set_content(out.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
   }
 };
 
@@ -499,6 +524,15 @@ void HttpServer::launch(EngineLoop& loop) {
   set_phase("launch");
   impl_->loop.store(&loop);
   fmt::print(stderr, "[serve] launch: serving model '{}'\n", fmt::join(impl_->model_names(loop), "', '"));
+}
+
+bool HttpServer::wait_responses(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (impl_->responses.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void HttpServer::wait() {

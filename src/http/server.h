@@ -9,13 +9,15 @@
 // (scheduler/generation.h). This file has no engine dependency and lives in librocket.
 //
 // The server listens from the start of the countdown: /health reports the phase (503 until launch)
-// and /v1/* answer 503 until launch() hands it the loop.
+// and /v1/* answer 503 until launch() hands it the loop. After launch /health follows the loop's
+// state(): 200 "ok" while serving, 503 "draining" or "failed".
 //
 // tool_choice required / named is enforced by the prompt, which ends with the opening of the call
 // (openai/prompt_builder.h); parallel_tool_calls=false by the output parser, whose turn completes at
 // the first call, and the loop then stops the request (RequestSink::request_stop).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +67,10 @@ class HttpServer {
   // Launch: phase "launch", /health 200, and requests go to `loop` from now on.
   // REQUIRES: `loop` outlives the server's serving (stop() or destruction).
   void launch(EngineLoop& loop);
+  // Blocks until no completion is being answered (a stream has written its last event), or until
+  // `timeout`; false then. A drain calls it between the loop's last answer and stop(), which would cut
+  // a stream short.
+  bool wait_responses(std::chrono::milliseconds timeout);
   // Blocks until stop().
   void wait();
   void stop();

@@ -1,5 +1,9 @@
 #include "launch/launch.h"
 
+#include <semaphore.h>
+
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -15,6 +19,20 @@
 #include "scheduler/scheduler.h"
 
 namespace rocket {
+
+namespace {
+
+// Wakes launch() once it serves: posted by the SIGTERM / SIGINT handler (sem_post is
+// async-signal-safe, unlike a mutex or a condition variable) and by the scheduler when the engine fails.
+sem_t g_wake;
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  g_signal = sig;
+  sem_post(&g_wake);
+}
+
+}  // namespace
 
 int launch(const std::filesystem::path& dir, const LaunchOptions& options, const LaunchSteps& steps) {
   LaunchOptions o = options;
@@ -48,10 +66,49 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
     std::fprintf(stderr, "[engine] TEST-ONLY: %zu forced token sequences from %s replace sampling for requests "
                          "whose `user` names one\n", forced->size(), o.force_tokens.c_str());
   }
+  sem_init(&g_wake, 0, 0);
+  o.scheduler.on_failure = [] { sem_post(&g_wake); };
   Scheduler scheduler(PromptBuilder(dir.string()), engine, std::move(model), o.scheduler, forced ? &*forced : nullptr);
+  // Until here a signal ends the process at once: nothing is served before launch.
+  struct sigaction stop {};
+  stop.sa_handler = on_stop_signal;
+  sigemptyset(&stop.sa_mask);
+  ::sigaction(SIGTERM, &stop, nullptr);
+  ::sigaction(SIGINT, &stop, nullptr);
   server.launch(scheduler);
   cd.launch();
+  while (sem_wait(&g_wake) != 0 && errno == EINTR) {
+  }
+
+  if (g_signal == 0) {
+    // The engine failed and every request has had its error: exit so that a supervisor restarts it.
+    std::fprintf(stderr, "[launch] the engine failed (%s); exiting\n", scheduler.state().reason.c_str());
+    server.wait_responses(std::chrono::seconds(5));  // the errors reach the clients
+    server.stop();
+    server.wait();
+    return 1;
+  }
+  // A second signal ends the process at once, as a user pressing ^C twice means.
+  ::signal(SIGTERM, SIG_DFL);
+  ::signal(SIGINT, SIG_DFL);
+  std::fprintf(stderr, "[launch] %s: draining, up to %g s for the requests in flight\n",
+               g_signal == SIGINT ? "SIGINT" : "SIGTERM", o.drain_timeout);
+  const auto started = std::chrono::steady_clock::now();
+  const int aborted =
+      scheduler.drain(started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(o.drain_timeout)));
+  // Every request has its last event; let the HTTP threads write them (a client that stopped reading
+  // gets a few seconds), then close.
+  if (!server.wait_responses(std::chrono::seconds(5)))
+    std::fprintf(stderr, "[launch] some responses were still being written 5 s after the drain; closing them\n");
+  server.stop();
   server.wait();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (scheduler.state().status == LoopState::Status::kFailed) {
+    std::fprintf(stderr, "[launch] the engine failed while draining (%s); exiting\n", scheduler.state().reason.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "[launch] drained in %.1f s (%d requests cut off at the deadline); exiting\n", took, aborted);
   return 0;
 }
 

@@ -62,6 +62,10 @@ void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
                  "measure one decode step in N by kernel group for rocket_step_seconds (0: none)")
       ->check(at_least(0))
       ->capture_default_str();
+  cmd.add_option("--drain-timeout", o.drain_timeout,
+                 "seconds SIGTERM or SIGINT lets in-flight requests finish before they are cut off with an error")
+      ->check(in_range(0, 86400))
+      ->capture_default_str();
   cmd.add_option("--force-tokens", o.force_tokens,
                  "TEST-ONLY: forced token sequences that replace sampling for requests whose `user` names one")
       ->check(CLI::ExistingFile);

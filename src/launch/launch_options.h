@@ -21,11 +21,12 @@ struct LaunchOptions {
   uint64_t max_body_bytes = 0;  // 0: default_max_body_bytes(the plan's context)
   std::string api_key, api_key_file;  // with ROCKET_API_KEY, into server.api_keys (launch.cc)
   TelemetryOptions telemetry;
+  double drain_timeout = 30;  // seconds SIGTERM / SIGINT lets in-flight requests finish
 };
 
 // Declares --host, --port, --served-model-name, --api-key, --api-key-file, --queue, --prefill-budget, --reserve,
-// --max-body-bytes, --max-json-depth, --otlp-traces-endpoint, --step-sample and --force-tokens on `cmd`; parsing
-// fills `o`.
+// --max-body-bytes, --max-json-depth, --otlp-traces-endpoint, --step-sample, --drain-timeout and --force-tokens on
+// `cmd`; parsing fills `o`.
 void add_launch_options(CLI::App& cmd, LaunchOptions& o);
 
 }  // namespace rocket

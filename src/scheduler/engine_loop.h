@@ -21,6 +21,13 @@ struct ModelInfo {
   nlohmann::ordered_json metadata;   // fingerprint, plan limits: shown by GET /v1/models
 };
 
+// Whether the loop still serves, for GET /health and for refusing new requests.
+struct LoopState {
+  enum class Status { kServing, kDraining, kFailed };
+  Status status = Status::kServing;
+  std::string reason;  // kFailed: the engine's error
+};
+
 struct Submitted {
   uint64_t id = 0;
   int64_t prompt_tokens = 0;
@@ -34,8 +41,10 @@ class EngineLoop {
   virtual const ModelInfo& model() const = 0;
   // Called on an HTTP thread. Prepares the prompt and queues the request; its events arrive on
   // `sink`. Throws ProtocolError: 400 when the prompt (+ max_tokens) exceeds the context or cannot be
-  // rendered, 503 when the queue is full.
+  // rendered, 503 when the queue is full, the loop is draining or its engine has failed.
   virtual Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) = 0;
+  // Any thread.
+  virtual LoopState state() const = 0;
   // Counters for GET /stats (requests, tokens, cache pages) and the load gauges of GET /metrics; any thread.
   virtual nlohmann::ordered_json stats() const = 0;
 };

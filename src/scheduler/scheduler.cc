@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,20 @@
 namespace rocket {
 
 using Json = nlohmann::ordered_json;
+
+namespace {
+
+// Answers a request that holds no slot (queued, or failing before it got one) with an error event,
+// as Generation::fail does for a running one.
+void refuse(uint64_t id, RequestSink& sink, std::string_view why) {
+  std::fprintf(stderr, "[serve] request %llu: failed: %.*s\n", (unsigned long long)id, int(why.size()), why.data());
+  TokenEvent e;
+  e.done = true;
+  e.error = std::string(why);
+  sink.push(std::move(e));
+}
+
+}  // namespace
 
 Json SchedulerStats::to_json() const {
   return Json{{"requests", requests}, {"finished", finished}, {"cancelled", cancelled}, {"refused", refused},
@@ -75,6 +91,10 @@ std::shared_ptr<const grammar::CompiledGrammar> Scheduler::grammar_of(const Comp
 }
 
 Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestSink> sink) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    check_open();  // before the prompt costs anything
+  }
   // Each choice is a stream of its own.
   if (r.n > engine_.plan().max_streams)
     throw ProtocolError(400, fmt::format("Invalid value for 'n': this engine runs at most {} streams, got {}.",
@@ -93,6 +113,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
   s.tool_call_format = p.tool_call_format;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    check_open();
     if (waiting_.size() >= options_.queue_capacity) {
       ++stats_.refused;
       throw ProtocolError(503, fmt::format("the server is busy: {} requests are waiting; retry later", waiting_.size()),
@@ -100,6 +121,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
     }
     s.id = next_id_++;
     ++stats_.requests;
+    idle_ = false;
     waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent), 0,
                                std::move(grammar)});
   }
@@ -112,31 +134,91 @@ Json Scheduler::stats() const {
   return stats_.to_json();
 }
 
+LoopState Scheduler::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failure_.empty()) return {LoopState::Status::kFailed, failure_};
+  if (draining_) return {LoopState::Status::kDraining, ""};
+  return {};
+}
+
+void Scheduler::check_open() const {
+  if (!failure_.empty())
+    throw ProtocolError(503, fmt::format("the engine failed ({}); the server is exiting to be restarted", failure_), "",
+                        "server_error", "engine_failed");
+  if (draining_)
+    throw ProtocolError(503, "the server is shutting down and accepts no new requests; retry on another replica", "",
+                        "server_error", "shutting_down");
+}
+
+int Scheduler::drain(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  draining_ = true;
+  const auto done = [&] { return idle_ || !failure_.empty(); };
+  if (idle_cv_.wait_until(lock, deadline, done)) return 0;
+  const int left = stats_.active + int(waiting_.size());
+  abort_ = true;
+  cv_.notify_one();
+  idle_cv_.wait(lock, done);  // the loop's current step, then the aborts
+  return left;
+}
+
 void Scheduler::run() {
   for (;;) {
+    bool abort = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !order_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || abort_ || !waiting_.empty() || !order_.empty(); });
       if (stopping_) return;
+      abort = std::exchange(abort_, false);
     }
     try {
+      if (abort) fail_all("the server is shutting down: the request was aborted at the drain deadline");
       admit();
       decode_step();
       prefill_step();
     } catch (const std::exception& e) {
-      // An engine failure fails every running request (the state of their slots is unknown) and
-      // keeps the server up for the next ones.
-      std::fprintf(stderr, "[scheduler] engine step failed: %s\n", e.what());
-      for (int slot : std::deque<int>(order_)) {
-        Stream& s = *slots_[size_t(slot)];
-        if (!s.generation->finished()) s.generation->fail(fmt::format("engine error: {}", e.what()));
-        retire(s, /*keep_cache=*/false);
+      // The engine failed in a step: the device state of every slot is unknown (a CUDA fault poisons
+      // the context), so nothing more runs on it. Every request is answered, and the process exits to
+      // be restarted rather than serve on a dead context.
+      std::fprintf(stderr, "[scheduler] engine failed, serving stops: %s\n", e.what());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        failure_ = e.what();
+        if (failure_.empty()) failure_ = "unknown engine error";
       }
+      fail_all(fmt::format("the engine failed: {}", e.what()));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        refresh_stats();
+        idle_ = true;
+      }
+      idle_cv_.notify_all();
+      if (options_.on_failure) options_.on_failure();
+      return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.steps;
-    refresh_stats();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.steps;
+      refresh_stats();
+      idle_ = waiting_.empty() && order_.empty();
+    }
+    idle_cv_.notify_all();
   }
+}
+
+void Scheduler::fail_all(std::string_view why) {
+  for (int slot : std::deque<int>(order_)) fail_stream(*slots_[size_t(slot)], why);
+  std::deque<Waiting> queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued.swap(waiting_);
+  }
+  for (const Waiting& w : queued) refuse(w.id, *w.sink, why);
+}
+
+void Scheduler::fail_stream(Stream& s, std::string_view why) {
+  if (!s.generation->finished()) s.generation->fail(why);
+  retire(s, /*keep_cache=*/false);
 }
 
 void Scheduler::admit() {
@@ -181,34 +263,49 @@ void Scheduler::admit() {
       waiting_.push_front(std::move(w));
       return;
     }
-    auto gen = std::make_unique<Generation>(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(),
-                                            prompts_.eos(), w.sink, forced_, w.choice);
-    gen->set_cached_tokens(resumed);
-    if (gen->adjusts()) engine_.reset_history(slot, w.prompt.ids, gen->logit_bias());
-    std::optional<Waiting> forks;
-    if (w.choice == 0 && w.request.n > 1) forks = w;
-    // With reasoning open the grammar waits for </think>: the reasoning is free text.
-    if (w.grammar) gen->constrain(w.grammar, w.prompt.reasoning_open ? think_close_ : std::nullopt);
-    Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,
-                                                    .slot = slot,
-                                                    .prompt = std::move(w.prompt.ids),
-                                                    .computed = resumed,
-                                                    .branch = shared > resumed ? shared : 0,
-                                                    .pages = std::move(pages),
-                                                    .generation = std::move(gen),
-                                                    .forks = std::move(forks),
-                                                    .trace = std::move(w.trace)});
     std::optional<double> restore_seconds;
-    if (s.pages.restore_snapshot()) {
-      const auto t0 = std::chrono::steady_clock::now();
-      engine_.restore_state(*s.pages.restore_snapshot(), slot);
-      restore_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    } else {
-      engine_.reset_state(slot);
+    try {
+      auto gen = std::make_unique<Generation>(w.id, w.request, w.prompt.ids, w.prompt.max_tokens, prompts_.tokenizer(),
+                                              prompts_.eos(), w.sink, forced_, w.choice);
+      gen->set_cached_tokens(resumed);
+      if (gen->adjusts()) engine_.reset_history(slot, w.prompt.ids, gen->logit_bias());
+      // With reasoning open the grammar waits for </think>: the reasoning is free text.
+      if (w.grammar) gen->constrain(w.grammar, w.prompt.reasoning_open ? think_close_ : std::nullopt);
+      std::optional<Waiting> forks;
+      if (w.choice == 0 && w.request.n > 1) forks = w;
+      Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,
+                                                      .slot = slot,
+                                                      .prompt = std::move(w.prompt.ids),
+                                                      .computed = resumed,
+                                                      .branch = shared > resumed ? shared : 0,
+                                                      .pages = std::move(pages),
+                                                      .generation = std::move(gen),
+                                                      .forks = std::move(forks),
+                                                      .trace = std::move(w.trace)});
+      order_.push_back(slot);
+      if (s.pages.restore_snapshot()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        engine_.restore_state(*s.pages.restore_snapshot(), slot);
+        restore_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      } else {
+        engine_.reset_state(slot);
+      }
+      apply(s, *ext);
+    } catch (const std::exception& e) {
+      // Admitting this one request failed: it alone is answered, and its slot, pages and snapshot
+      // claims go back; whether the engine itself is sound shows in the next step.
+      std::fprintf(stderr, "[scheduler] admitting request %llu failed: %s\n", (unsigned long long)w.id, e.what());
+      const std::string why = fmt::format("admitting the request failed: {}", e.what());
+      if (slots_[size_t(slot)]) {
+        fail_stream(*slots_[size_t(slot)], why);
+      } else {
+        pages.release();
+        refuse(w.id, *w.sink, why);
+      }
+      continue;
     }
+    Stream& s = *slots_[size_t(slot)];
     if (options_.telemetry) options_.telemetry->admitted(s.trace, int64_t(s.prompt.size()), resumed, restore_seconds);
-    apply(s, *ext);
-    order_.push_back(slot);
     std::lock_guard<std::mutex> lock(mu_);
     stats_.prompt_tokens += int64_t(s.prompt.size());
     stats_.cached_tokens += resumed;
@@ -307,8 +404,13 @@ void Scheduler::decode_step() {
     Stream& s = *slots_[size_t(rows[size_t(i)])];
     capture(s, int(s.pos + 1));
     traced_token(s);
-    std::optional<int32_t> next =
-        s.generation->step(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
+    std::optional<int32_t> next;
+    try {
+      next = s.generation->step(picked[i], want_logits ? engine_.logits(i) : nullptr, engine_.vocab());
+    } catch (const std::exception& e) {
+      fail_stream(s, e.what());  // this request's own output (e.g. a forced token outside the vocabulary)
+      continue;
+    }
     if (!next) {
       retire(s, /*keep_cache=*/true);
       continue;
@@ -410,8 +512,13 @@ void Scheduler::prefill_step() {
       s.pages.publish();  // concurrent requests sharing this prompt hit from now on
       traced_token(s);
       fork(s);            // and so do this request's other choices
-      std::optional<int32_t> next =
-          s.generation->step(engine_.tokens()[i], p.want_logits ? engine_.logits(int(i)) : nullptr, engine_.vocab());
+      std::optional<int32_t> next;
+      try {
+        next = s.generation->step(engine_.tokens()[i], p.want_logits ? engine_.logits(int(i)) : nullptr, engine_.vocab());
+      } catch (const std::exception& e) {
+        fail_stream(s, e.what());
+        continue;
+      }
       if (!next) {
         retire(s, /*keep_cache=*/true);
         continue;

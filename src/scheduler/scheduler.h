@@ -23,14 +23,28 @@
 // (its pages shared, the recurrent state restored from the snapshot at the prompt's last page
 // boundary), so each recomputes only the prompt's tail past that boundary and draws its own tokens
 // (seed + choice) into the request's one sink.
+//
+// Faults. An exception from the engine's batched work (prefill, prefill_batch, decode, a capture in a
+// step) leaves the device in an unknown state: the loop fails every running and queued request with
+// the error, ends, and reports kFailed (state()) and on_failure, so the process can exit and be
+// restarted. An exception that belongs to one request (admitting it: restore_state, reset_state, a
+// page copy or binding; stepping its Generation) fails that request alone, its slot retired with its
+// pages and snapshot released, and the others go on.
+//
+// Drain (drain()): submit() answers 503 from then on; the requests already accepted run to their end
+// or, past the deadline, are answered with an error.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -57,6 +71,9 @@ struct SchedulerOptions {
   // Where requests' latencies, token counts and spans go (telemetry/telemetry.h); null: nowhere.
   // REQUIRES: outlives the scheduler.
   Telemetry* telemetry = nullptr;
+  // Not a flag: called once, on the loop thread, after the engine failed and every request has been
+  // answered (launch wakes up to exit non-zero).
+  std::function<void()> on_failure;
 };
 
 // Counters for /stats (and the load gauges of /metrics) and the workload driver; a snapshot taken on the loop thread.
@@ -80,6 +97,12 @@ class Scheduler : public EngineLoop {
   const ModelInfo& model() const override { return model_; }
   Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) override;
   nlohmann::ordered_json stats() const override;
+  LoopState state() const override;
+
+  // Stops accepting (submit() answers 503) and blocks until every accepted request has been answered;
+  // at `deadline` the ones still running or queued are answered with an error (the server is shutting
+  // down). Returns how many were cut off that way. Any thread but the loop's.
+  int drain(std::chrono::steady_clock::time_point deadline);
 
  private:
   struct Waiting {
@@ -118,6 +141,13 @@ class Scheduler : public EngineLoop {
   void prefill_step();
   // Leaves the stream's slot: detach (cache what was captured) or release on error.
   void retire(Stream& s, bool keep_cache);
+  // This request alone failed: answered with `why` (unless it was already), its slot retired without
+  // caching what it computed.
+  void fail_stream(Stream& s, std::string_view why);
+  // Every running and queued request answered with `why`; the queue is empty afterwards.
+  void fail_all(std::string_view why);
+  // 503 while draining or failed. REQUIRES: mu_ held.
+  void check_open() const;
   void capture(Stream& s, int boundary);
   // Queues choices 1..n-1 of the stream's request at the head of the queue (its prompt is computed
   // and published, so they resume from the cache).
@@ -154,6 +184,12 @@ class Scheduler : public EngineLoop {
   std::deque<Waiting> waiting_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
+  bool draining_ = false;  // drain() has begun: submit() refuses
+  bool abort_ = false;     // drain()'s deadline passed: the loop answers everything left with an error
+  // Nothing was running or queued at the end of the loop's last step, and nothing was submitted since.
+  bool idle_ = true;
+  std::string failure_;    // the engine's error; non-empty: the loop has ended
+  std::condition_variable idle_cv_;  // idle_ or failure_ changed
   SchedulerStats stats_;
   std::thread thread_;
 };

