@@ -24,8 +24,9 @@ mkdir -p "$build/crashes"
 for name in "${names[@]}"; do
   work=$(mktemp -d "$build/corpus.$name.XXXX")
   cp -r "$here/corpus/$name/." "$work/" 2>/dev/null || true
-  # -rss_limit_mb: a parser that balloons memory on small input is a finding too.
-  "$build/${name}_fuzz" "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+  # -rss_limit_mb: a parser that balloons memory on small input is a finding too. -timeout: 30 s, as the
+  # first input of openai_request loads the 11 MB Qwen tokenizer, which took over 10 s on a loaded machine.
+  "$build/${name}_fuzz" "$work" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=65536 \
     -artifact_prefix="$build/crashes/$name-" -print_final_stats=1 2>"$build/$name.log" \
     || { tail -60 "$build/$name.log"; echo "fuzz $name: FAILED, input in $build/crashes/"; exit 1; }
   grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$build/$name.log" | sed "s/^/fuzz $name: /"
