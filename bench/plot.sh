@@ -31,7 +31,7 @@ for _, t in sorted(enumerate(tables), key=lambda it: (it[1][0], it[0]), reverse=
     t = t[1]
     head = t[0]
     num = lambda s: re.match(r"-?[0-9.]+", s).group(0)
-    if head[0] == "clients":
+    if head[0] == "clients" and "TTFT p50 / p99 ms" in head:
         with open(f"{sys.argv[2]}/rows", "w") as f:
             for r in t[1:]:
                 ttft = r[head.index("TTFT p50 / p99 ms")].split("/")

@@ -127,6 +127,7 @@ def assistant_turn(res, keep_reasoning):
 def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
     """`concurrency` clients, each driving sessions_per_stream sessions of `turns` turns in sequence."""
     results, lock = [], threading.Lock()
+    page_tokens = max(1, (client.get_json("/stats")[1] or {}).get("page_tokens", 1))
     histories = {}  # session key -> messages after its last turn, for forks
 
     def session(worker, s):
@@ -150,10 +151,11 @@ def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
             res["turn"] = turn
             if prev and "error" not in res:
                 # Everything the previous turn computed (its prompt, and its completion less the last
-                # token) is in the cache; a shortfall is where the re-rendered history diverged from it.
+                # token) is in the cache, resumable up to its last page boundary; a shortfall is where
+                # the re-rendered history diverged from what the model generated.
                 reusable = prev["usage"]["prompt_tokens"] + prev["usage"]["completion_tokens"] - 1
                 cached = (res["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0)
-                res["diverged_tokens"] = max(0, reusable - cached)
+                res["diverged_tokens"] = max(0, reusable // page_tokens * page_tokens - cached)
             with lock:
                 results.append(res)
             if "error" in res:
@@ -269,7 +271,7 @@ def main():
                      f"({r['cached_tokens']}/{r['prompt_tokens']}) | {r['pages_resident']} / {r['pages']} |")
     lines += ["", "Per turn (the next turn sends the assistant message back as an OpenAI client does, calls with "
               "string arguments, then one tool result per call; diverged = tokens of the previous turn's prompt "
-              "and completion the cache could not reuse):", "",
+              "and completion, up to its last cache page boundary, that the cache could not reuse):", "",
               "| clients | turn | requests | hit rate | tool calls | turns diverged | mean tokens lost |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:

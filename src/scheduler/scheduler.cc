@@ -36,7 +36,7 @@ Json SchedulerStats::to_json() const {
               {"prompt_tokens", prompt_tokens}, {"cached_tokens", cached_tokens},
               {"generated_tokens", generated_tokens}, {"steps", steps}, {"decode_rows", decode_rows},
               {"prefill_tokens", prefill_tokens},
-              {"pages", pages}, {"pages_free", pages_free}, {"pages_cached", pages_cached},
+              {"pages", pages}, {"pages_free", pages_free}, {"pages_cached", pages_cached}, {"page_tokens", page_tokens},
               {"snapshots", snapshots}, {"snapshots_free", snapshots_free}, {"snapshots_cached", snapshots_cached}};
 }
 
@@ -556,6 +556,7 @@ void Scheduler::refresh_stats() {
   stats_.active = active;
   stats_.waiting = int(waiting_.size());
   stats_.pages = cache_.pages().size();
+  stats_.page_tokens = engine_.plan().kv_page_tokens;
   stats_.pages_free = cache_.pages().free_count();
   stats_.pages_cached = cache_.cached_pages();
   stats_.snapshots = cache_.snapshots().size();

@@ -83,6 +83,7 @@ struct SchedulerStats {
   int64_t steps = 0, decode_rows = 0, prefill_tokens = 0;
   int active = 0, waiting = 0;
   int pages = 0, pages_free = 0, pages_cached = 0;
+  int page_tokens = 0;  // the cache resumes a prompt at multiples of this
   int snapshots = 0, snapshots_free = 0, snapshots_cached = 0;
   nlohmann::ordered_json to_json() const;
 };
