@@ -186,7 +186,7 @@ def malformed(rng, model, context, body_limit):
         return "broken JSON", "/v1/chat/completions", '{"model": "%s", "messages": [' % model, 400
     if kind == 4:
         bad = rng.choice([{"temperature": 7}, {"top_p": 0}, {"max_tokens": -5}, {"max_tokens": 2**63 - 1},
-                          {"n": 3}, {"logprobs": True, "top_logprobs": 50}, {"stop": ["a", "b", "c", "d", "e"]},
+                          {"n": 100000}, {"logprobs": True, "top_logprobs": 50}, {"stop": ["a", "b", "c", "d", "e"]},
                           {"stream_options": 5}, {"messages": []}, {"seed": "x"}])
         return f"bad param {list(bad)[0]}", "/v1/chat/completions", json.dumps({**chat, **bad}), 400
     if kind == 5:
