@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
+import { collectChat } from "./chat_stream.mjs";
 
 const [base, apiKey, model, serverLog, alias] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 120_000 });
@@ -42,34 +43,6 @@ async function metricsUntil(done) {
   let m = await metrics();
   for (let i = 0; i < 100 && !done(m); ++i) await sleep(100), (m = await metrics());
   return m;
-}
-
-// Everything a streamed chat response carried, assembled.
-async function collectChat(stream) {
-  const out = { chunks: 0, role: null, content: "", reasoning: "", calls: [], finish: null, usage: null, logprobs: [] };
-  for await (const chunk of stream) {
-    ++out.chunks;
-    assert.equal(chunk.object, "chat.completion.chunk");
-    if (chunk.usage) out.usage = chunk.usage;
-    for (const choice of chunk.choices) {
-      const d = choice.delta;
-      if (d.role) out.role = d.role;
-      if (d.content) out.content += d.content;
-      if (d.reasoning_content) out.reasoning += d.reasoning_content;
-      for (const c of d.tool_calls ?? []) {
-        if (c.id) {
-          assert.equal(c.index, out.calls.length, "a call starts with the next index");
-          assert.equal(c.type, "function");
-          out.calls.push({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? "" });
-        } else {
-          out.calls[c.index].arguments += c.function.arguments;
-        }
-      }
-      if (choice.logprobs?.content) out.logprobs.push(...choice.logprobs.content);
-      if (choice.finish_reason) out.finish = choice.finish_reason;
-    }
-  }
-  return out;
 }
 
 async function collectCompletion(stream) {

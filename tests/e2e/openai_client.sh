@@ -8,8 +8,9 @@ set -uo pipefail
 rocket=$1 work=$2/openai_client
 engine=$2/engines/tiny-bf16 key=sekrit
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/serve_lib.sh"
 rm -rf "$work"; mkdir -p "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 base=http://127.0.0.1:$port
 
 # Strings are encoded with the engine's tokenizer, so <think>, <tool_call> and friends are the added
@@ -36,11 +37,7 @@ EOF
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 
-for _ in $(seq 1 600); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
-  kill -0 $server 2>/dev/null || { echo "FAIL server exited:"; cat "$work/server.log"; exit 1; }
-  sleep 0.1
-done
+wait_healthy "$base" $server "$work/server.log"
 
 node "$here/openai_client.mjs" "$base" "$key" tiny-bf16 "$work/server.log" qwen3.5-tiny
 rc=$?

@@ -7,18 +7,15 @@ set -uo pipefail
 rocket=$1 work=$2/structured_outputs generations=${3:-160}
 engine=$2/engines/tiny-bf16
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/serve_lib.sh"
 rm -rf "$work"; mkdir -p "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 base=http://127.0.0.1:$port
 
 "$rocket" serve "$engine" --host 127.0.0.1 --port "$port" --queue 64 >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
-for _ in $(seq 1 600); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
-  kill -0 $server 2>/dev/null || { echo "FAIL server exited:"; cat "$work/server.log"; exit 1; }
-  sleep 0.1
-done
+wait_healthy "$base" $server "$work/server.log"
 
 node "$here/structured_outputs.mjs" "$base" tiny-bf16 "$here/schema_corpus.json" "$generations"
 rc=$?

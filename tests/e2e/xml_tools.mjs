@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
+import { collectChat } from "./chat_stream.mjs";
 import { Template } from "@huggingface/jinja";
 import { TokenizerLoader } from "@lenml/tokenizers";
 
@@ -53,31 +54,9 @@ const tools = [
   },
 ];
 
-// Everything a streamed chat response carried, assembled.
-async function collect(stream) {
-  const out = { content: "", reasoning: "", calls: [], finish: null };
-  for await (const chunk of stream) {
-    for (const choice of chunk.choices) {
-      const d = choice.delta;
-      if (d.content) out.content += d.content;
-      if (d.reasoning_content) out.reasoning += d.reasoning_content;
-      for (const c of d.tool_calls ?? []) {
-        if (c.id) {
-          assert.equal(c.index, out.calls.length, "a call starts with the next index");
-          assert.equal(c.type, "function");
-          out.calls.push({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? "" });
-        } else {
-          out.calls[c.index].arguments += c.function.arguments;
-        }
-      }
-      if (choice.finish_reason) out.finish = choice.finish_reason;
-    }
-  }
-  return out;
-}
 const both = async (params) => [
   await client.chat.completions.create(params),
-  await collect(await client.chat.completions.create({ ...params, stream: true })),
+  await collectChat(await client.chat.completions.create({ ...params, stream: true })),
 ];
 const named = (calls) => calls.map((c) => [c.function?.name ?? c.name, JSON.parse(c.function?.arguments ?? c.arguments)]);
 

