@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
+import { runTests, test } from "./runner.mjs";
 import { collectChat } from "./chat_stream.mjs";
 
 const [base, apiKey, model, serverLog, alias] = process.argv.slice(2);
@@ -86,8 +87,6 @@ async function rejects(promise, status, check = () => {}) {
   assert.fail(`expected HTTP ${status}`);
 }
 
-const tests = [];
-const test = (name, fn) => tests.push([name, fn]);
 
 test("models lists every served name", async () => {
   const page = await client.models.list();
@@ -561,15 +560,4 @@ test("presence and frequency penalties: they change seeded draws, which repeat (
   assert.ok(changed > 0, "penalties changed none of the draws");
 });
 
-let failures = 0;
-for (const [name, fn] of tests) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    ++failures;
-    console.log(`FAIL ${name}: ${e.stack ?? e}`);
-  }
-}
-console.log(`${failures} failure(s) of ${tests.length}`);
-process.exit(failures ? 1 : 0);
+await runTests();

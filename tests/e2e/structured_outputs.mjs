@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import OpenAI from "openai";
+import { runTests, test } from "./runner.mjs";
 
 const [base, model, corpusPath, generationsArg] = process.argv.slice(2);
 const generations = Number(generationsArg);
@@ -90,8 +91,6 @@ function randomSchema(r, depth = 0) {
 
 // ---- tests
 
-const tests = [];
-const test = (name, fn) => tests.push([name, fn]);
 const weather = corpus.find((c) => c.name === "weather").schema;
 
 test("json_object: any JSON object, whole and streamed", async () => {
@@ -161,15 +160,4 @@ test(`oracle: ${generations} generations at temperature 1 all parse and validate
   assert.ok(truncated <= generations / 20, `too many generations cut by max_tokens: ${truncated}`);
 });
 
-let failed = 0;
-for (const [name, fn] of tests) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    ++failed;
-    console.log(`FAIL ${name}\n${e.stack}`);
-  }
-}
-process.exit(failed ? 1 : 0);
+await runTests();

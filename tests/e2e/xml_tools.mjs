@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
+import { runTests, test } from "./runner.mjs";
 import { collectChat } from "./chat_stream.mjs";
 import { Template } from "@huggingface/jinja";
 import { TokenizerLoader } from "@lenml/tokenizers";
@@ -60,8 +61,6 @@ const both = async (params) => [
 ];
 const named = (calls) => calls.map((c) => [c.function?.name ?? c.name, JSON.parse(c.function?.arguments ?? c.arguments)]);
 
-const tests = [];
-const test = (name, fn) => tests.push([name, fn]);
 
 const typedArguments = {
   path: "notes/a.txt", text: "line one\n\n  line two", count: 3, mode: { append: true, perm: 420 }, tags: ["x", 2, null],
@@ -188,15 +187,4 @@ test("arguments that are not a JSON object are refused, naming the field", async
   });
 });
 
-let failures = 0;
-for (const [name, fn] of tests) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    ++failures;
-    console.log(`FAIL ${name}: ${e.stack ?? e}`);
-  }
-}
-console.log(`${tests.length - failures}/${tests.length} passed`);
-process.exit(failures ? 1 : 0);
+await runTests();

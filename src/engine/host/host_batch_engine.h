@@ -109,30 +109,36 @@ class HostBatchEngine final : public BatchEngine {
  private:
   const uint32_t* row_mask(int row) const { return size_t(row) < masks_.size() ? masks_[size_t(row)] : nullptr; }
 
-  // host::sample with this thread's scratch: picking allocates nothing per token. A row with a
-  // grammar picks from a masked copy of its logits (the logits() callers see stay the model's). A row
+  // host::sample's two phases with this thread's scratch: picking allocates nothing per token. A row
   // with a history reads it and counts its draw there (distinct rows name distinct slots, so parallel
-  // rows never share one).
+  // rows never share one). A row with a grammar has its adjusted logits masked between the phases, in
+  // the scratch the adjust phase writes anyway (the logits() callers see stay the model's).
   int32_t pick(const float* logits, const SamplingKnobs& knobs, const uint32_t* mask) {
-    thread_local std::vector<float> scratch, masked;
+    thread_local std::vector<float> scratch;
     thread_local std::vector<int32_t> scratch_idx;
     scratch.resize(size_t(engine::kVocab));
     scratch_idx.resize(size_t(engine::kVocab));
     const int V = int(engine::kVocab);
-    if (mask) {
-      masked.assign(logits, logits + V);
-      grammar::mask_logits(mask, masked.data(), V);
-      logits = masked.data();
+    int32_t* counts = nullptr;
+    SamplingHistory history;
+    if (knobs.history >= 0) {
+      CHECK(knobs.history < e_.plan().max_streams, "a row's history names no stream slot");
+      const int64_t slot = knobs.history;
+      counts = counts_.data() + slot * V;
+      history = {.counts = counts,
+                 .prompt = prompt_.data() + slot * history_prompt_words(V),
+                 .bias = bias_.data() + slot * kMaxLogitBias};
     }
-    if (knobs.history < 0) return host::sample(logits, V, knobs, scratch.data(), scratch_idx.data());
-    CHECK(knobs.history < e_.plan().max_streams, "a row's history names no stream slot");
-    const int64_t slot = knobs.history;
-    int32_t* counts = counts_.data() + slot * V;
-    const SamplingHistory history{.counts = counts,
-                                  .prompt = prompt_.data() + slot * history_prompt_words(V),
-                                  .bias = bias_.data() + slot * kMaxLogitBias};
-    const int32_t token = host::sample(logits, V, knobs, scratch.data(), scratch_idx.data(), history);
-    ++counts[token];
+    int32_t token;
+    if (!mask) {
+      token = host::sample(logits, V, knobs, scratch.data(), scratch_idx.data(), history);
+    } else {
+      if (knobs.adjusts()) host::adjust_logits(logits, V, knobs, history, scratch.data());
+      else std::copy_n(logits, V, scratch.data());
+      grammar::mask_logits(mask, scratch.data(), V);
+      token = host::select_token(scratch.data(), V, knobs, scratch.data(), scratch_idx.data());
+    }
+    if (counts) ++counts[token];
     return token;
   }
 

@@ -25,8 +25,8 @@ double counter_uniform(uint64_t seed, uint64_t counter);
 // The adjust phase: out[i] = logits[i] + its logit bias, then the penalties of knobs.adjusts() in
 // vLLM's order (repetition on prompt or output tokens, then frequency and presence on output counts),
 // each step rounded to fp32 as the device sampler rounds it. Every later phase reads `out`.
-// NOTE: a per-row token mask (structured outputs) belongs here too, after the bias: a masked token's
-// logit becomes -inf and no selection below can pick it.
+// A row's grammar mask (structured outputs) is applied to `out` after this phase by the caller
+// (HostBatchEngine::pick): a masked token's logit becomes -inf and no selection below can pick it.
 // REQUIRES: knobs.adjusts() implies history.counts, history.prompt and (knobs.logit_bias > 0) history.bias.
 void adjust_logits(const float* logits, int n, const SamplingKnobs& knobs, const SamplingHistory& history, float* out);
 
