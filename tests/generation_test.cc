@@ -114,7 +114,8 @@ TEST(Generation, KnobsAreTheRequestsKeyedByPosition) {
     EXPECT_EQ(k.top_k, 200);
     EXPECT_EQ(k.seed, 1234u);
     EXPECT_EQ(k.counter, uint64_t(pos));
-    EXPECT_EQ(k.pad[0] | k.pad[1] | k.pad[2], 0u);
+    EXPECT_EQ(k.pad[0] | k.pad[1], 0u);
+    EXPECT_EQ(k.masked, 0);  // the engine marks a masked row when it stages the step
     EXPECT_EQ(k.history, -1);  // no penalty or bias: the row reads no history
     // A seeded request draws the same way in any generation: a retry, another slot, another engine.
     const SamplingKnobs again = b.knobs(pos);

@@ -41,7 +41,11 @@ struct SamplingKnobs {
   // The stream slot whose sampling history this row reads and whose output counts its draw
   // increments; -1: none, and then no penalty or bias applies (the knobs above are neutral).
   int32_t history = -1;
-  uint32_t pad[3] = {};      // the row is 64 bytes with the padding spelt out; always 0
+  // 1: the row's pick is limited to its allowed-token bitmask (structured outputs), applied after the
+  // adjust phase. Only the H200 sampler reads it (from the step's mask rows, SampleParams::mask); the
+  // host engine takes the mask beside the knobs (HostBatchEngine::pick). 0: unconstrained.
+  int32_t masked = 0;
+  uint32_t pad[2] = {};      // the row is 64 bytes with the padding spelt out; always 0
 
   // The row adjusts its logits before selecting: it has a history and a non-neutral knob for it.
   ROCKET_HOST_DEVICE bool adjusts() const {

@@ -9,7 +9,10 @@
 // compared with host::argmax / host::sample on the same logits, params and counter, over several
 // counters per row; the rows with a history keep a host twin of it, counted with each draw, and the
 // device's counts must equal it afterwards. Times the greedy kernel and the sampler for each knob set
-// (penalties included) against a device copy measured in the same run. Exit 1 on a mismatch.
+// (penalties included) against a device copy measured in the same run. Then the same rows under
+// grammar masks (structured outputs) read from mapped pinned host memory as the engine stages them:
+// unmasked rows beside rows allowed half the vocabulary, seven tokens, or one, compared with the host's
+// adjust, grammar::mask_logits, select; and the masked sampler timed. Exit 1 on a mismatch.
 //
 // Tolerance: none. The device draws with the host's generator on the host's probabilities; a draw may
 // legitimately differ only when u · mass lies within 2^-28 of the mass from a cumulative boundary
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "grammar/token_mask.h"
 #include "kernels/cuda/sample.cuh"
 #include "kernels/host/sample.h"
 
@@ -185,6 +189,66 @@ bool run(const char* name, bool llm, double copy, std::mt19937& rng) {
     ok = false;
     std::printf("  the device's history counts differ from the host's after the draws\n");
   }
+  // The rows under grammar masks, in mapped pinned memory as H200Engine::mask_next_picks writes them.
+  // Row i % 4: none (masked = 0), half the vocabulary at random, seven tokens (three of the row's head,
+  // four at random), one token at random.
+  constexpr int kWords = rocket::cuda::mask_words(kVocab);
+  uint32_t* masks = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&masks, sizeof(uint32_t) * B * kWords, cudaHostAllocMapped));
+  for (int i = 0; i < B; ++i) {
+    uint32_t* m = masks + size_t(i) * kWords;
+    const float* r = logits.data() + size_t(i) * kVocab;
+    std::fill_n(m, kWords, 0u);
+    const auto allow = [&](int32_t t) { m[t / 32] |= 1u << (t % 32); };
+    if (i % 4 == 0) std::fill_n(m, kWords, ~0u);
+    if (i % 4 == 1)
+      for (int w = 0; w < kWords; ++w) m[w] = uint32_t(rng());
+    if (i % 4 == 2) {
+      std::vector<int32_t> idx(static_cast<size_t>(kVocab));
+      std::iota(idx.begin(), idx.end(), 0);
+      std::partial_sort(idx.begin(), idx.begin() + 8, idx.end(), [r](int32_t a, int32_t c) { return r[a] > r[c]; });
+      for (int h = 5; h < 8; ++h) allow(idx[size_t(h)]);
+      for (int t = 0; t < 4; ++t) allow(int32_t(rng() % uint32_t(kVocab)));
+    }
+    if (i % 4 == 3) allow(int32_t(rng() % uint32_t(kVocab)));
+    knobs[i].masked = i % 4 != 0;
+  }
+  p.mask = masks;
+  int masked_compared = 0;
+  for (int draw = 0; draw < 4; ++draw) {
+    for (auto& k : knobs) k.counter += 1;
+    dk.upload(knobs);
+    CUDA_CHECK(cudaMemset(dt.ptr, 0xff, B * 4));
+    rocket::cuda::sample<B, kVocab>(p, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<int32_t> got = dt.download();
+    for (int i = 0; i < B; ++i) {
+      const SamplingHistory h = knobs[i].history >= 0 ? hist.of(knobs[i].history) : SamplingHistory{};
+      const float* r = logits.data() + size_t(i) * kVocab;
+      int32_t want;
+      if (!knobs[i].masked) {
+        want = host::sample(r, kVocab, knobs[i], scratch.data(), scratch_idx.data(), h);
+      } else {  // HostBatchEngine::pick's masked path
+        if (knobs[i].adjusts()) host::adjust_logits(r, kVocab, knobs[i], h, scratch.data());
+        else std::copy_n(r, kVocab, scratch.data());
+        grammar::mask_logits(masks + size_t(i) * kWords, scratch.data(), kVocab);
+        want = host::select_token(scratch.data(), kVocab, knobs[i], scratch.data(), scratch_idx.data());
+      }
+      if (knobs[i].adjusts()) hist.counts[size_t(knobs[i].history) * kVocab + want] += 1;
+      ++masked_compared;
+      if (got[i] != want && ok) {
+        ok = false;
+        std::printf("  first masked mismatch row %d (mask kind %d) draw %d (T %.2f top_k %d top_p %.2f): gpu %d host %d\n", i,
+                    i % 4, draw, knobs[i].temperature, knobs[i].top_k, knobs[i].top_p, got[i], want);
+      }
+    }
+  }
+  if (hist.d_counts.download() != hist.counts && ok) {
+    ok = false;
+    std::printf("  the device's history counts differ from the host's after the masked draws\n");
+  }
+  for (auto& k : knobs) k.masked = 0;
+
   // Greedy kernel on the same rows.
   CUDA_CHECK(cudaMemset(dt.ptr, 0xff, B * 4));
   rocket::cuda::argmax<B, kVocab>(p, nullptr);
@@ -220,8 +284,18 @@ bool run(const char* name, bool llm, double copy, std::mt19937& rng) {
     dk.upload(knobs);
     std::snprintf(what, sizeof what, "sample %s %s %s", llm ? "llm" : "flat", t.what, name);
     check::report(what, B, check::time_us([&] { rocket::cuda::sample<B, kVocab>(p, nullptr); }, 50), bytes, copy, 0.0, ok);
+    // The same with every row masked (half the vocabulary allowed), the masks read over PCIe.
+    for (int i = 0; i < B; ++i) {
+      knobs[i].masked = 1;
+      for (int w = 0; w < kWords; ++w) masks[size_t(i) * kWords + w] = uint32_t(rng()) | 1u;
+    }
+    dk.upload(knobs);
+    std::snprintf(what, sizeof what, "sample %s %s masked %s", llm ? "llm" : "flat", t.what, name);
+    check::report(what, B, check::time_us([&] { rocket::cuda::sample<B, kVocab>(p, nullptr); }, 50), bytes, copy, 0.0, ok);
+    for (auto& k : knobs) k.masked = 0;
   }
-  std::printf("  %d draws compared with the host sampler\n", compared);
+  CUDA_CHECK(cudaFreeHost(masks));
+  std::printf("  %d draws compared with the host sampler, %d under grammar masks\n", compared, masked_compared);
   return ok;
 }
 

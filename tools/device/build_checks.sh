@@ -65,7 +65,7 @@ mkdir -p .carry/checks
   build rms_norm_check kernels/host/rms_norm
   build gdn_check kernels/host/conv1d kernels/host/gdn kernels/host/rms_norm
   build router_check kernels/host/moe
-  build sample_check kernels/host/sample
+  build sample_check kernels/host/sample grammar/token_mask
 )
 # ---- end small decode kernels ---------------------------------------------------------------------
 

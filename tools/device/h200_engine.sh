@@ -11,8 +11,12 @@
 # (which refuses a fuel whose plan differs from the carried one), and runs the engines:
 #   tiny bf16, tiny nvfp4   parity vs tests/golden/tiny_{bf16,nvfp4}.json, replay
 #   a3b bf16, 4 layers      parity vs tests/golden/a3b4_bf16.json (HF FP32 on the same fuel)
-#   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192), then
-#                           the agent workload against its server (bench/serve.sh)
+#   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192), the
+#                           decoding controls' step cost (bench/h200_controls.sh) and their serving
+#                           checks (tools/device/serve_controls.py), the agent workload against its
+#                           server (bench/serve.sh), a short soak (bench/soak.py)
+# and, before the engines, the sampler's kernel check (.carry/checks/sample_check, where
+# tools/device/build_checks.sh put it: host agreement with penalties, bias and grammar masks).
 # The full a3b forge (~7.5 min) runs in the background from the start, beside the small steps.
 # Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), SKIP (step names
 # not to run), ONLY (the step names to run, all when empty), CARRY (.carry/h200). Exit status: 0 when
@@ -133,6 +137,7 @@ engine() {  # engine NAME COMMAND ARGS...
 }
 
 echo "Rocket H200 engine run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(cat "$CARRY/COMMIT" 2>/dev/null || echo '?')"
+step sample_check 0 120 "test -x '$ROOT/.carry/checks/sample_check' || exit 90; '$ROOT/.carry/checks/sample_check' | tee '$OUT/sample_check.log'"
 step env 1 0 "nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv; nproc; free -g; \
   df -h /tmp; ls -la '$CARRY' '$CARRY/engines'; ldd '$CARRY'/engines/*/bin/rocket-engine || true"
 
@@ -200,10 +205,18 @@ step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
 step prefill_check_a3b_nvfp4 0 60 "$(engine a3b-nvfp4 prefill-check)"
 step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+step controls_a3b_nvfp4 0 200 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
+  ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_controls.sh'"
+step serve_controls_a3b_nvfp4 0 150 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
+  python3 '$ROOT/tools/device/serve_controls.py' --engine '$ENGINES/a3b-nvfp4' --log '$OUT/serve_controls.log' \
+  --markdown '$OUT/h200-serve-controls.md'"
 step prefill_bench_a3b_nvfp4 0 120 "$(engine a3b-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \
   | tee '$OUT/h200-prefill-a3b.md'"
 step serve_a3b_nvfp4 0 240 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_nvfp4.log' \
   bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200-serve-agents.md' --max-tokens 64"
+step soak_a3b_nvfp4 0 300 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
+  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-nvfp4' --minutes \${SOAK_MINUTES:-3} --pool 4 \
+  --log '$OUT/soak.log' --markdown '$OUT/h200-soak.md'"
 
 echo
 echo "=== summary ($(($(date +%s) - T_START))s of ${BUDGET_S}s budget)"

@@ -40,6 +40,9 @@ class H200BatchEngine final : public BatchEngine {
     if (timed) observe_(e_.step_split());
   }
   const int32_t* tokens() const override { return tokens_; }
+  // The sampler reads the masks from mapped pinned memory in the same kernel (H200Engine::mask_next_picks).
+  bool masks_picks() const override { return true; }
+  void mask_next_picks(std::span<const uint32_t* const> masks) override { e_.mask_next_picks(masks); }
   const float* logits(int row) const override { return e_.logits(logits_row0_ + row); }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }

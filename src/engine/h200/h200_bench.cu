@@ -11,6 +11,11 @@
 //             events over `steps` launches; "gaps" = the full graph's time − the kinds' sum (launch
 //             gaps and tails between kernels), "host" = wall step − full graph (staging and readback).
 //   bytes     plan/step_bytes.h, at the mean position of the timed steps
+//   extras    --presence-penalty etc. give each stream a sampling history (a 256-token prompt marked,
+//             --logit-bias N random biases) that the sampler reads and counts into; --masked gives
+//             every row a grammar mask each step (half the vocabulary at random, always allowing the
+//             token the row sampled last, written by the loop thread into the mapped mask rows before
+//             the launch, as the scheduler does): its cost over the same run without is the mask's.
 //   roofline  bytes/step over the device copy bandwidth (read + write, the best of 10 1 GiB cudaMemcpys) inside
 //             the arena, measured in the same run before the fill.
 #include "engine/h200/h200_bench.h"
@@ -20,11 +25,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/cuda_handles.h"
+#include "engine/h200/forward_shapes.h"
 #include "plan/step_bytes.h"
 
 namespace rocket {
@@ -88,7 +96,7 @@ constexpr Kind kKinds[] = {{"GDN", kKindGdn},   {"attention", kKindAttention}, {
 
 }  // namespace
 
-int run_bench(H200Engine& e, int context, int steps, int reps, const SamplingKnobs& knobs) {
+int run_bench(H200Engine& e, int context, int steps, int reps, const SamplingKnobs& knobs, const BenchRows& extras) {
   if (context < 1 || steps < 1 || reps < 1 || context + reps * steps + 2 > kMaxContext)
     throw Error("bench: context " + std::to_string(context) + " + " + std::to_string(reps) + " x " + std::to_string(steps) +
                 " steps exceed the plan's context " + std::to_string(kMaxContext) + " (build with a larger --max-context)");
@@ -100,10 +108,26 @@ int run_bench(H200Engine& e, int context, int steps, int reps, const SamplingKno
   fill_context(e);
   std::printf("\n%s, device copy bandwidth (read + write, 1 GiB cudaMemcpy): %.0f GB/s; weights loaded at %.2f GB/s\n", prop.name,
               bw, e.load_report().gbps());
-  char sampling[96] = "greedy";
-  if (knobs.temperature > 0.0f)
-    std::snprintf(sampling, sizeof sampling, "sampled at temperature %g, top-p %g, top-k %d", knobs.temperature, knobs.top_p,
-                  knobs.top_k);
+  if (extras.logit_bias < 0 || extras.logit_bias > kMaxLogitBias)
+    throw Error("bench: --logit-bias takes 0.." + std::to_string(kMaxLogitBias) + " entries");
+  SamplingKnobs row_knobs = knobs;
+  row_knobs.logit_bias = extras.logit_bias;
+  row_knobs.history = 0;  // set per stream below when the rows adjust
+  const bool adjusts = row_knobs.adjusts();
+  char sampling[256] = "greedy";
+  int at = knobs.temperature > 0.0f ? std::snprintf(sampling, sizeof sampling, "sampled at temperature %g, top-p %g, top-k %d",
+                                                    knobs.temperature, knobs.top_p, knobs.top_k)
+                                    : int(std::strlen(sampling));
+  if (adjusts)
+    at += std::snprintf(sampling + at, sizeof sampling - at, ", presence %g frequency %g repetition %g, %d biases",
+                        knobs.presence_penalty, knobs.frequency_penalty, knobs.repetition_penalty, extras.logit_bias);
+  if (extras.masked) std::snprintf(sampling + at, sizeof sampling - at, ", every row grammar-masked");
+  std::mt19937 rng(7);
+  constexpr int kWords = cuda::mask_words(int(kVocab));
+  std::vector<uint32_t> masks(size_t(h200::kMaxBucket) * kWords);
+  for (uint32_t& w : masks) w = uint32_t(rng());
+  std::vector<const uint32_t*> mask_rows(h200::kMaxBucket);
+  for (int s = 0; s < h200::kMaxBucket; ++s) mask_rows[size_t(s)] = masks.data() + size_t(s) * kWords;
   std::printf("context %d tokens, %d x %d decode steps per bucket (ms/step: the median run), distinct tokens per stream, %s; "
               "split: ms per step of each kind\n\n",
               context, reps, steps, sampling);
@@ -112,14 +136,29 @@ int run_bench(H200Engine& e, int context, int steps, int reps, const SamplingKno
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
               "| ---: |\n");
   for (int b : kBuckets) {
+    if (!extras.buckets.empty() && std::find(extras.buckets.begin(), extras.buckets.end(), b) == extras.buckets.end()) continue;
     std::vector<int> slots(b);
     std::vector<int64_t> pos(b, context);
     std::vector<int32_t> ids(b);
-    std::vector<SamplingKnobs> rows(b, knobs);
-    for (int s = 0; s < b; ++s) slots[s] = s, ids[s] = int32_t((1000 + 7919 * s) % kVocab), rows[s].seed = uint64_t(s + 1);
+    std::vector<SamplingKnobs> rows(b, row_knobs);
+    for (int s = 0; s < b; ++s) {
+      slots[s] = s, ids[s] = int32_t((1000 + 7919 * s) % kVocab), rows[s].seed = uint64_t(s + 1);
+      rows[s].history = adjusts ? s : -1;
+      if (!adjusts) continue;
+      std::vector<int32_t> prompt(256);
+      for (int32_t& t : prompt) t = int32_t(rng() % uint32_t(kVocab));
+      std::vector<LogitBias> bias;
+      for (int i = 0; i < extras.logit_bias; ++i) bias.push_back({.token = int32_t((s * 7919 + i * 104729) % kVocab), .bias = 5.0f});
+      e.reset_history(s, prompt, bias);
+    }
+    const bool pass_knobs = knobs.temperature > 0.0f || adjusts;
     auto step = [&] {
       for (int s = 0; s < b; ++s) rows[s].counter = uint64_t(pos[s]);
-      e.decode(b, ids.data(), slots.data(), pos.data(), knobs.temperature > 0.0f ? rows.data() : nullptr);
+      if (extras.masked) {
+        for (int s = 0; s < b; ++s) masks[size_t(s) * kWords + ids[s] / 32] |= 1u << (ids[s] % 32);
+        e.mask_next_picks(std::span<const uint32_t* const>(mask_rows.data(), size_t(b)));
+      }
+      e.decode(b, ids.data(), slots.data(), pos.data(), pass_knobs ? rows.data() : nullptr);
       const int32_t* t = e.tokens();
       for (int s = 0; s < b; ++s) ids[s] = t[s], ++pos[s];
     };

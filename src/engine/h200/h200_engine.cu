@@ -131,12 +131,15 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
   CUDA_CHECK(cudaHostAlloc(&host_step_, sizeof(StepInputs), cudaHostAllocMapped));
   CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kLogitRows * kVocab));
   CUDA_CHECK(cudaHostAlloc(&host_tokens_, sizeof(int32_t) * kMaxBucket, cudaHostAllocMapped));
+  // Grammar masks the loop thread writes and the sampler reads over PCIe (31 KB a row at a3b's vocab).
+  CUDA_CHECK(cudaHostAlloc(&host_masks_, sizeof(uint32_t) * kMaxBucket * cuda::mask_words(int(kVocab)), cudaHostAllocMapped));
+  masked_rows_.assign(kMaxBucket, false);
   CUDA_CHECK(cudaHostAlloc(&host_piece_, sizeof(PieceInputs), cudaHostAllocDefault));
   // cuBLAS allocates its own device memory once, here, before the budget is measured; its workspace
   // is the plan's (set in fuel()).
   CUBLAS_CHECK(cublasCreate(&cublas_));
   CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-  for (void* h : {static_cast<void*>(host_step_), static_cast<void*>(host_tokens_)}) {
+  for (void* h : {static_cast<void*>(host_step_), static_cast<void*>(host_tokens_), static_cast<void*>(host_masks_)}) {
     void* d = nullptr;
     CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
     if (d != h) throw Error("upright: mapped pinned memory has a device address of its own (no unified addressing)");
@@ -173,6 +176,7 @@ H200Engine::~H200Engine() {
   cudaFreeHost(host_step_);
   cudaFreeHost(host_logits_);
   cudaFreeHost(host_tokens_);
+  cudaFreeHost(host_masks_);
   cudaFreeHost(host_piece_);
   if (cublas_) cublasDestroy(cublas_);
   if (staged_) cudaEventDestroy(staged_);
@@ -411,7 +415,8 @@ void H200Engine::enqueue_decode(uint32_t kinds, int logits_row) {
                                   .tokens = host_tokens_,
                                   .counts = buf<int32_t>(kBuf_history_counts),
                                   .prompt = buf<uint32_t>(kBuf_history_prompt),
-                                  .bias = buf<LogitBias>(kBuf_history_bias)},
+                                  .bias = buf<LogitBias>(kBuf_history_bias),
+                                  .mask = host_masks_},
                                  stream_);
   mark(StepGroup::kSampling);
 }
@@ -466,7 +471,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
       s.slots[0] = slot;
       s.pos[0] = int32_t(pos0 + at);
       const bool last = pick && at + piece == end;
-      if (last) s.sample[0] = *knobs;  // staged with the piece's inputs: pick_tokens' staging, folded in
+      if (last) s.sample[0] = staged_knobs(knobs, 0);  // staged with the piece's inputs: pick_tokens' staging, folded in
       upload_step();
       const bool want = at + piece > first_logit_row;
       with_bucket(piece, [&]<int B>() { enqueue_prefill<B>(slot, want || last); });
@@ -489,13 +494,34 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
     capture_state(slot, capture->snapshot);
     run(capture->tokens, n - capture->tokens, nullptr);
   }
+  masked_rows_.assign(kMaxBucket, false);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void H200Engine::mask_next_picks(std::span<const uint32_t* const> masks) {
+  CHECK(masks.size() <= size_t(kMaxBucket), "masks for more rows than the largest bucket");
+  constexpr int kWords = cuda::mask_words(int(kVocab));
+  // The last call's sampler may still read the rows: the scheduler has its tokens by now, so this waits
+  // for nothing in practice, but the rows are never rewritten under a running sampler.
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  masked_rows_.assign(kMaxBucket, false);
+  for (size_t i = 0; i < masks.size(); ++i) {
+    if (!masks[i]) continue;
+    std::copy_n(masks[i], kWords, host_masks_ + i * kWords);
+    masked_rows_[i] = true;
+  }
+}
+
+SamplingKnobs H200Engine::staged_knobs(const SamplingKnobs* k, int row) const {
+  SamplingKnobs r = k ? *k : SamplingKnobs{.temperature = 0.0f};
+  r.masked = masked_rows_[size_t(row)] ? 1 : 0;
+  return r;
 }
 
 void H200Engine::pick_tokens(std::span<const SamplingKnobs* const> knobs, int logits_row) {
   const int rows = int(knobs.size()), b = bucket_for(rows);
   StepInputs& s = staging();
-  for (int i = 0; i < b; ++i) s.sample[i] = i < rows && knobs[size_t(i)] ? *knobs[size_t(i)] : SamplingKnobs{.temperature = 0.0f};
+  for (int i = 0; i < b; ++i) s.sample[i] = i < rows ? staged_knobs(knobs[size_t(i)], i) : SamplingKnobs{.temperature = 0.0f};
   upload_step();
   with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindSampling, logits_row); });
 }
@@ -526,6 +552,7 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
     throw Error("prefill batch: " + std::to_string(ids.size()) + " rows exceed the plan's prefill chunk " + std::to_string(kPrefillChunk));
   prefill_piece(pieces, ids.data(), kKindAll);
   segments_lm_head(pieces, segments);
+  masked_rows_.assign(kMaxBucket, false);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -546,7 +573,7 @@ void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64
     s.ids[i] = real ? ids[i] : ids[0];
     s.slots[i] = real ? slots[i] : kPadSlot;
     s.pos[i] = real ? int32_t(pos[i]) : 0;
-    s.sample[i] = real && knobs ? knobs[i] : SamplingKnobs{.temperature = 0.0f};
+    s.sample[i] = real ? staged_knobs(knobs ? knobs + i : nullptr, i) : SamplingKnobs{.temperature = 0.0f};
   }
   // The graph's embedding reads the staging itself (enqueue_layers). A timed step runs the same
   // kernels with events between their groups.
@@ -554,6 +581,7 @@ void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64
   CUDA_CHECK(cudaGraphLaunch(timed_ ? timed_->exec : graph(b, kKindAll), stream_));
   staged_read_enqueued();
   step_rows_ = b;
+  masked_rows_.assign(kMaxBucket, false);
 }
 
 H200Engine::TimingGraph& H200Engine::timing_graph(int b) {

@@ -116,6 +116,11 @@ class H200Engine {
   // groups, captured on first use), whose split step_split() then reads.
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool timed = false);
+  // Structured outputs: the allowed-token bitmask of each row the next decode, prefill or
+  // prefill_batch picks (that call's row or segment order; a null entry, or rows past the span, pick
+  // freely), copied into the mapped mask rows the sampler reads (no copy, no launch). Applies to that
+  // one call. REQUIRES: each mask has mask_words(kVocab) words and allows a token.
+  void mask_next_picks(std::span<const uint32_t* const> masks);
   // The last decode's time per kernel group (telemetry/step_split.h; waits for the step).
   // REQUIRES: that decode was timed.
   StepSplit step_split();
@@ -193,6 +198,9 @@ class H200Engine {
   // Rows [logits_row, +knobs.size()) of the logits buffer sampled by the smallest bucket's sampler
   // (row i with *knobs[i]; greedy where null) into tokens(): the draw of every later decode token.
   void pick_tokens(std::span<const SamplingKnobs* const> knobs, int logits_row);
+  // Row `row`'s knobs as the sampler reads them: `k` (greedy where null), masked where the next call's
+  // masks give the row one.
+  SamplingKnobs staged_knobs(const SamplingKnobs* k, int row) const;
   // The pinned twin of step_inputs, once the previous step's reads of it have finished. A decode's
   // embedding reads it; prefill's upload_step() copies it to the device on the stream. Whatever reads
   // it is followed by staged_read_enqueued().
@@ -219,6 +227,8 @@ class H200Engine {
   float* logits_at_ = nullptr;       // the last step's logits on the host: rows [logits_base_, +logits_rows_)
   int logits_base_ = 0, logits_rows_ = 0;
   int32_t* host_tokens_ = nullptr;   // pinned, mapped [max bucket]: the sampler's output
+  uint32_t* host_masks_ = nullptr;   // pinned, mapped [max bucket][mask words]: mask_next_picks' rows
+  std::vector<bool> masked_rows_;    // [max bucket]: rows of the next call with a mask in host_masks_
   PieceInputs* host_piece_ = nullptr;  // pinned twin of the plan's piece_inputs
   cublasContext* cublas_ = nullptr;
   int step_rows_ = 0;                // rows of the last decode staged

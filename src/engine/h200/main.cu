@@ -155,8 +155,15 @@ int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
   cli.add_option("--temperature", knobs.temperature, "0: greedy")->check(at_least(0))->capture_default_str();
   cli.add_option("--top-p", knobs.top_p, "top-p of the sampled rows")->check(in_range(0, 1))->capture_default_str();
   cli.add_option("--top-k", knobs.top_k, "top-k of the sampled rows (0: all)")->check(at_least(0))->capture_default_str();
+  BenchRows rows;
+  cli.add_option("--presence-penalty", knobs.presence_penalty, "every row's (its stream gets a history)")->capture_default_str();
+  cli.add_option("--frequency-penalty", knobs.frequency_penalty, "every row's")->capture_default_str();
+  cli.add_option("--repetition-penalty", knobs.repetition_penalty, "every row's (> 0)")->check(CLI::PositiveNumber)->capture_default_str();
+  cli.add_option("--logit-bias", rows.logit_bias, "biased tokens per stream")->check(in_range(0, kMaxLogitBias))->capture_default_str();
+  cli.add_flag("--masked", rows.masked, "every row under a grammar mask each step (half the vocabulary allowed)");
+  cli.add_option("--buckets", rows.buckets, "only these buckets (default: every compiled one)")->delimiter(',');
   if (const auto rc = parse_command(cli, args)) return *rc;
-  return run_bench(*countdown(dir), context, steps, reps, knobs);
+  return run_bench(*countdown(dir), context, steps, reps, knobs, rows);
 }
 
 int cmd_prefill_bench(const fs::path& dir, const std::vector<std::string>& args) {

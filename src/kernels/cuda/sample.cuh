@@ -4,9 +4,13 @@
 // either booster. A row whose knobs adjust its logits (SamplingKnobs::adjusts: logit_bias, penalties)
 // reads its stream's sampling history (core/sampling_history.h) as it loads its slice: the bias added,
 // then the penalties, each step rounded as host::adjust_logits rounds it; its draw is counted there.
-// min_p zeroes e below min_p (e is the probability over the largest), as the host does. Per-row knobs (core/sampling_knobs.h) come from a device array, so one captured graph serves
-// any mix of requests; tokens are written as int32 to device memory or, as the
-// engine does, straight to mapped pinned host memory (no copy back after the step).
+// A masked row (SamplingKnobs::masked: a structured output's grammar) then reads its allowed-token
+// bitmask from the step's mask rows (mapped pinned host memory the loop thread wrote before the launch)
+// and gives every other token -inf, as grammar::mask_logits does on the host between the same phases.
+// min_p zeroes e below min_p (e is the probability over the largest), as the host does. Per-row knobs
+// (core/sampling_knobs.h) come from a device array, so one captured graph serves any mix of requests;
+// tokens are written as int32 to device memory or, as the engine does, straight to mapped pinned host
+// memory (no copy back after the step).
 //
 // A row is one cluster of kBlocks blocks; each block owns a contiguous slice of the vocabulary, and a
 // thread a contiguous chunk of it (so "index order" is (block, thread, element) order). The sampler
@@ -61,7 +65,13 @@ struct SampleParams {
   int32_t* counts = nullptr;         // [slots][kVocab]: a row's draw is counted in its slot
   const uint32_t* prompt = nullptr;  // [slots][history_prompt_words(kVocab)]
   const LogitBias* bias = nullptr;   // [slots][kMaxLogitBias]
+  // Allowed-token bitmasks by row (bit t of word t / 32, grammar::Matcher::fill_mask's layout), read
+  // only by rows whose knobs are `masked`; each row holds at least one allowed token.
+  const uint32_t* mask = nullptr;    // [rows][mask_words(kVocab)]
 };
+
+// Words of one row's allowed-token bitmask.
+__host__ __device__ constexpr int mask_words(int vocab) { return (vocab + 31) / 32; }
 
 template <int kVocab>
 struct SampleTraits {
@@ -430,12 +440,13 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   const SamplingKnobs knobs = p.knobs[row];
   const float* logits = p.logits + int64_t(row) * kVocab;
   const bool adjusts = knobs.adjusts();
+  const uint32_t* allowed = knobs.masked && p.mask ? p.mask + int64_t(row) * mask_words(kVocab) : nullptr;
   // The row's token, written by one thread once every read of the row and its history is done.
   const auto emit = [&](int32_t token) {
     p.tokens[row] = token;
     if (adjusts) sd::RowHistory<kVocab>(p, knobs).counts[token] += 1;
   };
-  if (knobs.temperature <= 0.0f && !adjusts) {
+  if (knobs.temperature <= 0.0f && !adjusts && !allowed) {
     const int32_t token = sd::row_argmax<kVocab>(logits, x, cluster);
     if (cluster.block_rank() == 0 && threadIdx.x == 0) emit(token);
     cluster.sync();
@@ -444,8 +455,9 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
   const int64_t slice0 = int64_t(cluster.block_rank()) * T::kSlice;
   const int64_t chunk0 = slice0 + int64_t(threadIdx.x) * T::kPerThread;
   float* mine = s + threadIdx.x * T::kPerThread;
-  // The slice's adjusted logits (the adjust phase: bias, then penalties), divided by the temperature
-  // when sampling. NOTE: a per-row token mask (structured outputs) would apply here, after the bias.
+  // The slice's adjusted logits (the adjust phase: bias, then penalties), masked by the row's grammar,
+  // divided by the temperature when sampling. A masked token's e is 0, so no cut gathers it: the
+  // candidates' logits re-read below need no mask.
   const auto load_slice = [&] {
     for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads)
       s[i] = slice0 + i < kVocab ? __ldcs(logits + slice0 + i) : -INFINITY;
@@ -459,6 +471,23 @@ __global__ void __cluster_dims__(SampleTraits<kVocab>::kBlocks, 1, 1) __launch_b
       __syncthreads();
       for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads)
         if (slice0 + i < kVocab) s[i] = h.penalized(s[i], int(slice0 + i), knobs);
+    }
+    if (allowed) {
+      // A word of the mask a thread (the row's bits cross PCIe once, one load per word): its 32
+      // elements are written rotated by the lane, so a warp's writes hit 32 distinct banks.
+      static_assert(T::kSlice % 32 == 0, "a block's slice starts at a mask word");
+      __syncthreads();  // the elements change hands
+      const int lane = threadIdx.x % 32;
+      for (int w = threadIdx.x; w < T::kSlice / 32; w += T::kThreads) {
+        const int64_t v0 = slice0 + int64_t(w) * 32;
+        const uint32_t bits = v0 < kVocab ? allowed[v0 / 32] : 0u;
+        if (bits == 0xffffffffu) continue;
+        for (int j = 0; j < 32; ++j) {
+          const int e = (j + lane) % 32;
+          if (!((bits >> e) & 1u)) s[w * 32 + e] = -INFINITY;
+        }
+      }
+      __syncthreads();  // and change back
     }
     if (knobs.temperature > 0.0f)
       for (int i = threadIdx.x; i < T::kSlice; i += T::kThreads) s[i] = s[i] / knobs.temperature;
