@@ -30,7 +30,6 @@ import http.client
 import json
 import os
 import random
-import re
 import signal
 import socket
 import subprocess
@@ -102,30 +101,21 @@ def get(port, path):
     return r.status, body
 
 
-# The loop's counters, from GET /metrics: JSON today ({"pages": N, ...}); Prometheus text exposition
-# is read too (`rocket_pages_free 12`, labels ignored), the name without its prefix, so the audit
-# keeps working when /metrics changes format.
+# The loop's counters, from GET /stats (JSON; /metrics is the Prometheus exposition, whose names
+# differ): requests in flight and every page and state snapshot by where it is.
 COUNTERS = ("active", "waiting", "pages", "pages_free", "pages_cached", "snapshots", "snapshots_free",
             "snapshots_cached")
 
 
 def read_counters(port):
-    status, body = get(port, "/metrics")
+    status, body = get(port, "/stats")
     if status != 200:
-        raise RuntimeError(f"/metrics answered {status}")
-    text = body.decode()
-    if text.lstrip().startswith("{"):
-        m = json.loads(text)
-        return {k: m[k] for k in COUNTERS}
-    found = {}
-    for line in text.splitlines():
-        mt = re.match(r"^(?:rocket_)?([a-z_]+?)(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+-]+)$", line)
-        if mt and mt.group(1) in COUNTERS:
-            found[mt.group(1)] = int(float(mt.group(2)))
-    missing = [k for k in COUNTERS if k not in found]
+        raise RuntimeError(f"/stats answered {status}")
+    m = json.loads(body)
+    missing = [k for k in COUNTERS if k not in m]
     if missing:
-        raise RuntimeError(f"/metrics lacks {missing}")
-    return found
+        raise RuntimeError(f"/stats lacks {missing}")
+    return {k: m[k] for k in COUNTERS}
 
 
 # ---- requests ----

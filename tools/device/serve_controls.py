@@ -12,8 +12,8 @@ Checks, each printed PASS/FAIL with its numbers:
                keywords the schema uses); json_object must parse as an object.
   logit_bias   +100 on one token forces it: every generated token is that token (logprobs tell);
                -100 on the greedy first token bans it: the first token differs.
-  penalties    greedy with presence_penalty 2 repeats fewer tokens than plain greedy (distinct
-               tokens among the first 64), and a seeded penalised request repeats exactly.
+  penalties    three tokens biased +100: greedy repeats one of them; with presence and frequency
+               penalties it moves between them; a seeded penalised request repeats exactly.
   n            n: 3 on a cold prompt (~3,000 tokens by default): three choices, usage counting the prompt once, and the
                server's prefill counter (/stats) rising by about one prompt, not three; its TTFT against
                n: 1 on another cold prompt of the same length.
@@ -219,18 +219,32 @@ def repeats(tokens):
     return len(tokens) - len(set(tokens))
 
 
-def check_penalties(s, out):
-    base = {"model": s.model, "messages": [{"role": "user", "content": "Write a long story."}], "max_tokens": 64,
-            "temperature": 0, "logprobs": True}
-    plain = tokens_of(s.post("/v1/chat/completions", base))
-    pen = tokens_of(s.post("/v1/chat/completions", dict(base, presence_penalty=2.0, frequency_penalty=2.0,
-                                                         repetition_penalty=20.0)))
-    sampled = dict(base, temperature=0.8, seed=11, presence_penalty=1.5, repetition_penalty=1.2)
+def longest_run(xs):
+    best = run = 0
+    for i, x in enumerate(xs):
+        run = run + 1 if i and xs[i - 1] == x else 1
+        best = max(best, run)
+    return best
+
+
+def check_penalties(s, out, ids):
+    # Three tokens biased +100 dominate every row, so greedy repeats the likeliest of them; presence and
+    # frequency penalties (2 each: 2 + 2k off a token drawn k times) must move greedy between them
+    # unless the model's own logits for them differ by more than that.
+    three = [1000, 2000, 3000]
+    base = {"model": s.model, "messages": [{"role": "user", "content": "Write a long story."}], "max_tokens": 12,
+            "temperature": 0, "logprobs": True, "logit_bias": {str(t): 100 for t in three}}
+    ids_of = lambda r: [ids.get(bytes(t["bytes"])) for t in r["choices"][0]["logprobs"]["content"]]  # noqa: E731
+    plain = ids_of(s.post("/v1/chat/completions", base))
+    pen = ids_of(s.post("/v1/chat/completions", dict(base, presence_penalty=2.0, frequency_penalty=2.0)))
+    sampled = dict(base, temperature=0.8, seed=11, presence_penalty=1.5, repetition_penalty=1.2, logit_bias={})
     a = tokens_of(s.post("/v1/chat/completions", sampled))
     b = tokens_of(s.post("/v1/chat/completions", sampled))
-    ok = repeats(pen) <= repeats(plain) and (pen != plain or repeats(plain) == 0) and a == b
-    out(f"penalties {'PASS' if ok else 'FAIL'}: repeated tokens in 64 greedy: plain {repeats(plain)}, penalised "
-        f"{repeats(pen)}; seeded penalised repeat {'identical' if a == b else 'DIFFERS'}")
+    inside = all(t in three for t in plain + pen)
+    ok = inside and longest_run(pen) < longest_run(plain) and a == b
+    out(f"penalties {'PASS' if ok else 'FAIL'}: three tokens biased +100 {three}, greedy: {plain} (longest run "
+        f"{longest_run(plain)}); with presence and frequency penalties 2: {pen} (longest run {longest_run(pen)}); "
+        f"seeded penalised repeat {'identical' if a == b else 'DIFFERS'}")
     return ok
 
 
@@ -302,7 +316,7 @@ def main():
         lines.append(line)
 
     ok = True
-    for check in (check_structured, lambda s, out: check_logit_bias(s, out, ids), check_penalties,
+    for check in (check_structured, lambda s, out: check_logit_bias(s, out, ids), lambda s, out: check_penalties(s, out, ids),
                   lambda s, out: check_n(s, out, a.n_prompt_words)):
         try:
             ok &= check(s, out)
