@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 mkdir -p .carry/checks
+# No engine.h: every check's kernel traits are sized for the committed H200 profile, as CMake does
+# (kernels/cuda/booster.cuh).
+profile() { grep -o "\"$1\": *[0-9]*" boosters/h200.json | grep -o '[0-9]*$'; }
+booster=(-DROCKET_CHECK_BOOSTER_SMS="$(profile sm_count)" -DROCKET_CHECK_BOOSTER_SMEM_PER_BLOCK="$(profile smem_per_block_optin)"
+         -DROCKET_CHECK_BOOSTER_L2_BYTES="$(profile l2_bytes)ull")
 
 # ---- weight_load_check: src/engine/h200 arena, memory budget, weight loader -----------------------
 (
@@ -19,7 +24,7 @@ mkdir -p .carry/checks
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -I"$cuda_include" -DFMT_HEADER_ONLY \
       -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
-  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY \
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" \
     -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -cudart static \
     -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/weight_load_check.cu "$obj"/*.o -o .carry/checks/weight_load_check -lpthread
@@ -37,7 +42,7 @@ mkdir -p .carry/checks
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
       -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
-  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY \
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" \
     -Xcompiler -Wall,-Wextra -cudart static \
     -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/attention_check.cu "$obj"/*.o -o .carry/checks/attention_check -lpthread
@@ -56,7 +61,7 @@ mkdir -p .carry/checks
       g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
         -c "src/$src.cc" -o "$obj/$(basename "$src").o"
     done
-    nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY \
+    nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" \
       -Xcompiler -Wall,-Wextra -cudart static \
       -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
       "tests/cuda/$name.cu" "$obj"/*.o -o ".carry/checks/$name" -lpthread
@@ -77,7 +82,7 @@ mkdir -p .carry/checks
     g++ -std=c++20 -O2 -fopenmp -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
   # libgomp statically too: the GPU machine has only the CUDA driver.
-  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
     -Xcompiler -Wall,-Wextra,-fopenmp -cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/moe_check.cu "$obj"/*.o "$(g++ -print-file-name=libgomp.a)" -o .carry/checks/moe_check -lpthread -ldl
   echo "built .carry/checks/moe_check"
@@ -94,7 +99,7 @@ mkdir -p .carry/checks
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY \
       -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
-  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
     -Xcompiler -Wall,-Wextra -cudart static \
     -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/dense_check.cu "$obj"/*.o -o .carry/checks/dense_check -lpthread
@@ -105,7 +110,7 @@ mkdir -p .carry/checks
 # ---- attention_flash_check: flash-attention prefill on the tensor cores (attention_flash.cuh) -----
 # against today's prefill path; header-only on the host side (bf16 conversions are inline).
 (
-  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
     -Xcompiler -Wall,-Wextra -cudart static \
     -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/attention_flash_check.cu -o .carry/checks/attention_flash_check -lpthread
@@ -118,7 +123,7 @@ mkdir -p .carry/checks
   obj=.carry/checks/obj/gdn_chunked_check
   rm -rf "$obj" && mkdir -p "$obj"
   g++ -std=c++20 -O2 -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c src/core/dtype.cc -o "$obj/dtype.o"
-  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
     -Xcompiler -Wall,-Wextra -cudart static \
     -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/gdn_chunked_check.cu "$obj"/*.o -o .carry/checks/gdn_chunked_check -lpthread
@@ -130,14 +135,10 @@ mkdir -p .carry/checks
 (
   obj=.carry/checks/obj/moe_piece_check
   rm -rf "$obj" && mkdir -p "$obj"
-  # No engine.h: the kernels' traits are sized for the committed H200 profile, as CMake does.
-  profile() { grep -o "\"$1\": *[0-9]*" boosters/h200.json | grep -o '[0-9]*$'; }
   for src in core/dtype fuel/chemistry compiler/nvfp4_code; do
     g++ -std=c++20 -O2 -Wall -Wextra -Wno-unknown-pragmas -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
   done
-  nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY -Xptxas -warn-spills \
-    -DROCKET_CHECK_BOOSTER_SMS="$(profile sm_count)" -DROCKET_CHECK_BOOSTER_SMEM_PER_BLOCK="$(profile smem_per_block_optin)" \
-    -DROCKET_CHECK_BOOSTER_L2_BYTES="$(profile l2_bytes)ull" \
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
     -Xcompiler -Wall,-Wextra -cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
     tests/cuda/moe_piece_check.cu "$obj"/*.o -o .carry/checks/moe_piece_check -lpthread
   echo "built .carry/checks/moe_piece_check"
