@@ -397,6 +397,28 @@ struct HttpServer::Impl {
         [sink](bool) { sink->cancel(); });  // after done() this is a no-op: the loop has finished
   }
 
+  // POST /prefix/v1/chat/completions, /prefix/v1/completions: the replicated front asks, before it
+  // routes a request, how much of its prompt this replica's prefix cache holds and how busy it is
+  // (EngineLoop::report_prefix; front/route.h). The body is the request itself, checked as the
+  // completion would check it and guarded by the same api keys: the answer says what prompts were
+  // served here.
+  void prefix(const httplib::Request& req, httplib::Response& res, bool chat) {
+    try {
+      authorize(req);
+      EngineLoop& engine = launched();
+      const Json body = parse_json_body(req.body, options.max_json_depth);
+      const CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+      const PrefixReport p = engine.report_prefix(r);
+      const Json out = {{"prompt_tokens", p.prompt_tokens}, {"cached_tokens", p.cached_tokens},
+                        {"resumable_tokens", p.resumable_tokens}, {"running", p.running}, {"waiting", p.waiting}};
+      res.set_content(out.dump(), "application/json");
+    } catch (const ProtocolError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ProtocolError(500, e.what(), "", "server_error"));
+    }
+  }
+
   void models(const httplib::Request& req, httplib::Response& res) {
     try {
       authorize(req);
@@ -490,6 +512,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
+  im.server.Post("/prefix/v1/chat/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, true); });
+  im.server.Post("/prefix/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, false); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
   im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });
