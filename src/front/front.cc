@@ -267,8 +267,9 @@ class Front {
 
  private:
   // httplib ignores stop() until its listen loop has begun: wait for it to run (or to be over).
+  // Once: a second stop() while the listen loop is still winding down would close no socket.
   void stop_server() {
-    if (!server_thread_.joinable()) return;
+    if (!server_thread_.joinable() || server_stopped_.exchange(true)) return;
     while (!listen_over_ && !server_.is_running()) std::this_thread::sleep_for(1ms);
     server_.stop();
   }
@@ -300,7 +301,8 @@ class Front {
         httplib::Client cli(r.host(), r.port());
         cli.set_connection_timeout(1s);
         cli.set_read_timeout(10s);  // the replica answers between two steps of its loop
-        auto res = cli.Post(("/prefix" + path).c_str(), headers, body, "application/json");
+        // The client's own Content-Type is among `headers`: none added.
+        auto res = cli.Post(("/prefix" + path).c_str(), headers, body, "");
         if (!res) {
           r.mark_down(fmt::format("prefix report: {}", httplib::to_string(res.error())));
           rep.healthy = false;
@@ -488,7 +490,7 @@ class Front {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::atomic<bool> launched_{false}, draining_{false}, listen_over_{false};
+  std::atomic<bool> launched_{false}, draining_{false}, listen_over_{false}, server_stopped_{false};
   std::atomic<size_t> rotate_{0};
   std::atomic<int64_t> responses_{0}, unrouted_{0};
 };
