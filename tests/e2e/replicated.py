@@ -3,7 +3,8 @@
 engines and routes over them. Checks, in order:
   (a) cache affinity: requests sharing a long system prompt with an earlier one land on its replica
       (the front's affinity counter), and the third resumes there from the branch point the second
-      captured (usage cached_tokens > 0);
+      captured (usage cached_tokens > 0); the replicas' prefix reports say so directly, and need the
+      api key (forwarded to every replica as a launch flag), whose 401 the front passes through;
   (b) unrelated concurrent streamed requests spread over both replicas, each stream relayed whole;
       a client that hangs up mid-stream cancels the generation on its replica;
   /metrics carries each replica's series labelled, the summed counters, and the front's own;
@@ -53,9 +54,13 @@ def free_port():
     return p
 
 
-def request(port, method, path, body=None, timeout=120):
+KEY = "replicated-test-key"
+AUTH = {"Content-Type": "application/json", "Authorization": "Bearer " + KEY}
+
+
+def request(port, method, path, body=None, timeout=120, headers=AUTH):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request(method, path, body=None if body is None else json.dumps(body), headers={"Content-Type": "application/json"})
+    c.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
     r = c.getresponse()
     data = r.read()
     c.close()
@@ -95,9 +100,12 @@ def text(n):
 
 
 port = free_port()
+with open(os.path.join(work, "keys"), "w") as f:
+    f.write(f"# the replicas' key, forwarded to every replica as a launch flag\n{KEY}\n")
 log = open(os.path.join(work, "front.log"), "w")
 front = subprocess.Popen([rocket, "front", engine, "--replicas", "2", "--port", str(port), "--health-interval", "0.2",
-                          "--drain-timeout", "5", "--queue", "16"], stdout=log, stderr=subprocess.STDOUT)
+                          "--drain-timeout", "5", "--queue", "16", "--api-key-file", os.path.join(work, "keys")],
+                         stdout=log, stderr=subprocess.STDOUT)
 
 
 def dump_log():
@@ -145,6 +153,20 @@ try:
     check(len(cached) == 3 and cached[0] == 0 and cached[2] > 0,
           "the third resumed from the branch point the second captured there", f"cached tokens {cached}")
 
+    # The replicas' own reports, as the front reads them: the key is required, the home replica holds
+    # the system prompt, the other nothing.
+    probe = chat(system, "Question 9: " + text(50), 2)
+    st, data = request(ports[home], "POST", "/prefix/v1/chat/completions", probe,
+                       headers={"Content-Type": "application/json"})
+    check(st == 401 and json.loads(data)["error"]["code"] == "invalid_api_key", "prefix report without the key: 401",
+          (st, data[:200]))
+    reports = [json.loads(request(p, "POST", "/prefix/v1/chat/completions", probe)[1]) for p in ports]
+    check(reports[home]["cached_tokens"] >= 256 and reports[home]["resumable_tokens"] > 0 and
+          reports[1 - home]["cached_tokens"] == 0 and reports[home]["prompt_tokens"] == reports[1 - home]["prompt_tokens"],
+          "prefix reports: the home replica holds the system prompt, the other nothing", reports)
+    st, data = request(port, "POST", "/v1/chat/completions", probe, headers={"Content-Type": "application/json"})
+    check(st == 401, "a request without the key: the replica's 401 passed through the front", (st, data[:200]))
+
     # ---- (b) unrelated requests spread by load; streams relayed whole ----
     before = [front_counter(port, "rocket_front_routed_total", i) for i in (0, 1)]
     outs = [None] * 4
@@ -152,7 +174,7 @@ try:
     def stream(i):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         c.request("POST", "/v1/chat/completions", body=json.dumps(chat(None, f"Unrelated {i} {text(30)}", 48, True, i)),
-                  headers={"Content-Type": "application/json"})
+                  headers=AUTH)
         r = c.getresponse()
         outs[i] = (r.status, r.getheader("Content-Type"), r.read().decode())
 
@@ -178,6 +200,7 @@ try:
     s = socket.create_connection(("127.0.0.1", port))
     body = json.dumps(chat(None, "Hang up " + text(20), 1800, True, 5)).encode()
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Authorization: Bearer " + KEY.encode() + b"\r\n"
               b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     got = b""
     while b'"content"' not in got:
@@ -255,7 +278,7 @@ try:
     def drain_stream():
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         c.request("POST", "/v1/chat/completions", body=json.dumps(chat(None, "Drain " + text(10), 120, True, 9)),
-                  headers={"Content-Type": "application/json"})
+                  headers=AUTH)
         r = c.getresponse()
         out["first"] = r.readline()
         out["rest"] = (out["first"] + r.read()).decode()
