@@ -27,6 +27,7 @@
 #include "front/exposition.h"
 #include "front/replica.h"
 #include "front/route.h"
+#include "http/connection.h"
 #include "http/sse.h"
 #include "openai/protocol_error.h"
 
@@ -73,8 +74,8 @@ struct InFlight {
 
 // One request relayed to a replica, on a thread of its own: the response's status and headers
 // arrive first (the front answers with them), then its body in the chunks the replica wrote them in.
-// `gone` is set when the client left: the next chunk then cancels the upstream request, closing its
-// connection, and the replica cancels the generation as for any client that hangs up.
+// When the client leaves, abandon() shuts the upstream connection down, and the replica cancels the
+// generation as for any client that hangs up.
 struct Relay {
   std::mutex mu;
   std::condition_variable cv;
@@ -85,12 +86,25 @@ struct Relay {
   int status = 0;
   std::string content_type, retry_after, error;
   std::deque<std::string> chunks;
+  // The upstream connection; stop() (thread-safe in httplib) shuts its socket down at once, so the
+  // replica sees its client leave even while it sends nothing (a non-streamed answer being generated).
+  std::shared_ptr<httplib::Client> client;
+
+  // The client left: the upstream request ends now.
+  void abandon() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      gone = true;
+    }
+    client->stop();
+  }
 
   static std::shared_ptr<Relay> start(const Replica& to, const std::string& path, const httplib::Headers& headers,
                                       const std::string& body) {
     auto r = std::make_shared<Relay>();
-    std::thread([r, host = to.host(), port = to.port(), path, headers, body] {
-      httplib::Client cli(host, port);
+    r->client = std::make_shared<httplib::Client>(to.host(), to.port());
+    std::thread([r, path, headers, body] {
+      httplib::Client& cli = *r->client;
       cli.set_connection_timeout(2s);
       cli.set_write_timeout(60s);
       // A non-streamed response arrives only once generated; a stream sends an event or a keep-alive
@@ -335,6 +349,8 @@ class Front {
         throw ProtocolError(503, "the replicas are not launched yet; retry later", "", "server_error", "not_launched");
       const httplib::Headers headers = upstream_headers(req);
       std::vector<ReplicaReport> reports = gather_reports(path, headers, req.body);
+      constexpr int kUnknown = -2;
+      int fd = kUnknown;  // the client's socket, found once a wait is long enough to poll it
       for (;;) {
         const std::optional<size_t> pick = choose_replica(reports, rotate_.fetch_add(1));
         if (!pick) break;
@@ -343,7 +359,16 @@ class Front {
         auto routed = std::make_shared<InFlight>(r.in_flight);
         std::shared_ptr<Relay> relay = Relay::start(r, path, headers, req.body);
         std::unique_lock<std::mutex> lock(relay->mu);
-        relay->cv.wait(lock, [&] { return relay->headers || relay->finished; });
+        // A non-streamed answer's headers come only with its body: a client that hangs up meanwhile is
+        // seen by polling its socket every 200 ms, as the replica's own server does.
+        while (!relay->cv.wait_for(lock, 200ms, [&] { return relay->headers || relay->finished; })) {
+          if (fd == kUnknown) fd = connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+          if (fd < 0 || !peer_closed(fd)) continue;
+          lock.unlock();
+          relay->abandon();
+          std::fprintf(stderr, "[front] the client hung up before the response; its request was cancelled upstream\n");
+          return;
+        }
         if (!relay->headers) {
           // Nothing came back, so nothing reached the client: another replica may run it.
           ++r.failovers;
@@ -373,7 +398,7 @@ class Front {
     res.status = relay->status;
     if (!relay->retry_after.empty()) res.set_header("Retry-After", relay->retry_after);
     if (relay->content_type.rfind("text/event-stream", 0) != 0) {
-      relay->cv.wait(lock, [&] { return relay->finished; });
+      relay->cv.wait(lock, [&] { return relay->finished; });  // the body follows its headers at once
       if (!relay->clean) {
         send_error(res, ProtocolError(502, fmt::format("the replica failed while answering: {}", relay->error), "",
                                       "server_error"));
@@ -395,8 +420,7 @@ class Front {
             relay->chunks.pop_front();
             lock.unlock();
             if (out.write(chunk.data(), chunk.size())) return true;
-            lock.lock();
-            relay->gone = true;
+            relay->abandon();
             return false;
           }
           if (relay->finished) {
@@ -413,13 +437,11 @@ class Front {
           }
           lock.unlock();
           if (out.is_writable()) return true;
-          lock.lock();
-          relay->gone = true;
+          relay->abandon();
           return false;
         },
-        [relay](bool) {
-          std::lock_guard<std::mutex> lock(relay->mu);
-          relay->gone = true;
+        [relay](bool done) {
+          if (!done) relay->abandon();
         });
   }
 

@@ -5,11 +5,6 @@
 // queue, and no TLS needed on loopback. Boost.Beast would mean Asio and far more code for the same.
 #include <httplib.h>
 
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,20 +12,18 @@
 #include <thread>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <random>
 
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "http/connection.h"
 #include "http/sse.h"
 #include "openai/output_parser.h"
 #include "openai/prompt_builder.h"
 #include "openai/protocol_error.h"
 #include "openai/random_id.h"
-
-namespace fs = std::filesystem;
 
 namespace rocket {
 
@@ -49,55 +42,6 @@ void send_error(httplib::Response& res, const ProtocolError& e) {
   res.status = e.status();
   if (e.status() == 503) res.set_header("Retry-After", "1");
   res.set_content(error_body(e).dump(), "application/json");
-}
-
-// A socket address as httplib writes Request::remote_addr / local_addr (numeric host) and its port.
-std::pair<std::string, int> numeric_address(const sockaddr_storage& a, socklen_t len) {
-  char host[NI_MAXHOST];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
-    return {"", -1};
-  const int port = a.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
-                   : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
-                                             : -1;
-  return {host, port};
-}
-
-// The socket `req` arrived on; -1 when it cannot be found.
-// NOTE: cpp-httplib 0.11 (Debian 12) shows a handler neither its socket nor whether the client is
-// still there (Request::is_connection_closed came in 0.14). The address 4-tuple names exactly one TCP
-// connection, and its descriptor stays this connection's while the handler runs: httplib closes it
-// only after the handler returns.
-int connection_socket(const httplib::Request& req) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
-    int fd;
-    try {
-      fd = std::stoi(entry.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t local_len = sizeof local, peer_len = sizeof peer;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
-        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
-      continue;
-    if (numeric_address(local, local_len) == std::pair(req.local_addr, req.local_port) &&
-        numeric_address(peer, peer_len) == std::pair(req.remote_addr, req.remote_port))
-      return fd;
-  }
-  return -1;
-}
-
-// The client closed its end (or the connection broke). A request body has been read whole by now, so
-// readable data is a pipelined next request, not a hang-up.
-bool peer_closed(int fd) {
-  pollfd p{fd, POLLIN | POLLRDHUP, 0};
-  if (poll(&p, 1, 0) <= 0) return false;
-  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
-  char c;
-  return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 // The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
@@ -278,7 +222,7 @@ struct HttpServer::Impl {
   void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
     // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
     constexpr auto kPoll = std::chrono::milliseconds(200);
-    const int fd = connection_socket(req);
+    const int fd = connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     auto next_poll = std::chrono::steady_clock::now() + kPoll;
     std::vector<Json> choices(all.each.size());
     for (;;) {

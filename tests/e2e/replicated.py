@@ -6,7 +6,8 @@ engines and routes over them. Checks, in order:
       captured (usage cached_tokens > 0); the replicas' prefix reports say so directly, and need the
       api key (forwarded to every replica as a launch flag), whose 401 the front passes through;
   (b) unrelated concurrent streamed requests spread over both replicas, each stream relayed whole;
-      a client that hangs up mid-stream cancels the generation on its replica;
+      a client that hangs up (mid-stream, or waiting for a whole answer) cancels the generation on its
+      replica;
   /metrics carries each replica's series labelled, the summed counters, and the front's own;
   (c) SIGKILL of the replica running a request: the request is retried on the other and succeeds,
       /health shows the dead one down, later requests still succeed;
@@ -109,7 +110,8 @@ front = subprocess.Popen([rocket, "front", engine, "--replicas", "2", "--port", 
 
 
 def dump_log():
-    log.flush()
+    if not log.closed:
+        log.flush()
     print(open(os.path.join(work, "front.log")).read()[-4000:])
 
 
@@ -195,25 +197,35 @@ try:
             good += 1
     check(good == 4, "every stream relayed through the front to its [DONE]", [o[:2] for o in outs])
 
-    # A client that hangs up mid-stream: its replica cancels the generation.
-    cancelled0 = sum(r["stats"]["cancelled"] for r in stats(port))
-    s = socket.create_connection(("127.0.0.1", port))
-    body = json.dumps(chat(None, "Hang up " + text(20), 1800, True, 5)).encode()
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Authorization: Bearer " + KEY.encode() + b"\r\n"
-              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-    got = b""
-    while b'"content"' not in got:
-        more = s.recv(4096)
-        if not more:
-            break
-        got += more
-    s.close()
-    deadline = time.time() + 10
-    while time.time() < deadline and sum(r["stats"]["cancelled"] for r in stats(port)) == cancelled0:
-        time.sleep(0.1)
-    check(sum(r["stats"]["cancelled"] for r in stats(port)) == cancelled0 + 1,
-          "a client hanging up mid-stream cancels the request on its replica")
+    # A client that hangs up, mid-stream or while a whole answer is generated: its replica cancels the
+    # generation.
+    def hang_up(stream, label):
+        cancelled0 = sum(r["stats"]["cancelled"] for r in stats(port))
+        s = socket.create_connection(("127.0.0.1", port))
+        body = json.dumps(chat(None, "Hang up " + text(20), 1800, stream, 5)).encode()
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Authorization: Bearer " + KEY.encode() + b"\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        if stream:
+            got = b""
+            while b'"content"' not in got:
+                more = s.recv(4096)
+                if not more:
+                    break
+                got += more
+        else:
+            deadline = time.time() + 20
+            while time.time() < deadline and not any(r["stats"]["active"] for r in stats(port)):
+                time.sleep(0.02)
+        s.close()
+        deadline = time.time() + 10
+        while time.time() < deadline and sum(r["stats"]["cancelled"] for r in stats(port)) == cancelled0:
+            time.sleep(0.1)
+        check(sum(r["stats"]["cancelled"] for r in stats(port)) == cancelled0 + 1,
+              f"a client hanging up {label} cancels the request on its replica")
+
+    hang_up(True, "mid-stream")
+    hang_up(False, "on a non-streamed request")
 
     # ---- /metrics ----
     _, m = request(port, "GET", "/metrics")
