@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The replicated arrangement on host boosters: `rocket front ENGINE --replicas 2` spawns two tiny host
 engines and routes over them. Checks, in order:
+  refusals of `rocket front`'s command line, and a front whose one replica is unreachable
+      (/health 503 "down", requests 503 no_replica, SIGTERM exit 0);
   (a) cache affinity: requests sharing a long system prompt with an earlier one land on its replica
       (the front's affinity counter), and the third resumes there from the branch point the second
       captured (usage cached_tokens > 0); the replicas' prefix reports say so directly, and need the
@@ -99,6 +101,44 @@ words = "replica front route cache prefix page token shared system rule booster 
 def text(n):
     return " ".join(rng.choice(words) for _ in range(n))
 
+
+# ---- refusals on the command line (no engine starts: `rocket` checks the flags before it hands over) ----
+for args, why in [([], "no replica set"), (["--replicas", "2", "--replica", "http://127.0.0.1:1"], "both replica sets"),
+                  (["--replicas", "2", "--bogus-flag"], "a flag neither the front's nor launch's"),
+                  (["--replica", "http://127.0.0.1:1", "--queue", "4"], "launch flags without spawned replicas"),
+                  (["--replicas", "0"], "zero replicas")]:
+    r = subprocess.run([rocket, "front", engine] + args, capture_output=True, text=True, timeout=30)
+    check(r.returncode == 2 and r.stderr.strip(), f"rocket front refuses {why}: exit 2", (r.returncode, r.stderr))
+
+# ---- a front none of whose replicas is up: /health 503 "down", requests 503 no_replica ----
+dead = free_port()
+port = free_port()
+lone = subprocess.Popen([rocket, "front", engine, "--replica", f"http://127.0.0.1:{dead}", "--port", str(port),
+                         "--startup-timeout", "1", "--health-interval", "0.1"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+try:
+    deadline = time.time() + 20
+    h = None
+    while time.time() < deadline:
+        try:
+            st, h = get_json(port, "/health")
+            if h["status"] == "down":
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    check(h and st == 503 and h["status"] == "down" and h["replicas"][0]["status"] == "unreachable",
+          "a front with its only replica unreachable: /health 503 down", h)
+    st, data = request(port, "POST", "/v1/completions", {"model": model, "prompt": "x", "max_tokens": 2})
+    e = json.loads(data).get("error", {})
+    check(st == 503 and e.get("code") == "no_replica" and e.get("type") == "server_error",
+          "a request with no replica in rotation: 503 no_replica in OpenAI's shape", (st, data[:200]))
+    lone.send_signal(signal.SIGTERM)
+    check(lone.wait(timeout=20) == 0, "that front drains on SIGTERM and exits 0")
+finally:
+    if lone.poll() is None:
+        lone.kill()
+        lone.wait()
 
 port = free_port()
 with open(os.path.join(work, "keys"), "w") as f:
