@@ -292,6 +292,8 @@ try:
     check(counters and len(sums_match) == len(counters) and any(total(c) > 0 for c in counters),
           "/metrics: every counter summed over the replicas", sorted(set(counters) - set(sums_match)))
     check("rocket_front_failovers_total" in m and "rocket_front_replica_up" in m, "/metrics: the front's own series")
+    lint = subprocess.run(["promtool", "check", "metrics"], input=m, capture_output=True, text=True)
+    check(lint.returncode == 0, "/metrics: promtool check metrics passes", lint.stdout[-600:] + lint.stderr[-600:])
 
     # ---- (c) failover: SIGKILL of the replica running a request ----
     victim = home
