@@ -206,6 +206,24 @@ TEST(RadixCache, EvictsLeastRecentlyUsedLeavesFirst) {
   EXPECT_EQ(cache.pages().free_count(), cache.pages().size());
 }
 
+// The replicated front's question (Scheduler::report_prefix): what match() would resume from, asked
+// without touching the LRU order, so a report for a request routed elsewhere keeps nothing alive.
+TEST(RadixCache, ResumablePrefixAnswersAsMatchWithoutTouching) {
+  RadixCache cache(small_geometry());
+  const auto a = seq(100, 8), b = seq(200, 4);
+  cache_computed(cache, a);
+  cache_computed(cache, b);  // b is the most recently used
+  EXPECT_EQ(cache.resumable_prefix(cat(a, seq(900, 3))), 8);
+  EXPECT_EQ(cache.resumable_prefix(seq(100, 7)), 0);  // the boundary at 8 is not reached
+  EXPECT_EQ(cache.resumable_prefix(cat(seq(100, 4), seq(900, 4))), 0);  // pages shared, no state at 4
+  EXPECT_EQ(cache.cached_prefix(cat(seq(100, 4), seq(900, 4))), 4);
+  // Had the reports touched a, b would go first; a is still the least recently used.
+  EXPECT_EQ(cache.evict(2), 2);
+  EXPECT_EQ(cache.match(a).tokens, 0);
+  EXPECT_EQ(cache.match(b).tokens, 4);
+  expect_consistent(cache);
+}
+
 TEST(RadixCache, EvictingALeafPrunesAncestorsThatCanNoLongerBeResumed) {
   RadixCache cache(small_geometry());
   // Two branches below a snapshot-less split point at 4: {0..4}{a}, {0..4}{b}.

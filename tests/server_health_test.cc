@@ -26,6 +26,9 @@ class StateLoop : public EngineLoop {
     throw std::logic_error("the health test submits nothing");
   }
   nlohmann::ordered_json stats() const override { return nlohmann::ordered_json::object(); }
+  PrefixReport report_prefix(const CompletionRequest&) override {
+    throw std::logic_error("the health test asks for no prefix report");
+  }
   LoopState state() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return state_;

@@ -81,7 +81,7 @@ void RadixCache::touch(CacheNode* node) {
   for (CacheNode* n = node; n != root_.get(); n = n->parent) n->last_access = clock_;
 }
 
-PrefixMatch RadixCache::match(std::span<const int32_t> tokens) {
+CacheNode* RadixCache::deepest_resumable(std::span<const int32_t> tokens) const {
   const size_t P = geometry_.page_tokens;
   CacheNode* cur = root_.get();
   CacheNode* best = cur;
@@ -96,6 +96,14 @@ PrefixMatch RadixCache::match(std::span<const int32_t> tokens) {
     cur = child;
     if (child->snapshot >= 0) best = child;
   }
+  return best;
+}
+
+int RadixCache::resumable_prefix(std::span<const int32_t> tokens) const { return deepest_resumable(tokens)->end; }
+
+PrefixMatch RadixCache::match(std::span<const int32_t> tokens) {
+  const size_t P = geometry_.page_tokens;
+  CacheNode* best = deepest_resumable(tokens);
   PrefixMatch m;
   m.node = best;
   m.tokens = best->end;

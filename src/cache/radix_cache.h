@@ -80,6 +80,10 @@ class RadixCache {
   // The deepest node ending on a page boundary of `tokens` that has a snapshot. Marks the path to
   // it used. Takes no references: lock the node before anything else can evict.
   PrefixMatch match(std::span<const int32_t> tokens);
+  // What match() would resume from (its `tokens`), without marking anything used: a replica's
+  // report to the replicated front (scheduler.h, report_prefix) must not reorder eviction for a
+  // request that may be routed elsewhere.
+  int resumable_prefix(std::span<const int32_t> tokens) const;
   // The longest page-aligned prefix of `tokens` whose pages the tree holds, snapshot or not. Where
   // it exceeds match(), a request shares a branch point with cached sequences that nothing can
   // resume from: the boundary worth capturing a snapshot at. Changes nothing (no touch).
@@ -128,6 +132,9 @@ class RadixCache {
  private:
   CacheNode* split(CacheNode* node, int keep_pages);
   void touch(CacheNode* node);
+  // The walk match() and resumable_prefix() share: the deepest node with a snapshot ending on a page
+  // boundary of `tokens`, the root when none.
+  CacheNode* deepest_resumable(std::span<const int32_t> tokens) const;
   int remove_leaf(CacheNode* node);  // returns pages freed
   // After a removal: evicts `node` and its ancestors while each is an unlocked snapshot-less leaf,
   // adding the pages freed to *freed. Returns the first node kept (possibly the root).

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "engine/generate_options.h"
+#include "front/front_options.h"
 #include "fuel/forge.h"
 #include "launch/launch_options.h"
 #include "plan/plan.h"
@@ -39,6 +40,8 @@ constexpr const char* kUsage =
     "  launch    ENGINE_DIR [--host H] [--port N] [--served-model-name NAME...] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
     "  serve     the same as launch\n"
+    "  front     ENGINE_DIR --replicas N | --replica URL... [--host H] [--port N] [--health-interval S] [--drain-timeout S]\n"
+    "            [launch flags for the replicas]\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 
 std::string default_tokenizer_dir() {
@@ -227,6 +230,25 @@ int cmd_launch(const std::vector<std::string>& args) {
   exec_engine("launch", dir, without_engine_dir(args, dir));
 }
 
+// The replicated arrangement: ENGINE_DIR/bin/rocket-engine front ... (front/front.h). ENGINE_DIR comes
+// first; the flags after it are checked here (the front's, and the replicas' launch flags).
+int cmd_front(const std::vector<std::string>& args) {
+  FrontOptions o;
+  CLI::App cli("Runs N replicas of an engine (one process per GPU) behind one HTTP front that routes each request to\n"
+               "the replica whose prefix cache holds the longest prefix of its prompt, else to the least loaded\n"
+               "(ENGINE_DIR/bin/rocket-engine front ...). Flags the front does not know go to every replica's launch.",
+               "rocket front ENGINE_DIR");
+  add_front_options(cli, o);
+  if (args.empty() || args[0].rfind("-", 0) == 0) {
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) return parse_front_command(cli, o, {"--help"}).value_or(0);
+    std::fprintf(stderr, "rocket front: ENGINE_DIR comes first (rocket front --help lists the options)\n");
+    return 2;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (const auto rc = parse_front_command(cli, o, rest)) return *rc;
+  exec_engine("front", args[0], rest);
+}
+
 }  // namespace
 }  // namespace rocket
 
@@ -244,6 +266,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return cmd_inspect(args);
     if (cmd == "generate") return cmd_generate(args);
     if (cmd == "launch" || cmd == "serve") return cmd_launch(args);
+    if (cmd == "front") return cmd_front(args);
     if (cmd == "probe") return probe_main(args);
     std::fprintf(stderr, "rocket: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;

@@ -5,11 +5,6 @@
 // queue, and no TLS needed on loopback. Boost.Beast would mean Asio and far more code for the same.
 #include <httplib.h>
 
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,20 +12,18 @@
 #include <thread>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <random>
 
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "http/connection.h"
 #include "http/sse.h"
 #include "openai/output_parser.h"
 #include "openai/prompt_builder.h"
 #include "openai/protocol_error.h"
 #include "openai/random_id.h"
-
-namespace fs = std::filesystem;
 
 namespace rocket {
 
@@ -49,55 +42,6 @@ void send_error(httplib::Response& res, const ProtocolError& e) {
   res.status = e.status();
   if (e.status() == 503) res.set_header("Retry-After", "1");
   res.set_content(error_body(e).dump(), "application/json");
-}
-
-// A socket address as httplib writes Request::remote_addr / local_addr (numeric host) and its port.
-std::pair<std::string, int> numeric_address(const sockaddr_storage& a, socklen_t len) {
-  char host[NI_MAXHOST];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
-    return {"", -1};
-  const int port = a.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
-                   : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
-                                             : -1;
-  return {host, port};
-}
-
-// The socket `req` arrived on; -1 when it cannot be found.
-// NOTE: cpp-httplib 0.11 (Debian 12) shows a handler neither its socket nor whether the client is
-// still there (Request::is_connection_closed came in 0.14). The address 4-tuple names exactly one TCP
-// connection, and its descriptor stays this connection's while the handler runs: httplib closes it
-// only after the handler returns.
-int connection_socket(const httplib::Request& req) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
-    int fd;
-    try {
-      fd = std::stoi(entry.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t local_len = sizeof local, peer_len = sizeof peer;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
-        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
-      continue;
-    if (numeric_address(local, local_len) == std::pair(req.local_addr, req.local_port) &&
-        numeric_address(peer, peer_len) == std::pair(req.remote_addr, req.remote_port))
-      return fd;
-  }
-  return -1;
-}
-
-// The client closed its end (or the connection broke). A request body has been read whole by now, so
-// readable data is a pipelined next request, not a hang-up.
-bool peer_closed(int fd) {
-  pollfd p{fd, POLLIN | POLLRDHUP, 0};
-  if (poll(&p, 1, 0) <= 0) return false;
-  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
-  char c;
-  return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 // The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
@@ -278,7 +222,7 @@ struct HttpServer::Impl {
   void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
     // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
     constexpr auto kPoll = std::chrono::milliseconds(200);
-    const int fd = connection_socket(req);
+    const int fd = connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     auto next_poll = std::chrono::steady_clock::now() + kPoll;
     std::vector<Json> choices(all.each.size());
     for (;;) {
@@ -397,6 +341,28 @@ struct HttpServer::Impl {
         [sink](bool) { sink->cancel(); });  // after done() this is a no-op: the loop has finished
   }
 
+  // POST /prefix/v1/chat/completions, /prefix/v1/completions: the replicated front asks, before it
+  // routes a request, how much of its prompt this replica's prefix cache holds and how busy it is
+  // (EngineLoop::report_prefix; front/route.h). The body is the request itself, checked as the
+  // completion would check it and guarded by the same api keys: the answer says what prompts were
+  // served here.
+  void prefix(const httplib::Request& req, httplib::Response& res, bool chat) {
+    try {
+      authorize(req);
+      EngineLoop& engine = launched();
+      const Json body = parse_json_body(req.body, options.max_json_depth);
+      const CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+      const PrefixReport p = engine.report_prefix(r);
+      const Json out = {{"prompt_tokens", p.prompt_tokens}, {"cached_tokens", p.cached_tokens},
+                        {"resumable_tokens", p.resumable_tokens}, {"running", p.running}, {"waiting", p.waiting}};
+      res.set_content(out.dump(), "application/json");
+    } catch (const ProtocolError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ProtocolError(500, e.what(), "", "server_error"));
+    }
+  }
+
   void models(const httplib::Request& req, httplib::Response& res) {
     try {
       authorize(req);
@@ -490,6 +456,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
+  im.server.Post("/prefix/v1/chat/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, true); });
+  im.server.Post("/prefix/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, false); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
   im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });

@@ -35,6 +35,21 @@ struct Submitted {
   ToolCallFormat tool_call_format = ToolCallFormat::kJson;  // how the fuel's model writes tool calls
 };
 
+// What a replica tells the replicated front about one request before the front routes it
+// (POST /prefix/v1/...; front/route.h): how much of its prompt this replica's prefix cache holds, and
+// how busy the replica is.
+struct PrefixReport {
+  int64_t prompt_tokens = 0;
+  // The longest page-aligned prefix whose KV pages the cache holds (RadixCache::cached_prefix), as
+  // admission caps it (at least the last token computed). The front routes on this rather than on
+  // `resumable_tokens`: where a shared prefix ends inside another sequence's edge (a system prompt
+  // that conversations continue differently) nothing resumes there yet, but this replica is the one
+  // that captures the branch point on admission, so the next request sharing it resumes.
+  int64_t cached_tokens = 0;
+  int64_t resumable_tokens = 0;  // what admission would resume from now (RadixCache::match)
+  int running = 0, waiting = 0;
+};
+
 class EngineLoop {
  public:
   virtual ~EngineLoop() = default;
@@ -47,6 +62,10 @@ class EngineLoop {
   virtual LoopState state() const = 0;
   // Counters for GET /stats (requests, tokens, cache pages) and the load gauges of GET /metrics; any thread.
   virtual nlohmann::ordered_json stats() const = 0;
+  // Called on an HTTP thread: renders and tokenises `request` as submit() would and reports how much
+  // of it the prefix cache holds, changing nothing (no LRU touch, no lock, no pages). Throws
+  // ProtocolError as submit() does for a prompt it cannot build, and 503 while draining or failed.
+  virtual PrefixReport report_prefix(const CompletionRequest& request) = 0;
 };
 
 }  // namespace rocket

@@ -63,6 +63,7 @@ Scheduler::~Scheduler() {
     stopping_ = true;
   }
   cv_.notify_all();
+  query_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   for (auto& s : slots_)
     if (s) s->pages.release();
@@ -134,6 +135,44 @@ Json Scheduler::stats() const {
   return stats_.to_json();
 }
 
+PrefixReport Scheduler::report_prefix(const CompletionRequest& r) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    check_open();  // before the prompt costs anything
+  }
+  const Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
+  PrefixQuery q{.ids = p.ids};
+  std::unique_lock<std::mutex> lock(mu_);
+  check_open();
+  queries_.push_back(&q);
+  cv_.notify_one();
+  query_cv_.wait(lock, [&] { return q.answered || stopping_ || !failure_.empty(); });
+  if (!q.answered) {
+    queries_.erase(std::find(queries_.begin(), queries_.end(), &q));
+    check_open();
+    throw ProtocolError(503, "the server is stopping", "", "server_error", "shutting_down");
+  }
+  return PrefixReport{.prompt_tokens = int64_t(p.ids.size()),
+                      .cached_tokens = q.cached,
+                      .resumable_tokens = q.resumable,
+                      .running = stats_.active,
+                      .waiting = int(waiting_.size())};
+}
+
+void Scheduler::answer_queries() {
+  const int page = geometry_.page_tokens;
+  for (PrefixQuery* q : queries_) {
+    const int n = int(q->ids.size());
+    // As admission caps them: StreamPages::resume leaves the last token to compute, and the branch
+    // point is at most the last whole page before it.
+    q->resumable = n < 2 ? 0 : cache_.resumable_prefix(q->ids.first(size_t(n - 1)));
+    q->cached = std::min(cache_.cached_prefix(q->ids), std::max(n - 1, 0) / page * page);
+    q->answered = true;
+  }
+  queries_.clear();
+  query_cv_.notify_all();
+}
+
 LoopState Scheduler::state() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) return {LoopState::Status::kFailed, failure_};
@@ -167,8 +206,9 @@ void Scheduler::run() {
     bool abort = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || abort_ || !waiting_.empty() || !order_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || abort_ || !waiting_.empty() || !order_.empty() || !queries_.empty(); });
       if (stopping_) return;
+      answer_queries();
       abort = std::exchange(abort_, false);
     }
     try {
@@ -193,6 +233,7 @@ void Scheduler::run() {
         idle_ = true;
       }
       idle_cv_.notify_all();
+      query_cv_.notify_all();
       if (options_.on_failure) options_.on_failure();
       return;
     }

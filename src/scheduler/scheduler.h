@@ -31,6 +31,13 @@
 // page copy or binding; stepping its Generation) fails that request alone, its slot retired with its
 // pages and snapshot released, and the others go on.
 //
+// Prefix reports (report_prefix(), for the replicated front). The cache has no lock of its own: the
+// loop thread owns it and mutates it all through a step (admission, captures, publishes, retires,
+// evictions). So a report is a query the loop answers between two steps, under mu_, with const
+// lookups only: no lock on the cache spread through the step, no LRU touch. It waits at most one
+// step, which is small next to the request it routes (a prefill at least); the prompt is rendered
+// and tokenised on the HTTP thread, as submit() does.
+//
 // Drain (drain()): submit() answers 503 from then on; the requests already accepted run to their end
 // or, past the deadline, are answered with an error.
 #pragma once
@@ -99,6 +106,7 @@ class Scheduler : public EngineLoop {
   Submitted submit(const CompletionRequest& request, std::shared_ptr<RequestSink> sink) override;
   nlohmann::ordered_json stats() const override;
   LoopState state() const override;
+  PrefixReport report_prefix(const CompletionRequest& request) override;
 
   // Stops accepting (submit() answers 503) and blocks until every accepted request has been answered;
   // at `deadline` the ones still running or queued are answered with an error (the server is shutting
@@ -136,7 +144,17 @@ class Scheduler : public EngineLoop {
     RequestTrace trace;
   };
 
+  // A report_prefix() call waiting for the loop; lives on its caller's stack until answered.
+  struct PrefixQuery {
+    std::span<const int32_t> ids;
+    int64_t cached = 0, resumable = 0;
+    bool answered = false;
+  };
+
   void run();
+  // Answers every queued PrefixQuery from the cache, read-only. Loop thread, between steps.
+  // REQUIRES: mu_ held.
+  void answer_queries();
   void admit();
   void decode_step();
   void prefill_step();
@@ -191,6 +209,8 @@ class Scheduler : public EngineLoop {
   bool idle_ = true;
   std::string failure_;    // the engine's error; non-empty: the loop has ended
   std::condition_variable idle_cv_;  // idle_ or failure_ changed
+  std::vector<PrefixQuery*> queries_;  // waiting for answer_queries()
+  std::condition_variable query_cv_;   // a query answered, or the loop ended
   SchedulerStats stats_;
   std::thread thread_;
 };

@@ -21,6 +21,7 @@
 #include "engine/h200/h200_batch_engine.h"
 #include "engine/h200/h200_bench.h"
 #include "engine/h200/h200_engine.h"
+#include "front/front.h"
 #include "launch/launch.h"
 
 namespace fs = std::filesystem;
@@ -237,6 +238,7 @@ int main(int argc, char** argv) {
       "  prefill-check   the prefill token path against bucket-sized pieces\n"
       "  prefill-bench   cold prompts through the token path against the tensor-core peak\n"
       "  launch   the countdown, then the OpenAI-compatible server (also: serve)\n"
+      "  front    N replicas of this engine, one per GPU, behind one routing front (the replicated arrangement)\n"
       "h200 engine for chemistry ") + engine::kFingerprint + ".\n";
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(commands.c_str(), argc < 2 ? stderr : stdout);
@@ -252,6 +254,7 @@ int main(int argc, char** argv) {
     if (cmd == "replay") return cmd_replay(dir, args);
     if (cmd == "bench") return cmd_bench(dir, args);
     if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);
+    if (cmd == "front") return front_main(dir / "bin" / "rocket-engine", args);
     std::fprintf(stderr, "rocket-engine: unknown command '%s'\n%s", cmd.c_str(), commands.c_str());
     return 2;
   } catch (const Error& e) {

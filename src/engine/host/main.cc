@@ -28,6 +28,7 @@
 #include "engine/host/host_engine.h"
 #include "engine/host/static_fire.h"
 #include "kernels/host/sample.h"
+#include "front/front.h"
 #include "launch/launch.h"
 #include "openai/prompt_builder.h"
 #include "plan/step_bytes.h"
@@ -261,7 +262,8 @@ int main(int argc, char** argv) {
       "  bench       decode throughput at every bucket against the roofline\n"
       "  buckets     every bucket gives each stream the logits of decoding alone\n"
       "  cachecheck  a cached prefix and a fork give the cold run's logits bit for bit\n"
-      "  launch      the countdown, then the OpenAI-compatible server (also: serve)\n";
+      "  launch      the countdown, then the OpenAI-compatible server (also: serve)\n"
+      "  front       N replicas of this engine behind one routing front (the replicated arrangement)\n";
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kCommands, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -281,6 +283,7 @@ int main(int argc, char** argv) {
       return cmd_cache_check(e);
     }
     if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);
+    if (cmd == "front") return front_main(dir / "bin" / "rocket-engine", args);
     std::fprintf(stderr, "rocket-engine: unknown command '%s'\n%s", cmd.c_str(), kCommands);
     return 2;
   } catch (const Error& e) {
