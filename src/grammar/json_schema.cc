@@ -44,7 +44,9 @@ bool is_type(const Json& v, std::string_view type) {
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const Json& root) : root_(root), f_(a_) {}
+  // Builds into `a`: its own automaton (compile_schema) or one another compiler is building
+  // (schema_value). `root` is what "#" and "#/$defs/NAME" resolve against.
+  SchemaCompiler(const Json& root, Automaton& a) : root_(root), a_(a), f_(a_) {}
 
   std::shared_ptr<const Automaton> compile_root() {
     const int32_t rule = a_.add_rule("$");
@@ -59,6 +61,11 @@ class SchemaCompiler {
     f_.define(rule, f_.seq(f_.whitespace(), f_.call(any_object())));
     return finish();
   }
+
+  // The fragment for one value of schema `s` at `path` (a part of root_), in an automaton of another
+  // compiler's making.
+  Fragment fragment(const Json& s, const std::string& path) { return value(s, path); }
+  Fragment any_object_fragment() { return f_.call(any_object()); }
 
  private:
   std::shared_ptr<const Automaton> finish() {
@@ -392,7 +399,7 @@ class SchemaCompiler {
   }
 
   const Json& root_;
-  Automaton a_;
+  Automaton& a_;
   Fragments f_;
   std::map<std::string, int32_t> refs_;
   std::map<std::pair<int64_t, int64_t>, int32_t> strings_;
@@ -402,12 +409,24 @@ class SchemaCompiler {
 }  // namespace
 
 std::shared_ptr<const Automaton> compile_schema(const nlohmann::ordered_json& schema) {
-  return SchemaCompiler(schema).compile_root();
+  Automaton a;
+  return SchemaCompiler(schema, a).compile_root();
 }
 
 std::shared_ptr<const Automaton> compile_any_object() {
   static const Json kNone;
-  return SchemaCompiler(kNone).compile_object_root();
+  Automaton a;
+  return SchemaCompiler(kNone, a).compile_object_root();
+}
+
+Fragment schema_value(Automaton& a, const nlohmann::ordered_json& root, const nlohmann::ordered_json& schema,
+                      const std::string& path) {
+  return SchemaCompiler(root, a).fragment(schema, path);
+}
+
+Fragment any_object_value(Automaton& a) {
+  static const Json kNone;
+  return SchemaCompiler(kNone, a).any_object_fragment();
 }
 
 }  // namespace rocket::grammar
