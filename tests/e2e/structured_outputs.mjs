@@ -162,8 +162,8 @@ test(`oracle: ${generations} generations at temperature 1 all parse and validate
   assert.ok(truncated <= generations / 20, `too many generations cut by max_tokens: ${truncated}`);
 });
 
-test(`tool calls (JSON format): ${Math.ceil(generations / 4)} generations, arguments parse and validate under ajv`, async () => {
-  const n = Math.ceil(generations / 4);
+test(`tool calls (JSON format): ${Math.ceil(generations / 8)} generations, arguments parse and validate under ajv`, async () => {
+  const n = Math.ceil(generations / 8);
   const counts = await toolOracle(client, model, n, { seed: 11 });
   console.log(`  tool oracle: ${counts.validated} of ${counts.calls} calls validated (the rest non-strict under auto), ` +
               `${counts.text} auto answers in text, ${counts.truncated} forced calls cut by max_tokens`);

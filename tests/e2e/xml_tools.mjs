@@ -190,11 +190,11 @@ test("arguments that are not a JSON object are refused, naming the field", async
 
 test("tool calls under the grammar (XML format): sampled arguments parse and validate under ajv", async () => {
   // Thinking off: auto mode's grammar starts after the reasoning, which random weights rarely close.
-  const counts = await toolOracle(client, model, 30, { xml: true, seed: 5, extra: { chat_template_kwargs: { enable_thinking: false } } });
+  const counts = await toolOracle(client, model, 18, { xml: true, seed: 5, extra: { chat_template_kwargs: { enable_thinking: false } } });
   console.log(`  tool oracle: ${counts.validated} of ${counts.calls} calls validated, ${counts.text} auto answers in text, ` +
               `${counts.truncated} forced calls cut by max_tokens`);
-  assert.ok(counts.validated >= 10, `too few validated calls: ${JSON.stringify(counts)}`);
-  assert.ok(counts.truncated <= 3, `too many forced calls cut by max_tokens: ${JSON.stringify(counts)}`);
+  assert.ok(counts.validated >= 6, `too few validated calls: ${JSON.stringify(counts)}`);
+  assert.ok(counts.truncated <= 2, `too many forced calls cut by max_tokens: ${JSON.stringify(counts)}`);
 });
 
 await runTests();
