@@ -162,10 +162,25 @@ test(`oracle: ${generations} generations at temperature 1 all parse and validate
   assert.ok(truncated <= generations / 20, `too many generations cut by max_tokens: ${truncated}`);
 });
 
+test("a forced call's parameters outside the subset are a 400 naming the tool and path", async () => {
+  const tools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { n: { type: "integer", minimum: 3 } } } } }];
+  try {
+    await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 8 });
+    assert.fail("accepted");
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+    assert.equal(e.param, "tools");
+    assert.match(e.message, /\$\.properties\.n\.minimum: function 'f': keyword 'minimum' is not supported/);
+  }
+  // Not forced and not strict: the call is parsed, not generated under a grammar, so nothing is refused.
+  const r = await client.chat.completions.create({ model, messages, tools, max_tokens: 8 });
+  assert.ok(r.choices[0].finish_reason);
+});
+
 test(`tool calls (JSON format): ${Math.ceil(generations / 8)} generations, arguments parse and validate under ajv`, async () => {
   const n = Math.ceil(generations / 8);
   const counts = await toolOracle(client, model, n, { seed: 11 });
-  console.log(`  tool oracle: ${counts.validated} of ${counts.calls} calls validated (the rest non-strict under auto), ` +
+  console.log(`  tool oracle: ${counts.validated} of ${counts.calls} calls validated (any others: non-strict tools under auto), ` +
               `${counts.text} auto answers in text, ${counts.truncated} forced calls cut by max_tokens`);
   assert.ok(counts.validated >= n / 3, `too few validated calls: ${JSON.stringify(counts)}`);
   assert.ok(counts.truncated <= n / 10, `too many forced calls cut by max_tokens: ${JSON.stringify(counts)}`);
