@@ -31,7 +31,8 @@ const Json kSearch = Json::parse(R"({"type":"object","properties":{
   "filters":{"type":"object","properties":{
      "tags":{"type":"array","items":{"enum":["news","blog","paper"]},"maxItems":3},
      "limit":{"type":"integer"},
-     "exact":{"type":["boolean","null"]}},
+     "exact":{"type":["boolean","null"]},
+     "label":{"type":"string","maxLength":8}},
    "required":["limit"],"additionalProperties":false},
   "mode":{"enum":["fast","deep"]}},
   "required":["query","filters"],"additionalProperties":false})");
@@ -77,6 +78,12 @@ std::shared_ptr<const CompiledGrammar> grammar(const ToolCallsSpec& s) {
 bool accepts(const ToolCallsSpec& s, std::string_view text) {
   Matcher m(grammar(s));
   return m.advance_bytes(text) && m.accepting();
+}
+
+// Whether `text` is a prefix of some text of the grammar (a refused one fails at the byte at fault).
+bool takes(const ToolCallsSpec& s, std::string_view text) {
+  Matcher m(grammar(s));
+  return m.advance_bytes(text);
 }
 
 std::string refusal(const ToolCallsSpec& s) {
@@ -210,19 +217,23 @@ TEST(ToolGrammar, JsonRequired) {
   const std::string weather = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa<ris\", \"unit\": \"celsius\"}}\n</tool_call>";
   EXPECT_TRUE(accepts(s, weather));
   EXPECT_TRUE(accepts(s, weather + "\n" + weather));  // parallel calls
-  EXPECT_FALSE(accepts(spec_of(ToolSyntax::kJson, kCalls, tools_of(), /*parallel=*/false), weather + "\n" + weather));
+  EXPECT_FALSE(takes(spec_of(ToolSyntax::kJson, kCalls, tools_of(), /*parallel=*/false), weather + "\n" + weather));
   EXPECT_TRUE(accepts(s, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"q\", \"filters\": {\"tags\": "
                          "[\"news\", \"paper\"], \"limit\": 3}, \"mode\": \"deep\"}}\n</tool_call>"));
   EXPECT_TRUE(accepts(s, "<tool_call>\n{\"name\": \"note\", \"arguments\": {\"anything\": [1, {\"x\": null}]}}\n</tool_call>"));
   // A name outside the tools, a missing required property, an undeclared one, a value off its enum, a
   // nested object missing its required limit, text around the call: none is a prefix of the grammar.
-  EXPECT_FALSE(accepts(s, "<tool_call>\n{\"name\": \"get_time\""));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}"));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"unit\": \"celsius\", \"x\""));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"unit\": \"kelvin\""));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"q\", \"filters\": {}"));
-  EXPECT_FALSE(accepts(s, "Sure! " + weather));
-  EXPECT_FALSE(accepts(s, weather + " done"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"get_time\""));
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"unit\": \"celsius\", \"x\""));
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"unit\": \"kelvin\""));
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"q\", \"filters\": {}"));
+  // A raw "</" inside a JSON string would let "</tool_call>" end the block there; "<\/" is the same string.
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"note\", \"arguments\": {\"x\": \"a</tool_call>"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"<</"));
+  EXPECT_TRUE(accepts(s, "<tool_call>\n{\"name\": \"note\", \"arguments\": {\"x\": \"a<\\/tool_call> <<b\"}}\n</tool_call>"));
+  EXPECT_FALSE(takes(s, "Sure! " + weather));
+  EXPECT_FALSE(takes(s, weather + " done"));
   EXPECT_FALSE(accepts(s, ""));
 }
 
@@ -238,13 +249,19 @@ TEST(ToolGrammar, XmlRequired) {
                          "</parameter>\n</function>\n</tool_call>"));
   EXPECT_TRUE(accepts(s, "<tool_call>\n<function=note>\n<parameter=any name>\nany <text>\n</parameter>\n</function>\n</tool_call>"));
   // The raw string cannot hold the tags the parser stops at; an integer is JSON; enums are literal.
-  EXPECT_FALSE(accepts(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\na</parameter>"));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\na</tool_call>"));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=unit>\nkelvin"));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=unit>\n"
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\na</parameter>"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\na</tool_call>"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=unit>\nkelvin"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=unit>\n"
                           "celsius\n</parameter>\n<parameter=days>\nthree"));
-  EXPECT_FALSE(accepts(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n</function>"));  // unit
-  EXPECT_FALSE(accepts(s, "<tool_call>\n<function=get_weather>\n<parameter=town>"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n</function>"));  // unit
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=get_weather>\n<parameter=town>"));
+  // Nor can a JSON-valued parameter's strings.
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n<parameter=filters>\n"
+                          "{\"tags\": [], \"limit\": 1, \"label\": \"a<</"));
+  EXPECT_TRUE(takes(s, "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n<parameter=filters>\n"
+                       "{\"tags\": [], \"limit\": 1, \"label\": \"a<<\\/\"}"));
+  EXPECT_FALSE(takes(s, "<tool_call>\n<function=note>\n<parameter=a>\n{\"k\": \"</parameter>"));
   // What the grammar accepts, the parser reads back with '<' kept and the integer as a number.
   const ParsedTurn t = parse_back(ToolSyntax::kXml, tools_of(), weather);
   ASSERT_EQ(t.calls.size(), 1u);
@@ -272,24 +289,24 @@ TEST(ToolGrammar, StrictToolsUnderAuto) {
     const ToolCallsSpec s = spec_of(syntax, kTextOrCalls, tools, true, /*all_validated=*/false);
     EXPECT_TRUE(accepts(s, ""));
     EXPECT_TRUE(accepts(s, "Just text, with <tags> and <tool_call but no call."));
-    EXPECT_FALSE(accepts(s, "text <tool_call>\nnot a call"));
+    EXPECT_FALSE(takes(s, "text <tool_call>\nnot a call"));
   }
   const ToolCallsSpec json = spec_of(ToolSyntax::kJson, kTextOrCalls, tools, true, false);
   EXPECT_TRUE(accepts(json, "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"unit\": "
                             "\"celsius\"}}\n</tool_call>"));
   // get_weather is strict: its arguments validate; search is not: any object.
-  EXPECT_FALSE(accepts(json, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\""));
+  EXPECT_FALSE(takes(json, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\""));
   EXPECT_TRUE(accepts(json, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"town\": 1}}\n</tool_call>"));
-  EXPECT_FALSE(accepts(json, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"town\": 1}}\n</tool_call> and more"));
+  EXPECT_FALSE(takes(json, "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"town\": 1}}\n</tool_call> and more"));
   const ToolCallsSpec xml = spec_of(ToolSyntax::kXml, kTextOrCalls, tools, true, false);
-  EXPECT_FALSE(accepts(xml, "<tool_call>\n<function=get_weather>\n<parameter=town>"));
+  EXPECT_FALSE(takes(xml, "<tool_call>\n<function=get_weather>\n<parameter=town>"));
   EXPECT_TRUE(accepts(xml, "<tool_call>\n<function=search>\n<parameter=town>\nx\n</parameter>\n</function>\n</tool_call>"));
   // With a response_format, the answer is its JSON or the calls.
   ToolCallsSpec with_format = json;
   with_format.content_json = true;
   with_format.content_schema = Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})");
   EXPECT_TRUE(accepts(with_format, "{\"a\": 1}"));
-  EXPECT_FALSE(accepts(with_format, "free text"));
+  EXPECT_FALSE(takes(with_format, "free text"));
   EXPECT_TRUE(accepts(with_format, "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>"));
 }
 

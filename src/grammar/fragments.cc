@@ -189,11 +189,17 @@ Fragment Fragments::utf8_range(uint32_t lo, uint32_t hi) {
   return f;
 }
 
-Fragment Fragments::json_char() {
+Fragment Fragments::json_char(std::string_view excluded) {
   const Fragment f{a_.add_node(), a_.add_node()};
-  a_.add_bytes(f.in, 0x20, 0x21, f.out);
-  a_.add_bytes(f.in, 0x23, 0x5B, f.out);
-  a_.add_bytes(f.in, 0x5D, 0x7F, f.out);
+  // Raw ASCII: 0x20..0x7F but the quote, the backslash and `excluded`, in runs.
+  auto raw = [&](int c) { return c != '"' && c != '\\' && excluded.find(char(c)) == std::string_view::npos; };
+  for (int c = 0x20; c <= 0x7F; ++c) {
+    if (!raw(c)) continue;
+    int e = c;
+    while (e + 1 <= 0x7F && raw(e + 1)) ++e;
+    a_.add_bytes(f.in, uint8_t(c), uint8_t(e), f.out);
+    c = e;
+  }
   const Fragment wide = utf8_range(0x80, 0x10FFFF);
   a_.add_eps(f.in, wide.in);
   a_.add_eps(wide.out, f.out);

@@ -79,7 +79,7 @@ class ToolCallsCompiler {
     if (!any && p.contains("type") && p["type"] != "object")
       throw SchemaError("$.type", "a function's parameters must be an object schema (type 'object')");
     if (spec_.syntax == ToolSyntax::kJson) {
-      const Fragment args = any ? any_object_value(a_) : schema_value(a_, p, p, "$");
+      const Fragment args = any ? any_object_value(a_, true) : schema_value(a_, p, p, "$", true);
       const std::string head = "{\"name\": " + Json(tool.name).dump() + ", \"arguments\": ";
       f_.define(rule, f_.seq(f_.seq(f_.literal(head), args), f_.literal("}")));
     } else {
@@ -140,7 +140,7 @@ class ToolCallsCompiler {
   Fragment value(const Json& root, const Json& s, const std::string& path) {
     const std::vector<std::string> types = declared_types(s);
     const bool verbatim = types.empty() || std::find(types.begin(), types.end(), "string") != types.end();
-    if (!verbatim) return schema_value(a_, root, s, path);
+    if (!verbatim) return schema_value(a_, root, s, path, true);
     // Read as raw text: the value is a string, which the schema must accept.
     if (s.is_boolean()) {
       if (!s.get<bool>()) throw SchemaError(path, "the schema false matches nothing");

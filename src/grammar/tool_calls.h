@@ -30,9 +30,10 @@
 // raw-text parameter with minLength/maxLength/pattern/format, anyOf or $ref (the parser reads it as
 // text, which such a schema need not accept), or an enum of which no value is writable as raw text.
 //
-// Known gap: a JSON string inside the arguments (JSON format) or inside a JSON-valued parameter (XML)
-// that contains "</tool_call>" (or, XML, "</parameter>") would end the block early where the parser
-// looks for those tags; the JSON compiler's strings do not exclude them.
+// The parser ends a block at its first "</tool_call>" (and an XML parameter at its first
+// "</parameter>"), even inside a JSON string, so JSON strings in arguments never hold a raw "</"
+// (the model may write "<\/"). Known gap: strings under a `pattern`, and enum/const values, are
+// written as the schema says, and may hold a closing tag if the schema's author put one there.
 //
 // Thread safety: compile_tool_calls is pure.
 #pragma once
