@@ -66,7 +66,9 @@ void Automaton::check() const {
     while (!work.empty()) {
       const Node& v = nodes_[size_t(work.back())];
       work.pop_back();
-      if (v.final) fail(int32_t(r), "this part of the schema matches an empty value");
+      // The root is never called, so it alone may end at once (an empty answer: free text that may
+      // lead to a tool call, tool_calls.h).
+      if (v.final && int32_t(r) != root_) fail(int32_t(r), "this part of the schema matches an empty value");
       for (const CallEdge& c : v.calls) first_calls[r].push_back(c.rule);
       for (int32_t e : v.eps)
         if (!seen[size_t(e)]) seen[size_t(e)] = 1, work.push_back(e);

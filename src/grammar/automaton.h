@@ -5,7 +5,7 @@
 //
 // Invariants the compiler (json_schema.cc) keeps and check() verifies: every rule can end (no rule is
 // a dead end), no rule can call itself again without consuming a byte (left recursion would make the
-// epsilon closure infinite), and no rule matches the empty string (so a call always consumes).
+// epsilon closure infinite), and no rule but the root (never called) matches the empty string (so a call always consumes).
 #pragma once
 
 #include <cstdint>

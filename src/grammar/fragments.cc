@@ -129,6 +129,46 @@ Fragment Fragments::whitespace() {
   return f;
 }
 
+Fragment Fragments::without(const std::vector<std::string_view>& needles) {
+  CHECK(!needles.empty(), "no needle to exclude");
+  for (std::string_view n : needles) CHECK(!n.empty(), "an empty needle excludes every text");
+  // States: the proper prefixes of the needles (an Aho-Corasick automaton built by brute force: the
+  // needles are a few tags). State u on byte c goes to the longest suffix of u + c that is such a
+  // prefix, unless u + c ends with a needle (excluded).
+  std::vector<std::string> prefixes{""};
+  for (std::string_view n : needles)
+    for (size_t k = 1; k < n.size(); ++k)
+      if (std::find(prefixes.begin(), prefixes.end(), n.substr(0, k)) == prefixes.end()) prefixes.emplace_back(n.substr(0, k));
+  const Fragment f{a_.add_node(), a_.add_node()};
+  std::vector<int32_t> state(prefixes.size());
+  state[0] = f.in;
+  for (size_t k = 1; k < prefixes.size(); ++k) state[k] = a_.add_node();
+  for (size_t k = 0; k < prefixes.size(); ++k) {
+    a_.add_eps(state[k], f.out);
+    int32_t target[256];
+    for (int c = 0; c < 256; ++c) {
+      const std::string text = prefixes[k] + char(c);
+      target[c] = -1;
+      if (std::any_of(needles.begin(), needles.end(), [&](std::string_view n) { return text.ends_with(n); })) continue;
+      for (size_t from = 0; from <= text.size(); ++from) {
+        const auto it = std::find(prefixes.begin(), prefixes.end(), std::string_view(text).substr(from));
+        if (it != prefixes.end()) {
+          target[c] = state[size_t(it - prefixes.begin())];
+          break;
+        }
+      }
+    }
+    // Runs of bytes with one target become one edge.
+    for (int c = 0; c < 256;) {
+      int e = c;
+      while (e + 1 < 256 && target[e + 1] == target[c]) ++e;
+      if (target[c] >= 0) a_.add_bytes(state[k], uint8_t(c), uint8_t(e), target[c]);
+      c = e + 1;
+    }
+  }
+  return f;
+}
+
 Fragment Fragments::utf8_range(uint32_t lo, uint32_t hi) {
   const Fragment f{a_.add_node(), a_.add_node()};
   // Cut at the encoded-length boundaries and around the surrogates.
@@ -149,11 +189,17 @@ Fragment Fragments::utf8_range(uint32_t lo, uint32_t hi) {
   return f;
 }
 
-Fragment Fragments::json_char() {
+Fragment Fragments::json_char(std::string_view excluded) {
   const Fragment f{a_.add_node(), a_.add_node()};
-  a_.add_bytes(f.in, 0x20, 0x21, f.out);
-  a_.add_bytes(f.in, 0x23, 0x5B, f.out);
-  a_.add_bytes(f.in, 0x5D, 0x7F, f.out);
+  // Raw ASCII: 0x20..0x7F but the quote, the backslash and `excluded`, in runs.
+  auto raw = [&](int c) { return c != '"' && c != '\\' && excluded.find(char(c)) == std::string_view::npos; };
+  for (int c = 0x20; c <= 0x7F; ++c) {
+    if (!raw(c)) continue;
+    int e = c;
+    while (e + 1 <= 0x7F && raw(e + 1)) ++e;
+    a_.add_bytes(f.in, uint8_t(c), uint8_t(e), f.out);
+    c = e;
+  }
   const Fragment wide = utf8_range(0x80, 0x10FFFF);
   a_.add_eps(f.in, wide.in);
   a_.add_eps(wide.out, f.out);

@@ -37,10 +37,15 @@ class Fragments {
   // One character of a JSON string as written between its quotes: unescaped UTF-8 (no control
   // character, quote or backslash) or an escape. \u escapes stop short of surrogates: a lone
   // surrogate is not valid Unicode, and non-BMP characters are written as raw UTF-8.
-  Fragment json_char();
+  // `excluded`: ASCII bytes never written raw (their escapes still are: "\/" for '/').
+  Fragment json_char(std::string_view excluded = {});
   // One character of `set` as a JSON string writes it (the canonical form: raw UTF-8, \" \\, and the
   // short or \u00XX escapes for control characters). REQUIRES: `set` non-empty.
   Fragment json_char_of(const CodepointSet& set);
+  // Any bytes that contain none of `needles` (free text before a tool call, an XML parameter's raw
+  // value): a node per proper prefix of the needles, each an exit. The empty text included.
+  // REQUIRES: needles non-empty, none empty.
+  Fragment without(const std::vector<std::string_view>& needles);
   // UTF-8 encodings of the code points in [lo, hi] (surrogates excluded).
   Fragment utf8_range(uint32_t lo, uint32_t hi);
 

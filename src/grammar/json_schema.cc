@@ -44,7 +44,12 @@ bool is_type(const Json& v, std::string_view type) {
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const Json& root) : root_(root), f_(a_) {}
+  // Builds into `a`: its own automaton (compile_schema) or one another compiler is building
+  // (schema_value). `root` is what "#" and "#/$defs/NAME" resolve against.
+  // `no_close_tags`: strings never hold a raw "</" (tool_calls.h: the output parser ends a call's
+  // block, or an XML parameter, at the first closing tag, even inside a JSON string).
+  SchemaCompiler(const Json& root, Automaton& a, bool no_close_tags = false)
+      : root_(root), a_(a), f_(a_), no_close_tags_(no_close_tags) {}
 
   std::shared_ptr<const Automaton> compile_root() {
     const int32_t rule = a_.add_rule("$");
@@ -59,6 +64,11 @@ class SchemaCompiler {
     f_.define(rule, f_.seq(f_.whitespace(), f_.call(any_object())));
     return finish();
   }
+
+  // The fragment for one value of schema `s` at `path` (a part of root_), in an automaton of another
+  // compiler's making.
+  Fragment fragment(const Json& s, const std::string& path) { return value(s, path); }
+  Fragment any_object_fragment() { return f_.call(any_object()); }
 
  private:
   std::shared_ptr<const Automaton> finish() {
@@ -225,6 +235,10 @@ class SchemaCompiler {
     if (const auto it = strings_.find(key); it != strings_.end()) return it->second;
     const int32_t rule = a_.add_rule(hi < 0 && lo == 0 ? "string" : fmt::format("string{{{},{}}}", lo, hi));
     strings_.emplace(key, rule);
+    if (no_close_tags_) {
+      f_.define(rule, f_.seq(f_.seq(f_.literal("\""), body_without_close_tags(lo, hi)), f_.literal("\"")));
+      return rule;
+    }
     Fragment body = f_.empty();
     for (int64_t i = 0; i < lo; ++i) body = f_.seq(body, f_.json_char());
     if (hi < 0) body = f_.seq(body, f_.star(f_.json_char()));
@@ -235,6 +249,29 @@ class SchemaCompiler {
     }
     f_.define(rule, f_.seq(f_.seq(f_.literal("\""), body), f_.literal("\"")));
     return rule;
+  }
+
+  // lo..hi (hi < 0: unbounded) characters with no raw '/' right after a raw '<': two nodes per
+  // position, for "after a raw '<'" or not.
+  Fragment body_without_close_tags(int64_t lo, int64_t hi) {
+    const int64_t positions = hi < 0 ? lo : hi;
+    std::vector<int32_t> plain, after_lt;
+    for (int64_t i = 0; i <= positions; ++i) plain.push_back(a_.add_node()), after_lt.push_back(a_.add_node());
+    const int32_t out = a_.add_node();
+    auto link = [&](int32_t from, Fragment g, int32_t to) {
+      a_.add_eps(from, g.in);
+      a_.add_eps(g.out, to);
+    };
+    auto step = [&](size_t i, size_t j) {
+      link(plain[i], f_.json_char("<"), plain[j]);
+      link(plain[i], f_.literal("<"), after_lt[j]);
+      link(after_lt[i], f_.json_char("</"), plain[j]);
+      link(after_lt[i], f_.literal("<"), after_lt[j]);
+    };
+    for (int64_t i = 0; i < positions; ++i) step(size_t(i), size_t(i + 1));
+    if (hi < 0) step(size_t(positions), size_t(positions));  // unbounded: loop at the last position
+    for (int64_t i = lo; i <= positions; ++i) a_.add_eps(plain[size_t(i)], out), a_.add_eps(after_lt[size_t(i)], out);
+    return {plain[0], out};
   }
 
   Fragment array(const Json& s, const std::string& path) {
@@ -392,22 +429,35 @@ class SchemaCompiler {
   }
 
   const Json& root_;
-  Automaton a_;
+  Automaton& a_;
   Fragments f_;
   std::map<std::string, int32_t> refs_;
   std::map<std::pair<int64_t, int64_t>, int32_t> strings_;
   int32_t any_value_ = -1, any_object_ = -1, any_array_ = -1;
+  bool no_close_tags_ = false;
 };
 
 }  // namespace
 
 std::shared_ptr<const Automaton> compile_schema(const nlohmann::ordered_json& schema) {
-  return SchemaCompiler(schema).compile_root();
+  Automaton a;
+  return SchemaCompiler(schema, a).compile_root();
 }
 
 std::shared_ptr<const Automaton> compile_any_object() {
   static const Json kNone;
-  return SchemaCompiler(kNone).compile_object_root();
+  Automaton a;
+  return SchemaCompiler(kNone, a).compile_object_root();
+}
+
+Fragment schema_value(Automaton& a, const nlohmann::ordered_json& root, const nlohmann::ordered_json& schema,
+                      const std::string& path, bool no_close_tags) {
+  return SchemaCompiler(root, a, no_close_tags).fragment(schema, path);
+}
+
+Fragment any_object_value(Automaton& a, bool no_close_tags) {
+  static const Json kNone;
+  return SchemaCompiler(kNone, a, no_close_tags).any_object_fragment();
 }
 
 }  // namespace rocket::grammar

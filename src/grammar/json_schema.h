@@ -39,4 +39,14 @@ std::shared_ptr<const Automaton> compile_schema(const nlohmann::ordered_json& sc
 // Any JSON object (response_format json_object).
 std::shared_ptr<const Automaton> compile_any_object();
 
+// For grammars that embed JSON values (tool calls' arguments): the fragment, in `a`, of one value of
+// `schema`, a part of `root` (its $refs resolve against `root`; pass the same object for both at the
+// top). No whitespace before or after. `no_close_tags`: its strings (but for `pattern` and enum/const
+// values, written as the schema says) never hold a raw "</" ("<\/" is written instead), so that no
+// closing tag appears inside the value. Throws SchemaError at `path`.
+Fragment schema_value(Automaton& a, const nlohmann::ordered_json& root, const nlohmann::ordered_json& schema,
+                      const std::string& path, bool no_close_tags = false);
+// The fragment, in `a`, of any JSON object.
+Fragment any_object_value(Automaton& a, bool no_close_tags = false);
+
 }  // namespace rocket::grammar

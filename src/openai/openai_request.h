@@ -58,8 +58,8 @@ struct Tool {
   std::string name;
   std::string description;
   nlohmann::ordered_json parameters;  // a JSON Schema object; null when not given
-  // NOTE: `strict` is accepted but not enforced: there is no constrained decoding, and refusing it
-  // would break clients (the OpenAI Agents SDK) that set it on every tool.
+  // true: under tool_choice auto, a call of this tool is generated under a grammar of `parameters`
+  // (grammar/tool_calls.h) on an engine that masks its picks; elsewhere parsed, not enforced.
   bool strict = false;
 };
 

@@ -2,9 +2,10 @@
 // chat template, tokenises, and checks the result against the plan's context, so that everything that
 // can be refused is refused on the HTTP thread with a 400 before the request is queued.
 //
-// tool_choice "required" or a named function is enforced without constrained decoding: the prompt
-// ends with the opening of a tool call (forced_opening), so the model's turn continues a call it
-// cannot decline, and the output parser starts as if it had read that opening.
+// tool_choice "required" or a named function: the prompt ends with the opening of a tool call
+// (forced_opening), so the model's turn continues a call it cannot decline, and the output parser
+// starts as if it had read that opening; where the engine masks its picks the rest of the call is
+// generated under the tool-call grammar too (grammar/tool_calls.h), primed with the same opening.
 //
 // Thread safety: const methods may run concurrently (the Tokenizer and ChatTemplate are immutable).
 #pragma once

@@ -85,10 +85,15 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   }
 }
 
-void Generation::constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after) {
+void Generation::constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after,
+                           std::string_view primer) {
   CHECK(usage_.completion_tokens == 0 && !finished_, "a grammar applies from the first token");
+  // A forced sequence (TEST-ONLY) is the test's script, not the model's picks: the grammar, which
+  // masks picks, has nothing to mask (and the script may run past a call the server stops at).
+  if (forced_) return;
   mask_.resize(size_t(grammar->vocabulary().trie.mask_words()));
   matcher_.emplace(std::move(grammar));
+  CHECK(matcher_->advance_bytes(primer), "the grammar does not accept the prompt's forced opening");
   grammar_after_ = after;
 }
 

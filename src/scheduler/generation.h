@@ -144,9 +144,11 @@ class Generation {
   int64_t completion_tokens() const { return usage_.completion_tokens; }
 
   // Structured output: every token from now on (or, with `after` set, from the token after `after`,
-  // the reasoning's closing </think>: reasoning is free text) follows `grammar`. Call before the
-  // first step.
-  void constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after);
+  // the reasoning's closing </think>: reasoning is free text) follows `grammar`, which first takes
+  // `primer` (text the prompt ends with that is already part of the answer: a forced tool call's
+  // opening). Call before the first step. REQUIRES: the grammar accepts `primer`.
+  void constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after,
+                 std::string_view primer = {});
   // The allowed-token bitmask for the token at the next position (grammar::Matcher::fill_mask's
   // layout, valid until the next call), or nullptr when unconstrained. When no token can continue the
   // grammar the request fails with a message saying so (finished() afterwards) and this returns

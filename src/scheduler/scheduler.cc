@@ -70,17 +70,67 @@ Scheduler::~Scheduler() {
   cache_.pages().release(pad_page_);
 }
 
+namespace {
+
+// The tool-call grammar a request asks for, or nullopt: tool_choice required (any tool) or a named
+// function (that one) always, auto only when some tool is strict (non-strict ones then take any
+// arguments). The answer is free text or calls in auto mode, or the response_format's JSON or calls.
+std::optional<grammar::ToolCallsSpec> tool_calls_spec(const CompletionRequest& r, ToolCallFormat format) {
+  if (r.kind != CompletionRequest::Kind::kChat || r.tools.empty()) return std::nullopt;
+  grammar::ToolCallsSpec spec;
+  spec.syntax = format == ToolCallFormat::kXml ? grammar::ToolSyntax::kXml : grammar::ToolSyntax::kJson;
+  // A named function is exactly one call (the server stops after it, as for parallel_tool_calls false).
+  spec.parallel = r.parallel_tool_calls && r.tool_choice.mode != ToolChoice::Mode::kFunction;
+  switch (r.tool_choice.mode) {
+    case ToolChoice::Mode::kNone:
+      return std::nullopt;
+    case ToolChoice::Mode::kFunction:
+      for (const Tool& t : r.tools)
+        if (t.name == r.tool_choice.function) spec.tools.push_back({t.name, t.parameters, true});
+      return spec;
+    case ToolChoice::Mode::kRequired:
+      for (const Tool& t : r.tools) spec.tools.push_back({t.name, t.parameters, true});
+      return spec;
+    case ToolChoice::Mode::kAuto:
+      break;
+  }
+  if (std::none_of(r.tools.begin(), r.tools.end(), [](const Tool& t) { return t.strict; })) return std::nullopt;
+  spec.answer = grammar::ToolCallsSpec::Answer::kTextOrCalls;
+  for (const Tool& t : r.tools) spec.tools.push_back({t.name, t.parameters, t.strict});
+  if (r.response_format.kind != ResponseFormat::Kind::kText) {
+    spec.content_json = true;
+    if (r.response_format.kind == ResponseFormat::Kind::kJsonSchema) spec.content_schema = r.response_format.schema;
+  }
+  return spec;
+}
+
+}  // namespace
+
 std::shared_ptr<const grammar::CompiledGrammar> Scheduler::grammar_of(const CompletionRequest& r) {
-  if (r.response_format.kind == ResponseFormat::Kind::kText) return nullptr;
-  if (!engine_.masks_picks())
+  const std::optional<grammar::ToolCallsSpec> tools = tool_calls_spec(r, prompts_.tool_call_format());
+  if (r.response_format.kind == ResponseFormat::Kind::kText && !tools) return nullptr;
+  if (!engine_.masks_picks()) {
+    // Tool calls stay parsed, not enforced, on such an engine (README says so).
+    if (r.response_format.kind == ResponseFormat::Kind::kText) return nullptr;
     throw ProtocolError(400, "response_format: this engine does not constrain its sampling yet; only 'text'.",
                         "response_format", "invalid_request_error", "unsupported_value");
+  }
   std::call_once(grammars_once_, [&] {
     const Tokenizer& tok = prompts_.tokenizer();
     grammars_ = std::make_unique<grammar::GrammarCache>(
         grammar::Vocabulary{grammar::TokenTrie::build(tok, engine_.vocab()), prompts_.eos()});
     think_close_ = tok.token_id("</think>");
   });
+  if (tools) {
+    try {
+      return grammars_->get(*tools);
+    } catch (const grammar::SchemaError& e) {
+      throw ProtocolError(400, fmt::format("Unsupported value for 'tools': a tool call is generated under a grammar of its "
+                                           "parameters (tool_choice required or named, or strict tools), and at {}: {}.",
+                                           e.path(), e.message()),
+                          "tools", "invalid_request_error", "unsupported_value");
+    }
+  }
   try {
     return grammars_->get(r.response_format.kind == ResponseFormat::Kind::kJsonSchema ? r.response_format.schema
                                                                                        : nlohmann::ordered_json());
@@ -108,6 +158,9 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
                           fmt::format("logit_bias.{}", b.token), "invalid_request_error", "invalid_value");
   Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
   std::shared_ptr<const grammar::CompiledGrammar> grammar = grammar_of(r);
+  // A forced call's opening is in the prompt already; the grammar takes it first (its form without
+  // the reasoning's close, which is no part of the answer).
+  std::string primer = grammar ? forced_opening(r, /*reasoning_open=*/false, p.tool_call_format) : "";
   Submitted s;
   s.prompt_tokens = int64_t(p.ids.size());
   s.reasoning_open = p.reasoning_open;
@@ -124,7 +177,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
     ++stats_.requests;
     idle_ = false;
     waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent), 0,
-                               std::move(grammar)});
+                               std::move(grammar), std::move(primer)});
   }
   cv_.notify_one();
   return s;
@@ -310,8 +363,11 @@ void Scheduler::admit() {
                                               prompts_.eos(), w.sink, forced_, w.choice);
       gen->set_cached_tokens(resumed);
       if (gen->adjusts()) engine_.reset_history(slot, w.prompt.ids, gen->logit_bias());
-      // With reasoning open the grammar waits for </think>: the reasoning is free text.
-      if (w.grammar) gen->constrain(w.grammar, w.prompt.reasoning_open ? think_close_ : std::nullopt);
+      // With reasoning open the grammar waits for </think>: the reasoning is free text. A forced call's
+      // opening closed the reasoning in the prompt.
+      if (w.grammar)
+        gen->constrain(w.grammar, w.prompt.reasoning_open && w.grammar_primer.empty() ? think_close_ : std::nullopt,
+                       w.grammar_primer);
       std::optional<Waiting> forks;
       if (w.choice == 0 && w.request.n > 1) forks = w;
       Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,

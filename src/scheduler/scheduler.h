@@ -121,7 +121,10 @@ class Scheduler : public EngineLoop {
     std::shared_ptr<RequestSink> sink;
     RequestTrace trace;
     int choice = 0;
-    std::shared_ptr<const grammar::CompiledGrammar> grammar;  // response_format; null: text
+    std::shared_ptr<const grammar::CompiledGrammar> grammar;  // response_format or tool calls; null: text
+    // The forced tool call's opening, which the prompt ends with (forced_opening): the grammar takes
+    // it before the first token, and starts at once (the opening closed any reasoning).
+    std::string grammar_primer;
   };
   struct Stream {
     uint64_t id = 0;
@@ -177,8 +180,10 @@ class Scheduler : public EngineLoop {
   // Telemetry: the stream's engine pick reached its Generation; a request's trace ends.
   void traced_token(Stream& s);
   void end_trace(RequestTrace&& t, const Generation* g);
-  // The grammar of a request's response_format (null for text), compiled once per schema. Throws
-  // ProtocolError 400 when this engine cannot mask its picks.
+  // The grammar of a request's answer (null for none), compiled once per schema or tool set: its
+  // response_format's, or its tool calls' when tool_choice is required or a named function, or auto
+  // with a strict tool (grammar/tool_calls.h). Throws ProtocolError 400 when this engine cannot mask
+  // its picks, or for a tool's parameters outside the grammar's subset.
   std::shared_ptr<const grammar::CompiledGrammar> grammar_of(const CompletionRequest& r);
 
   PromptBuilder prompts_;

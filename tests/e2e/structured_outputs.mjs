@@ -4,7 +4,8 @@
 //    schema validates it;
 //  - a schema keyword outside the subset is a 400 naming the keyword's path;
 //  - the oracle: GENERATIONS sampled generations at temperature 1 over the schema corpus plus schemas
-//    generated here at random, every one validated by ajv (a JSON Schema validator nobody here wrote).
+//    generated here at random, every one validated by ajv (a JSON Schema validator nobody here wrote);
+//  - the tool-call oracle (tool_oracle.mjs) in this fuel's JSON tool-call format.
 //
 //   node structured_outputs.mjs BASE_URL MODEL SCHEMA_CORPUS GENERATIONS
 import assert from "node:assert/strict";
@@ -13,6 +14,7 @@ import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import OpenAI from "openai";
 import { runTests, test } from "./runner.mjs";
+import { toolOracle } from "./tool_oracle.mjs";
 
 const [base, model, corpusPath, generationsArg] = process.argv.slice(2);
 const generations = Number(generationsArg);
@@ -158,6 +160,30 @@ test(`oracle: ${generations} generations at temperature 1 all parse and validate
   await Promise.all(Array.from({ length: 8 }, worker));
   console.log(`  oracle: ${stopped} validated, ${truncated} ran out of max_tokens, over ${schemas.length} schemas`);
   assert.ok(truncated <= generations / 20, `too many generations cut by max_tokens: ${truncated}`);
+});
+
+test("a forced call's parameters outside the subset are a 400 naming the tool and path", async () => {
+  const tools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { n: { type: "integer", minimum: 3 } } } } }];
+  try {
+    await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 8 });
+    assert.fail("accepted");
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+    assert.equal(e.param, "tools");
+    assert.match(e.message, /\$\.properties\.n\.minimum: function 'f': keyword 'minimum' is not supported/);
+  }
+  // Not forced and not strict: the call is parsed, not generated under a grammar, so nothing is refused.
+  const r = await client.chat.completions.create({ model, messages, tools, max_tokens: 8 });
+  assert.ok(r.choices[0].finish_reason);
+});
+
+test(`tool calls (JSON format): ${Math.ceil(generations / 8)} generations, arguments parse and validate under ajv`, async () => {
+  const n = Math.ceil(generations / 8);
+  const counts = await toolOracle(client, model, n, { seed: 11 });
+  console.log(`  tool oracle: ${counts.validated} of ${counts.calls} calls validated (any others: non-strict tools under auto), ` +
+              `${counts.text} auto answers in text, ${counts.truncated} forced calls cut by max_tokens`);
+  assert.ok(counts.validated >= n / 3, `too few validated calls: ${JSON.stringify(counts)}`);
+  assert.ok(counts.truncated <= n / 10, `too many forced calls cut by max_tokens: ${JSON.stringify(counts)}`);
 });
 
 await runTests();
