@@ -31,13 +31,16 @@ void Stepper::step(const StackSet& from, uint8_t byte, StackSet& out) {
 }
 
 void Stepper::close(StackSet& out) {
-  seen_.clear();
+  if (++epoch_ == 0) {  // wrapped: no stale stamp may equal the new epoch
+    std::fill(seen_.begin(), seen_.end(), 0u);
+    epoch_ = 1;
+  }
   while (!work_.empty()) {
     const int32_t f = work_.back();
     work_.pop_back();
-    // Closures are small (a few frames), so a linear scan beats a hash set.
-    if (std::find(seen_.begin(), seen_.end(), f) != seen_.end()) continue;
-    seen_.push_back(f);
+    if (size_t(f) >= seen_.size()) seen_.resize(std::max(size_t(f) + 1, 2 * seen_.size()), 0u);
+    if (seen_[size_t(f)] == epoch_) continue;
+    seen_[size_t(f)] = epoch_;
     const StackPool::Frame fr = pool_[f];
     const Node& v = a_.node(fr.node);
     if (!v.bytes.empty()) out.tops.push_back(f);

@@ -61,7 +61,11 @@ class Stepper {
   const Automaton& a_;
   StackPool& pool_;
   std::vector<int32_t> work_;  // frames to expand
-  std::vector<int32_t> seen_;  // frames expanded in this closure
+  // Frames expanded in this closure: seen_[f] == epoch_. A stamp per frame rather than a scanned list,
+  // because a schema's pattern can make one closure hold hundreds of thousands of frames (the grammar
+  // fuzzer's `(a...|b)*+++...` spent minutes in a linear scan there).
+  std::vector<uint32_t> seen_;
+  uint32_t epoch_ = 0;
 };
 
 }  // namespace rocket::grammar

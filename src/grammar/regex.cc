@@ -88,18 +88,21 @@ class Parser {
 
   std::unique_ptr<Regex> repetition() {
     std::unique_ptr<Regex> atom_ = atom();
-    for (;;) {
-      int lo, hi;
-      if (at('*')) lo = 0, hi = -1, ++i_;
-      else if (at('+')) lo = 1, hi = -1, ++i_;
-      else if (at('?')) lo = 0, hi = 1, ++i_;
-      else if (at('{') && braces(lo, hi)) {}
-      else return atom_;
-      if (at('?')) ++i_;  // lazy: the same strings
-      auto rep = std::make_unique<Regex>(Regex{Regex::Kind::kRepeat, {}, {}, lo, hi});
-      rep->parts.push_back(std::move(atom_));
-      atom_ = std::move(rep);
-    }
+    int lo, hi;
+    if (at('*')) lo = 0, hi = -1, ++i_;
+    else if (at('+')) lo = 1, hi = -1, ++i_;
+    else if (at('?')) lo = 0, hi = 1, ++i_;
+    else if (at('{') && braces(lo, hi)) {}
+    else return atom_;
+    if (at('?')) ++i_;  // lazy: the same strings
+    // ECMA-262 (JSON Schema's regex dialect) has no quantifier on a quantifier: `a++`, `a*+`, `a{2}*`
+    // are syntax errors there. Refusing them also keeps `X+` (built as X X*) from doubling per level.
+    int lo2, hi2;
+    if (at('*') || at('+') || at('?') || (at('{') && braces(lo2, hi2)))
+      fail("a quantifier on a quantifier (ECMA-262 has no possessive or stacked quantifiers)");
+    auto rep = std::make_unique<Regex>(Regex{Regex::Kind::kRepeat, {}, {}, lo, hi});
+    rep->parts.push_back(std::move(atom_));
+    return rep;
   }
 
   // {n}, {n,}, {n,m} at i_; false (nothing consumed) when the brace is a literal.
