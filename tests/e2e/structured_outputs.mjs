@@ -14,7 +14,7 @@ import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import OpenAI from "openai";
 import { runTests, test } from "./runner.mjs";
-import { toolOracle } from "./tool_oracle.mjs";
+import { rng, toolOracle } from "./tool_oracle.mjs";
 
 const [base, model, corpusPath, generationsArg] = process.argv.slice(2);
 const generations = Number(generationsArg);
@@ -50,15 +50,6 @@ async function streamed(request) {
 }
 
 // ---- random schemas of the supported subset
-
-function rng(seed) {  // mulberry32
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomSchema(r, depth = 0) {
   const pick = (xs) => xs[Math.floor(r() * xs.length)];

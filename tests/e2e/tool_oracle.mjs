@@ -10,7 +10,8 @@
 import assert from "node:assert/strict";
 import Ajv from "ajv";
 
-function rng(seed) {  // mulberry32
+// A seeded uniform generator on [0, 1), shared with structured_outputs.mjs's random schemas.
+export function rng(seed) {  // mulberry32
   return () => {
     seed = (seed + 0x6d2b79f5) | 0;
     let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);

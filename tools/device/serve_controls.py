@@ -215,10 +215,6 @@ def check_logit_bias(s, out, ids):
     return ok
 
 
-def repeats(tokens):
-    return len(tokens) - len(set(tokens))
-
-
 def longest_run(xs):
     best = run = 0
     for i, x in enumerate(xs):
