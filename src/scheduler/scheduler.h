@@ -12,7 +12,10 @@
 //     the engine picks each row's next token with the request's sampling knobs (on the device for the
 //     H200), and hands out logits only when a request asked for logprobs.
 //  3. Prefill: streams still reading their prompt run chunks of the plan's prefill size, oldest first,
-//     within a per-step token budget so the decoding streams keep a steady inter-token latency. Where a
+//     within a per-step token budget so the decoding streams keep a steady inter-token latency. On an
+//     engine that mixes (BatchEngine::mixed_room: the h200 token path), a step with decode rows and
+//     prompts waiting is one call: the decode rows, then the budget's prompt pieces, every weight read
+//     once for both (chunked prefill); otherwise the prefill calls follow the decode call. Where a
 //     chunk ends on a page boundary the state is captured into a snapshot slot, and after the prompt
 //     the prefix is published so concurrent requests sharing it hit at once. The chunk that ends a
 //     prompt picks the stream's first token inside the engine, with the knobs decode uses.
@@ -71,7 +74,8 @@ namespace rocket {
 struct SchedulerOptions {
   size_t queue_capacity = 64;  // requests waiting for a slot; beyond it submit() answers 503
   // Prompt tokens prefilled per step while streams are decoding (0: 128, or one prefill call where a
-  // call is longer, as the h200 token path's 2048). It trades
+  // call is longer, as the h200 token path's 2048; a mixed step takes at most BatchEngine::mixed_room's
+  // rows of it). It trades
   // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
   // nothing decoding, prefill runs four times the budget per step.
   int prefill_budget = 0;
@@ -88,6 +92,7 @@ struct SchedulerStats {
   int64_t requests = 0, finished = 0, cancelled = 0, refused = 0;
   int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
   int64_t steps = 0, decode_rows = 0, prefill_tokens = 0;
+  int64_t mixed_steps = 0;  // steps whose decode rows and prompt pieces ran as one engine call
   int active = 0, waiting = 0;
   int pages = 0, pages_free = 0, pages_cached = 0;
   int page_tokens = 0;  // the cache resumes a prompt at multiples of this
@@ -159,8 +164,34 @@ class Scheduler : public EngineLoop {
   // REQUIRES: mu_ held.
   void answer_queries();
   void admit();
-  void decode_step();
-  void prefill_step();
+  // One prompt's piece of a prefill call.
+  struct Piece {
+    int slot, n;
+    bool last, want_logits;
+    SamplingKnobs knobs;
+    const uint32_t* mask;  // the first token's allowed tokens; null: unconstrained
+    std::optional<PrefillCapture> inside;
+  };
+  // The streams decoding this step, their pages extended by the token they feed (retiring the
+  // cancelled and the failed on the way).
+  std::vector<int> decode_rows();
+  // The rows as one decode call, then decoded().
+  void decode_step(std::span<const int> rows);
+  // The rows' picks (tokens()[i], logits(i)) handed to their generations.
+  void decoded(std::span<const int> rows, bool want_logits);
+  // Prefill calls after the decode step, within what is left of the step's budget after `used`
+  // prompt rows (those a mixed step carried).
+  void prefill_step(int used);
+  // The next piece of every prompt still prefilling, in admission order, within `budget` rows, one
+  // call's rows and `max_segments` prompts.
+  std::vector<Piece> prefill_round(int budget, int max_segments);
+  PrefillSegment segment_of(const Piece& p) const;
+  // The round's pieces computed; the picks of those that end a prompt are tokens()[first_pick + i].
+  void prefilled(std::span<const Piece> round, int first_pick);
+  // The decode rows and a round of prompt pieces as one prefill_batch call (BatchEngine::mixed_room),
+  // the rows first; returns the prompt rows it carried, or -1 (nothing run) when there are no rows,
+  // the engine does not mix, or nothing waits to prefill.
+  int mixed_step(std::span<const int> rows);
   // Leaves the stream's slot: detach (cache what was captured) or release on error.
   void retire(Stream& s, bool keep_cache);
   // This request alone failed: answered with `why` (unless it was already), its slot retired without

@@ -30,6 +30,13 @@ class H200BatchEngine final : public BatchEngine {
     tokens_ = e_.tokens();
     logits_row0_ = 0;
   }
+  // A mixed call's decode rows run as a decode bucket inside the token path's piece (H200Engine::
+  // prefill_batch); the bucket's padding and the prompts share the piece's rows and segments.
+  MixedRoom mixed_room(int decode_rows) const override {
+    if (decode_rows < 1 || decode_rows > e_.plan().max_streams) return {};
+    return {.segments = e_.mixed_prompt_segments(decode_rows),
+            .rows = int(engine::kPrefillChunk) - e_.bucket_for(decode_rows)};
+  }
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
     const bool timed = sampling_.take();

@@ -530,7 +530,22 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
   CHECK(!segments.empty() && int(segments.size()) <= kMaxStreams, "prefill batch: 1..max_streams segments");
   std::vector<PieceSegment> pieces;
   std::vector<int32_t> ids;
+  // The leading one-row segments are a decode bucket inside the piece, padded to its size.
+  // Fewer of them where the padding would not fit the piece's segments or rows (a prefill round that
+  // happens to lead with one-token pieces): the rest run as one-token pieces of the token path.
+  int decode = 0, rows = 0;
+  while (decode < int(segments.size()) && segments[size_t(decode)].n == 1) ++decode;
+  for (const PrefillSegment& g : segments) rows += g.n;
+  while (decode > 0 && (int(segments.size()) - decode > mixed_prompt_segments(decode) ||
+                        rows + bucket_for(decode) - decode > int(kPrefillChunk)))
+    --decode;
+  const int bucket = decode ? bucket_for(decode) : 0;
   for (size_t i = 0; i < segments.size(); ++i) {
+    if (int(i) == decode)
+      for (int r = decode; r < bucket; ++r) {
+        pieces.push_back({.slot = kPadSlot, .row0 = int(ids.size()), .n = 1, .pos0 = 0, .capture = nullptr});
+        ids.push_back(segments[0].ids[0]);
+      }
     const PrefillSegment& g = segments[i];
     CHECK(g.n >= 1 && g.slot >= 0 && g.slot < kMaxStreams, "prefill batch: segment");
     for (size_t j = 0; j < i; ++j) CHECK(segments[j].slot != g.slot, "prefill batch: two segments of one slot");
@@ -548,10 +563,17 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
     pieces.push_back({.slot = g.slot, .row0 = int(ids.size()), .n = g.n, .pos0 = g.pos0, .capture = capture});
     ids.insert(ids.end(), g.ids, g.ids + g.n);
   }
+  for (int r = int(segments.size()); r < bucket; ++r) {  // every segment was a decode row
+    pieces.push_back({.slot = kPadSlot, .row0 = int(ids.size()), .n = 1, .pos0 = 0, .capture = nullptr});
+    ids.push_back(segments[0].ids[0]);
+  }
   if (int64_t(ids.size()) > kPrefillChunk)
     throw Error("prefill batch: " + std::to_string(ids.size()) + " rows exceed the plan's prefill chunk " + std::to_string(kPrefillChunk));
-  prefill_piece(pieces, ids.data(), kKindAll);
-  segments_lm_head(pieces, segments);
+  prefill_piece(pieces, ids.data(), kKindAll, bucket);
+  // The picks and logits are the segments' own: the padding rows are left out.
+  std::vector<PieceSegment> real(pieces.begin(), pieces.begin() + decode);
+  real.insert(real.end(), pieces.begin() + std::min<size_t>(size_t(bucket), pieces.size()), pieces.end());
+  segments_lm_head(real, segments);
   masked_rows_.assign(kMaxBucket, false);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }

@@ -102,9 +102,15 @@ class H200Engine {
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
                const SamplingKnobs* knobs = nullptr, const PrefillCapture* capture = nullptr);
   // Several streams' prefill rows as one token-path piece (BatchEngine::prefill_batch): afterwards
-  // tokens()[i] is segment i's pick and logits(i) its last row's logits when it wanted them.
+  // tokens()[i] is segment i's pick and logits(i) its last row's logits when it wanted them. Leading
+  // one-row segments are decode rows (a mixed step): they run as a decode bucket inside the piece
+  // (prefill_piece's decode_rows), padded to the bucket with rows on kPadSlot; as many of them as the
+  // padding leaves room for (mixed_prompt_segments, kPrefillChunk rows), the rest as one-token pieces.
   // REQUIRES: distinct slots, the rows within kPrefillChunk, a capture only at a 64-token chunk end.
   void prefill_batch(std::span<const PrefillSegment> segments);
+  // How many prompt segments a prefill_batch may carry after d decode rows (the padded bucket and
+  // the prompts share the piece's kSlots segment entries).
+  int mixed_prompt_segments(int d) const { return d == 0 ? kSlots : kSlots - bucket_for(d); }
   // The token path alone, for the benchmark: one piece of n tokens (kTokenPieceMin <= n <=
   // kPrefillChunk) of `slot` at pos0 with only the kernels of `kinds`, no logits; returns when done.
   void bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds);
@@ -185,9 +191,13 @@ class H200Engine {
     const PrefillCapture* capture = nullptr;
   };
   // Every layer over the piece's rows (ids: all of them, segment after segment), leaving hn final.
-  void prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds);
-  void piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds);
-  void piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds);
+  // `decode_rows` (0 or a bucket size): the first segments are that many single rows, each one token
+  // of a distinct slot (decoding streams, then padding rows on kPadSlot), whose GDN and attention run
+  // as a decode bucket does (recurrent step, split-K attention), while their projections and experts
+  // ride in the piece's GEMMs: a mixed step of decode rows and prompt rows reads the weights once.
+  void prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows = 0);
+  void piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows);
+  void piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows);
   void piece_moe(int l, int n, uint32_t kinds);
   // One stream's piece: logits of rows >= first_logit_row to logits_to (row r at logits_to +
   // (r - first_logit_row) * kVocab), `knobs` pick after the last row.

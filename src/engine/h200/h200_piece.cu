@@ -11,6 +11,11 @@
 //                  piece (moe_piece.cuh)
 //   LM head        only at the rows that want logits (and the last, when it picks), a pass at a time
 //
+// A mixed step (prefill_batch with leading one-row segments) puts decoding streams' rows first, padded
+// to a decode bucket: their GDN and attention are the decode kernels' (one recurrent step, split-K
+// attention), their projections and experts the piece's, so a step of 16 decode rows and a prompt's
+// chunk reads every weight once.
+//
 // A snapshot inside the piece (PrefillCapture) is taken as it passes: the conv state from the piece's
 // own conv inputs, each layer's recurrent state by the GDN scan at the end of the chunk it names.
 // Not graph-captured (its shape is the piece's length); every launch is checked.
@@ -20,6 +25,7 @@
 
 #include "engine/h200/forward_shapes.h"
 #include "engine/h200/h200_engine.h"
+#include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/conv1d.cuh"
@@ -55,10 +61,13 @@ void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, 
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds) {
+void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows) {
   CHECK(!segments.empty() && int(segments.size()) <= kSlots, "token path: segments");
   const int n = segments.back().row0 + segments.back().n;
   CHECK(n <= kPrefillChunk, "token path: rows beyond the plan's prefill chunk");
+  CHECK(decode_rows == 0 || (decode_rows == bucket_for(decode_rows) && decode_rows <= int(segments.size()) &&
+                             segments[size_t(decode_rows) - 1].row0 == decode_rows - 1),
+        "token path: decode rows are a bucket of one-row segments");
   // The previous piece's copies out of host_piece_ must have run before it is rewritten (a prefill
   // split around a capture runs two pieces in one call; otherwise the stream is idle already).
   CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -97,15 +106,15 @@ void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int
     } else {
       add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
-    if (kIsFull[l]) piece_attention(l, segments, kinds);
-    else piece_gdn(l, segments, kinds);
+    if (kIsFull[l]) piece_attention(l, segments, kinds, decode_rows);
+    else piece_gdn(l, segments, kinds, decode_rows);
     add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
     piece_moe(l, n, kinds);
   }
   add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
 }
 
-void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds) {
+void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
   const GdnAt& G = kLayer[l].gdn;
   const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
   const int n = segments.back().row0 + segments.back().n;
@@ -126,10 +135,36 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
     const int64_t layer = kKindSlot[l];
     float* conv_state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats;
     float* gdn_state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats;
+    // Decode rows: one recurrent step each, as a decode bucket (segment i is row i, on slots[i]).
+    if (decode_rows)
+      with_bucket(decode_rows, [&]<int B>() {
+        const cuda::Conv1dParams cp{.x = mix,
+                                    .w = weight<bf16>(G.conv),
+                                    .state = conv_state,
+                                    .slot_stride = kLinearLayers * kConvStateFloats,
+                                    .slots = dev->slot,
+                                    .out = mixc,
+                                    .tokens = 1};
+        const cuda::GdnParams gp{.qkv = mixc,
+                                 .a = ga,
+                                 .b = gb,
+                                 .z = z,
+                                 .a_log = weight<bf16>(G.a_log),
+                                 .dt_bias = weight<bf16>(G.dt_bias),
+                                 .norm_w = weight<bf16>(G.norm),
+                                 .state = gdn_state,
+                                 .slot_stride = kLinearLayers * kGdnStateFloats,
+                                 .slots = dev->slot,
+                                 .out = core,
+                                 .tokens = 1,
+                                 .eps = kNormEps};
+        cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
+        cuda::gdn_decode<GdnS, B>(gp, stream_);
+      });
     // Each stream's rows with its own state: the conv over them, then the recurrence in chunks of 64
     // positions (gdn_chunked.cuh); a capture names the chunk ending at its boundary (prefill() sends
     // only boundaries at multiples of 64).
-    for (size_t i = 0; i < segments.size(); ++i) {
+    for (size_t i = size_t(decode_rows); i < segments.size(); ++i) {
       const PieceSegment& g = segments[i];
       const int64_t r0 = g.row0;
       const cuda::Conv1dParams cp{.x = mix + r0 * kConvDim,
@@ -173,7 +208,7 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
     project(cublas_, weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
 }
 
-void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds) {
+void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
   const AttnAt& A = kLayer[l].attn;
   const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
   const int n = segments.back().row0 + segments.back().n;
@@ -190,9 +225,31 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
   if (kinds & kKindAttention) {
     bf16* kv = buf<bf16>(kBuf_kv_cache);
     const int64_t layer = kKindSlot[l];
+    // Decode rows: split-K attention of one row each through its slot's page table, appending its K
+    // and V, as a decode bucket (row i on slots[i] at pos[i]).
+    if (decode_rows)
+      with_bucket(decode_rows, [&]<int B>() {
+        const cuda::AttentionParams<AttnS> p{.qg = qg,
+                                             .k = k,
+                                             .v = v,
+                                             .q_norm = weight<bf16>(A.q_norm),
+                                             .k_norm = weight<bf16>(A.k_norm),
+                                             .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
+                                             .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
+                                             .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
+                                             .page_table = buf<int32_t>(kBuf_page_tables),
+                                             .table_width = kPagesPerStream,
+                                             .slots = dev->slot,
+                                             .pos = dev->pos,
+                                             .partial = buf<float>(kBuf_attn_partial),
+                                             .out = core,
+                                             .eps = kNormEps,
+                                             .rope = rope_table()};
+        cuda::attention_decode<AttnS, B>(p, stream_);
+      });
     // Each stream's rows through its own page table: their K and V appended, then flash attention of
     // the rows over everything the stream holds up to each row (attention_flash.cuh).
-    for (size_t i = 0; i < segments.size(); ++i) {
+    for (size_t i = size_t(decode_rows); i < segments.size(); ++i) {
       const PieceSegment& g = segments[i];
       const int64_t r0 = g.row0;
       const cuda::AttentionParams<AttnS> p{

@@ -183,6 +183,19 @@ int cmd_prefill_bench(const fs::path& dir, const std::vector<std::string>& args)
   return run_prefill_bench(*countdown(dir), lengths, prefix, continuation, reps, peak);
 }
 
+int cmd_mixed_bench(const fs::path& dir, const std::vector<std::string>& args) {
+  std::vector<int> lengths = {64, 128, 256, 512, 1024};
+  int decode_rows = 16, context = 1024, reps = 5;
+  CLI::App cli("Mixed steps: decoding streams and a prompt piece in one token-path call, against the decode step "
+               "alone and decode followed by a separate prefill call.", "rocket-engine mixed-bench");
+  cli.add_option("--decode", decode_rows, "streams decoding")->check(at_least(1))->capture_default_str();
+  cli.add_option("--lengths", lengths, "prompt piece lengths in tokens")->delimiter(',')->capture_default_str();
+  cli.add_option("--context", context, "tokens of context every decoding stream holds")->check(at_least(1))->capture_default_str();
+  cli.add_option("--reps", reps, "timed steps per row (the table reports the median)")->check(at_least(1))->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  return run_mixed_bench(*countdown(dir), decode_rows, lengths, context, reps);
+}
+
 int cmd_prefill_check(const fs::path& dir, const std::vector<std::string>& args) {
   // Both paths compute in bf16 activations whose roundings differ (cuBLAS and the decode kernels sum
   // in other orders), so the bound is parity's: 5x the bf16 estimate, growing as sqrt(layers).
@@ -236,6 +249,7 @@ int main(int argc, char** argv) {
       "  replay   every bucket's logits and tokens repeat bitwise\n"
       "  bench    decode time at every bucket against the roofline\n"
       "  prefill-check   the prefill token path against bucket-sized pieces\n"
+      "  mixed-bench     decode rows and a prompt piece in one call, against separate calls\n"
       "  prefill-bench   cold prompts through the token path against the tensor-core peak\n"
       "  launch   the countdown, then the OpenAI-compatible server (also: serve)\n"
       "  front    N replicas of this engine, one per GPU, behind one routing front (the replicated arrangement)\n"
@@ -250,6 +264,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "parity") return cmd_parity(dir, args);
     if (cmd == "prefill-check") return cmd_prefill_check(dir, args);
+    if (cmd == "mixed-bench") return cmd_mixed_bench(dir, args);
     if (cmd == "prefill-bench") return cmd_prefill_bench(dir, args);
     if (cmd == "replay") return cmd_replay(dir, args);
     if (cmd == "bench") return cmd_bench(dir, args);

@@ -156,6 +156,61 @@ int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix
   return 0;
 }
 
+int run_mixed_bench(H200Engine& e, int decode_rows, const std::vector<int>& lengths, int context, int reps) {
+  CHECK(decode_rows >= 1 && decode_rows < kMaxStreams && context >= 1 && context < kMaxContext, "mixed bench: arguments");
+  const SamplingKnobs greedy{.temperature = 0.0f};
+  // The decoding streams: slots 0.. with `context` tokens each; the prompt on the next slot.
+  const int prompt_slot = decode_rows;
+  std::vector<int32_t> next(size_t(decode_rows));
+  std::vector<int> slots(size_t(decode_rows));
+  std::vector<int64_t> pos(size_t(decode_rows), context);
+  std::vector<SamplingKnobs> knobs(size_t(decode_rows), greedy);
+  for (int i = 0; i < decode_rows; ++i) {
+    e.reset_slot(i);
+    prefill_prompt(e, i, prompt_of(context, 300 + i), 0);
+    next[size_t(i)] = e.tokens()[0];
+    slots[size_t(i)] = i;
+  }
+  // Each timed step decodes at the same positions (rewriting one KV row): the context stays `context`.
+  auto seconds = [&](auto&& step) {
+    std::vector<double> t;
+    for (int r = 0; r < reps + 1; ++r) {
+      e.reset_slot(prompt_slot);
+      const auto t0 = Clock::now();
+      step();
+      (void)e.tokens();
+      if (r > 0) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return median(t);
+  };
+  const double decode = seconds([&] { e.decode(decode_rows, next.data(), slots.data(), pos.data(), knobs.data()); });
+  std::printf("%d streams decoding at %d tokens of context; a cold prompt piece of P tokens arrives; median of %d\n\n",
+              decode_rows, context, reps);
+  std::printf("decode step alone: %.2f ms\n\n", decode * 1e3);
+  std::printf("| P | mixed step ms | x decode step | decode + separate piece ms | prompt tok/s while decoding (mixed) |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+  for (int p : lengths) {
+    if (p + kMaxBucket > kPrefillChunk || p > kMaxContext) {
+      std::printf("| %d | (past the plan's prefill chunk %d less a bucket) |\n", p, int(kPrefillChunk));
+      continue;
+    }
+    const std::vector<int32_t> ids = prompt_of(p, 400 + p);
+    std::vector<PrefillSegment> segments;
+    for (int i = 0; i < decode_rows; ++i)
+      segments.push_back({.slot = i, .ids = &next[size_t(i)], .n = 1, .pos0 = context, .knobs = &knobs[size_t(i)]});
+    segments.push_back({.slot = prompt_slot, .ids = ids.data(), .n = p, .pos0 = 0, .knobs = &greedy});
+    const double mixed = seconds([&] { e.prefill_batch(segments); });
+    const double separate = seconds([&] {
+      e.decode(decode_rows, next.data(), slots.data(), pos.data(), knobs.data());
+      (void)e.tokens();
+      e.prefill(prompt_slot, ids.data(), p, 0, p, &greedy);
+    });
+    std::printf("| %d | %.2f | %.2f | %.2f | %.0f |\n", p, mixed * 1e3, mixed / decode, separate * 1e3, p / mixed);
+  }
+  for (int i = 0; i <= decode_rows; ++i) e.reset_slot(i);
+  return 0;
+}
+
 namespace {
 
 // Slot s's conv + recurrent state on the host, fp32.
@@ -286,6 +341,43 @@ int run_prefill_check(H200Engine& e, float tol) {
     const std::vector<float> snap = snapshot_state(e, 1);
     verdict("batched piece: snapshot", 448, 0, rel_diff(snap_ref.data(), snap.data(), snap.size()));
     for (int i = 0; i < 6; ++i) e.reset_slot(i);
+  }
+  // A mixed step: three decoding streams (slots 6-8, one token each at their own positions: a bucket
+  // of 4 with one padding row) and a 200-token prompt (slot 12) as one prefill_batch, against a decode
+  // call of their twins (slots 9-11) and the prompt through bucket-sized pieces (slot 13).
+  if (kMaxStreams >= 14 && kMaxContext >= 1024) {
+    const int prefix_len[3] = {20, 70, 130};
+    const SamplingKnobs greedy{.temperature = 0.0f};
+    for (int i = 6; i < 14; ++i) e.reset_slot(i);
+    std::vector<std::vector<int32_t>> prefixes;
+    for (int i = 0; i < 3; ++i) {
+      prefixes.push_back(prompt_of(prefix_len[i], 70 + i));
+      for (int s : {6 + i, 9 + i}) prefill_buckets(e, s, prefixes.back().data(), prefix_len[i], 0);
+    }
+    const std::vector<int32_t> prompt = prompt_of(200, 80);
+    const float* l = prefill_buckets(e, 13, prompt.data(), 200, 0);
+    const std::vector<float> prompt_ref(l, l + V);
+    const int32_t next[3] = {int32_t(17 % V), int32_t(23 % V), int32_t(29 % V)};
+    const int twins[3] = {9, 10, 11};
+    const int64_t pos[3] = {prefix_len[0], prefix_len[1], prefix_len[2]};
+    e.decode(3, next, twins, pos, nullptr);
+    e.download_logits(3);
+    std::vector<std::vector<float>> decode_ref;
+    for (int i = 0; i < 3; ++i) decode_ref.emplace_back(e.logits(i), e.logits(i) + V);
+    std::vector<PrefillSegment> segments;
+    for (int i = 0; i < 3; ++i)
+      segments.push_back({.slot = 6 + i, .ids = &next[i], .n = 1, .pos0 = pos[i], .knobs = &greedy, .want_logits = true});
+    segments.push_back({.slot = 12, .ids = prompt.data(), .n = 200, .pos0 = 0, .knobs = &greedy, .want_logits = true});
+    e.prefill_batch(segments);
+    for (int i = 0; i < 3; ++i) {
+      verdict("mixed step: decode row logits", 1, pos[i], rel_diff(decode_ref[size_t(i)].data(), e.logits(i), size_t(V)));
+      const std::vector<float> a = slot_state(e, 9 + i), b = slot_state(e, 6 + i);
+      verdict("mixed step: decode row state", 1, pos[i], rel_diff(a.data(), b.data(), a.size()));
+    }
+    verdict("mixed step: prompt logits", 200, 0, rel_diff(prompt_ref.data(), e.logits(3), size_t(V)));
+    const std::vector<float> a = slot_state(e, 13), b = slot_state(e, 12);
+    verdict("mixed step: prompt state", 200, 0, rel_diff(a.data(), b.data(), a.size()));
+    for (int i = 6; i < 14; ++i) e.reset_slot(i);
   }
   e.reset_slot(0);
   e.reset_slot(1);

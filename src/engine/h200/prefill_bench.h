@@ -17,6 +17,11 @@ namespace rocket {
 int run_prefill_bench(H200Engine& e, const std::vector<int>& lengths, int prefix, int continuation, int reps,
                       double peak_tflops);
 
+// Mixed steps: `decode_rows` streams decoding at `context` tokens while a cold prompt piece of each
+// length arrives, one prefill_batch call (decode rows first) against the decode step alone and the
+// decode step followed by a separate prefill call. Prints a markdown table; returns the exit status.
+int run_mixed_bench(H200Engine& e, int decode_rows, const std::vector<int>& lengths, int context, int reps);
+
 // The dense bf16 tensor-core peak of this device in TFLOP/s: a cuBLAS 8192³ GEMM, median of 10. Run
 // before the engine uprights (it allocates its own operands).
 double measure_tensor_peak();

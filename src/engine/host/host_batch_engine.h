@@ -41,14 +41,39 @@ class HostBatchEngine final : public BatchEngine {
     tokens_.resize(1);
     tokens_[0] = pick(e_.logits(n - 1), *knobs, mask);
   }
-  // The host engine has no batched prefill: one call per segment, its pick and last row kept.
+  // A mixed call's leading one-row segments are one decode call, as decode() would run them.
+  MixedRoom mixed_room(int decode_rows) const override {
+    if (decode_rows < 1 || decode_rows >= e_.plan().max_streams) return {};
+    return {.segments = e_.plan().max_streams - decode_rows, .rows = e_.plan().prefill_chunk};
+  }
+  // The host engine has no batched prefill: the leading one-row segments (decode rows) as one decode
+  // call, then one call per segment, each segment's pick and last row kept.
   void prefill_batch(std::span<const PrefillSegment> segments) override {
     std::vector<int32_t> picks(segments.size(), -1);
     batch_logits_.resize(segments.size() * size_t(engine::kVocab));
     const std::vector<const uint32_t*> masks = std::move(masks_);
-    for (size_t i = 0; i < segments.size(); ++i) {
+    const auto mask_of = [&](size_t i) { return i < masks.size() ? masks[i] : nullptr; };
+    size_t d = 0;
+    while (d < segments.size() && segments[d].n == 1 && !segments[d].capture) ++d;
+    if (d) {
+      std::vector<int32_t> ids;
+      std::vector<int> slots;
+      std::vector<int64_t> pos;
+      for (size_t i = 0; i < d; ++i) {
+        ids.push_back(segments[i].ids[0]);
+        slots.push_back(segments[i].slot);
+        pos.push_back(segments[i].pos0);
+      }
+      e_.decode(int(d), ids.data(), slots.data(), pos.data());
+#pragma omp parallel for if (d > 1) schedule(dynamic)
+      for (size_t i = 0; i < d; ++i)
+        if (segments[i].knobs) picks[i] = pick(e_.logits(int(i)), *segments[i].knobs, mask_of(i));
+      for (size_t i = 0; i < d; ++i)
+        std::copy_n(e_.logits(int(i)), engine::kVocab, batch_logits_.begin() + int64_t(i) * engine::kVocab);
+    }
+    for (size_t i = d; i < segments.size(); ++i) {
       const PrefillSegment& g = segments[i];
-      masks_.assign(1, i < masks.size() ? masks[i] : nullptr);
+      masks_.assign(1, mask_of(i));
       prefill(g.slot, g.ids, g.n, g.pos0, g.knobs, g.want_logits, g.capture);
       if (g.knobs) picks[i] = tokens_[0];
       if (!g.knobs && !g.want_logits) continue;
