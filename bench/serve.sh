@@ -4,6 +4,7 @@
 #   bash bench/serve.sh ENGINE_DIR RESULTS.md [serve_agents.py flags ...]
 # Host engine (the ctest fixture):  bash bench/serve.sh build/e2e/engines/tiny-bf16 bench/results/host-serve-agents.md
 # H200 engine: tools/device/h200_engine.sh runs it on the a3b NVFP4 engine (step serve_a3b_nvfp4).
+# LAUNCH_FLAGS: more `rocket-engine launch` flags for the server (e.g. --prefill-budget 512).
 # Only bash and python3: the GPU machine has no curl.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -13,7 +14,8 @@ shift 2
 [ -x "$engine/bin/rocket-engine" ] || { echo "no engine binary at $engine/bin/rocket-engine"; exit 1; }
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=${SERVE_LOG:-/tmp/rocket_serve.log}
-"$engine/bin/rocket-engine" launch --port "$port" --queue 256 >"$log" 2>&1 &
+# shellcheck disable=SC2086
+"$engine/bin/rocket-engine" launch --port "$port" --queue 256 ${LAUNCH_FLAGS:-} >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 # /health answers 200 once the countdown reaches launch; a countdown that fails ends the process.
@@ -44,7 +46,7 @@ python3 bench/serve_agents.py --base "http://127.0.0.1:$port" --concurrency 1,4,
   echo "## Agent workload on $(basename "$engine") ($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["booster"])' "$engine/plan.json") booster), $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   echo "commit $commit; machine: $machine${gpu:+, $gpu}"
-  echo "command: bash bench/serve.sh $engine RESULTS.md $*  (serve_agents.py --concurrency 1,4,16,32,64;"
+  echo "command: ${LAUNCH_FLAGS:+LAUNCH_FLAGS='$LAUNCH_FLAGS' }bash bench/serve.sh $engine RESULTS.md $*  (serve_agents.py --concurrency 1,4,16,32,64 unless given;"
   echo "shared ~900-word system prompt + 3 tool definitions; 30% of sessions fork)"
   echo
   cat "$table"

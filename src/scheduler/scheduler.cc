@@ -610,7 +610,9 @@ void Scheduler::prefilled(std::span<const Piece> round, int first_pick) {
 
 void Scheduler::prefill_step(int used) {
   const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
-  int budget = (decoding ? options_.prefill_budget : 4 * options_.prefill_budget) - used;
+  // With nothing decoding there is no latency to keep: four budgets, and at least one full call.
+  const int full = std::max(4 * options_.prefill_budget, engine_.plan().prefill_chunk);
+  int budget = (decoding ? options_.prefill_budget : full) - used;
   // Rounds: each takes the next piece of every prompt still prefilling, in admission order, up to the
   // budget and one call's rows, and runs them as one engine call (the weights read once for all).
   while (budget > 0) {

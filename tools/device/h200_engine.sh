@@ -18,7 +18,9 @@
 # and, before the engines, the sampler's kernel check (.carry/checks/sample_check, where
 # tools/device/build_checks.sh put it: host agreement with penalties, bias and grammar masks).
 # The full a3b forge (~7.5 min) runs in the background from the start, beside the small steps.
-# Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), SKIP (step names
+# Knobs (environment): OUT (./out/h200_engine), FUELS (/tmp/fuels), BUDGET_S (1140), PREFILL_LENGTHS
+# (prefill_bench's --lengths), SERVE_FLAGS (more serve_agents.py flags), LAUNCH_FLAGS (more launch flags
+# for bench/serve.sh's server), SKIP (step names
 # not to run), ONLY (the step names to run, all when empty), CARRY (.carry/h200). Exit status: 0 when
 # every required step passed (steps skipped by SKIP/ONLY count as passed).
 # Where one call may run at most 10 minutes, split the run in two calls on the same warm machine (the
@@ -210,10 +212,12 @@ step controls_a3b_nvfp4 0 200 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit
 step serve_controls_a3b_nvfp4 0 150 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   python3 '$ROOT/tools/device/serve_controls.py' --engine '$ENGINES/a3b-nvfp4' --log '$OUT/serve_controls.log' \
   --markdown '$OUT/h200-serve-controls.md'"
-step prefill_bench_a3b_nvfp4 0 120 "$(engine a3b-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \
+step prefill_bench_a3b_nvfp4 0 120 "$(engine a3b-nvfp4 prefill-bench --lengths ${PREFILL_LENGTHS:-512,2048,4096,8192,32768} --prefix 28672) \
   | tee '$OUT/h200-prefill-a3b.md'"
+step mixed_bench_a3b_nvfp4 0 60 "$(engine a3b-nvfp4 mixed-bench --decode 16 --lengths 64,128,256,512,1024,1536 --context 1024) \
+  | tee '$OUT/h200-mixed-a3b.md'"
 step serve_a3b_nvfp4 0 240 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_nvfp4.log' \
-  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200-serve-agents.md' --max-tokens 64"
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200-serve-agents.md' --max-tokens 64 \${SERVE_FLAGS:-}"
 step soak_a3b_nvfp4 0 300 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-nvfp4' --minutes \${SOAK_MINUTES:-3} --pool 4 \
   --log '$OUT/soak.log' --markdown '$OUT/h200-soak.md'"

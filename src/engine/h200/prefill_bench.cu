@@ -161,8 +161,8 @@ int run_mixed_bench(H200Engine& e, int decode_rows, const std::vector<int>& leng
   const SamplingKnobs greedy{.temperature = 0.0f};
   // The decoding streams: slots 0.. with `context` tokens each; the prompt on the next slot.
   const int prompt_slot = decode_rows;
-  std::vector<int32_t> next(size_t(decode_rows));
-  std::vector<int> slots(size_t(decode_rows));
+  std::vector<int32_t> next(static_cast<size_t>(decode_rows));
+  std::vector<int> slots(static_cast<size_t>(decode_rows));
   std::vector<int64_t> pos(size_t(decode_rows), context);
   std::vector<SamplingKnobs> knobs(size_t(decode_rows), greedy);
   for (int i = 0; i < decode_rows; ++i) {
