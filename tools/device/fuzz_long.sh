@@ -58,11 +58,11 @@ execs = units = rss = 0
 bad = []
 for f in sorted(glob.glob(f"{out}/{n}.*.log")):
     t = open(f, errors="replace").read()
-    m = re.findall(r"stat::number_of_executed_units: (\d+)", t)
+    m = re.findall(r"stat::number_of_executed_units:\s+(\d+)", t)
     execs += int(m[-1]) if m else 0
-    m = re.findall(r"stat::new_units_added: (\d+)", t)
+    m = re.findall(r"stat::new_units_added:\s+(\d+)", t)
     units += int(m[-1]) if m else 0
-    m = re.findall(r"stat::peak_rss_mb: (\d+)", t)
+    m = re.findall(r"stat::peak_rss_mb:\s+(\d+)", t)
     rss = max(rss, int(m[-1]) if m else 0)
     for kind in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: libFuzzer", "ERROR: LeakSanitizer"):
         if kind in t:
