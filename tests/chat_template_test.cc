@@ -306,6 +306,21 @@ TEST(Jinja, RenderErrorsNameTheLine) {
   EXPECT_ERROR_HAS("{{ range(200000)|length }}", "{}", "range too big");
 }
 
+// A template's work and strings are bounded (kMaxRenderSteps, kMaxRenderBytes): each of these would
+// run for hours or fill the machine, and is refused in about a second instead.
+TEST(Jinja, RunawayTemplatesAreRefused) {
+  EXPECT_ERROR_HAS("{% for a in range(99999) %}{% for b in range(99999) %}{% endfor %}{% endfor %}", "{}", "past 20000000 steps");
+  EXPECT_ERROR_HAS("{% for a in range(99999) %}{% for b in range(99999) if b %}{% endfor %}{% endfor %}", "{}", "steps");
+  EXPECT_ERROR_HAS("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}", "{}", "steps");
+  EXPECT_ERROR_HAS("{{ 'abcd' * 99999999 }}", "{}", "repetition too big");
+  EXPECT_ERROR_HAS("{{ ('x' * 60000000) ~ ('x' * 60000000) }}", "{}", "string too big");
+  EXPECT_ERROR_HAS("{% for a in range(99999) %}{{ 'x' * 1000 }}{% endfor %}", "{}", "output grew past");
+  EXPECT_ERROR_HAS("{% set ns = namespace(s='x' * 1000000) %}{% for a in range(10) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                   "{}", "string too big");
+  // Just inside the bounds still renders.
+  EXPECT_EQ(render("{% for a in range(3) %}{{ 'ab' * 2 }}{% endfor %}", "{}"), "abababababab");
+}
+
 TEST(Jinja, UnsupportedConstructsRefusedAtCompile) {
   const auto compile_error = [](const std::string& src) {
     try {

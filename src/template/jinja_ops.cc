@@ -6,6 +6,7 @@
 
 #include "template/jinja_builtins.h"
 #include "template/jinja_error.h"
+#include "template/jinja_render.h"
 #include "template/jinja_text.h"
 
 namespace rocket::jinja {
@@ -60,7 +61,17 @@ int64_t checked_mul(int64_t a, int64_t b) {
   render_fail("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(a), type_name(b));
 }
 
+// Concatenations are bounded as repetitions are: doubling a string in a loop reaches any size.
+std::string bounded(std::string s) {
+  if (int64_t(s.size()) > kMaxRenderBytes) render_fail("string too big: {} bytes, the sandbox allows {}", s.size(), kMaxRenderBytes);
+  return s;
+}
+
 Value repeat(const Value& seq, int64_t n) {
+  // Bounded as the render's strings are (jinja_render.h): "x" * 10**9 would fill the machine.
+  const int64_t unit = seq.is_string() ? int64_t(seq.as_string().size()) : int64_t(seq.as_array().size());
+  if (n > 0 && unit > 0 && n > kMaxRenderBytes / unit)
+    render_fail("repetition too big: {} x {} {}, the sandbox allows {}", unit, n, seq.is_string() ? "bytes" : "items", kMaxRenderBytes);
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -178,7 +189,7 @@ Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, con
 }
 
 Value binary_op(std::string_view op, const Value& a, const Value& b) {
-  if (op == "~") return Value::string(to_str(a) + to_str(b));
+  if (op == "~") return Value::string(bounded(to_str(a) + to_str(b)));
   if (a.is_undefined()) undefined_error(a);
   if (b.is_undefined()) undefined_error(b);
   const bool ints = (a.kind() == Value::Kind::kInt || a.kind() == Value::Kind::kBool) &&
@@ -187,8 +198,9 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "+") {
     if (ints) return Value::integer(checked_add(a.as_int(), b.as_int()));
     if (numbers) return Value::floating(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
+    if (a.is_string() && b.is_string()) return Value::string(bounded(a.as_string() + b.as_string()));
     if (a.is_sequence() && a.kind() == b.kind()) {
+      if (int64_t(a.as_array().size() + b.as_array().size()) > kMaxRenderBytes) render_fail("list too big");
       Array items = a.as_array();
       items.insert(items.end(), b.as_array().begin(), b.as_array().end());
       return a.kind() == Value::Kind::kTuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));

@@ -64,13 +64,23 @@ class Renderer {
     }
   }
 
+  void tick() {
+    if (++steps_ > kMaxRenderSteps) render_fail("the template ran past {} steps (statements and loop iterations)", kMaxRenderSteps);
+  }
+  static void bound(const std::string& out) {
+    if (int64_t(out.size()) > kMaxRenderBytes) render_fail("the template's output grew past {} bytes", kMaxRenderBytes);
+  }
+
   Flow exec_unchecked(const Stmt& s, Scope& scope, std::string& out) {
+    tick();
     switch (s.kind) {
       case StmtKind::kText:
         out += s.text;
+        bound(out);
         return Flow::kNormal;
       case StmtKind::kOutput:
         out += to_str(eval(*s.expr, scope));
+        bound(out);
         return Flow::kNormal;
       case StmtKind::kIf:
         for (size_t i = 0; i < s.bodies.size(); ++i) {
@@ -118,6 +128,7 @@ class Renderer {
     std::vector<Value> items;
     for (Value& item : iterate(iterable)) {
       if (s.filter) {
+        tick();
         Scope probe(&scope);
         bind_targets(s.targets, item, probe);
         if (!truthy(eval(*s.filter, probe))) continue;
@@ -126,6 +137,7 @@ class Renderer {
     }
     const int64_t n = int64_t(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      tick();
       // Each iteration starts afresh: what one sets, the next does not see (Jinja2 semantics).
       Scope iteration(&scope);
       iteration.set("loop", Value::dict({
@@ -314,6 +326,7 @@ class Renderer {
 
   Scope& root_;
   int depth_ = 0;
+  int64_t steps_ = 0;  // statements run and loop iterations, against kMaxRenderSteps
 };
 
 }  // namespace
