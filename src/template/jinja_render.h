@@ -18,10 +18,11 @@ namespace rocket::jinja {
 // Deeper macro recursion than this is refused (Python would hit its own recursion limit).
 inline constexpr int kMaxMacroDepth = 100;
 // A render's work is bounded, so no template (a fuel's, or one a fuzzer writes) can hang a request:
-// statements run plus loop iterations (the Qwen template over a 1,000-message conversation with tools
-// takes ~10^5; nested loops or macros that call themselves twice per level would take forever), and
-// the bytes of any one string built, the output included (a prompt past this is past every context).
-inline constexpr int64_t kMaxRenderSteps = 20'000'000;
+// statements run plus loop iterations (a fuel's template does a bounded handful per message and tool,
+// and a conversation that fits a context has at most a few hundred thousand of those; nested loops or
+// macros that call themselves twice per level would run for hours), and the bytes of any one string
+// built, the output included (a prompt past this is past every context).
+inline constexpr int64_t kMaxRenderSteps = 5'000'000;
 inline constexpr int64_t kMaxRenderBytes = int64_t(64) << 20;
 
 // Throws Error "chat template line N: ..." for any failure while rendering; a raise_exception() call
