@@ -12,7 +12,9 @@
 #include "cache/layout.h"
 #include "core/error.h"
 #include "engine.h"  // generated: found through -I ENGINE_DIR
+#include "engine/h200/arena.h"
 #include "kernels/cuda/attention_decode.cuh"
+#include "kernels/cuda/conv1d.cuh"
 #include "kernels/cuda/gdn.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -58,6 +60,60 @@ inline int bucket_at_most(int n) {
 inline const cuda::RopeTable<int(kRotaryDim)>& rope_table() {
   static const cuda::RopeTable<int(kRotaryDim)> t = cuda::RopeTable<int(kRotaryDim)>::make(kRopeTheta);
   return t;
+}
+
+// The kernels' parameters for layer l over the arena's activation buffers from row r0 on, the same for
+// a decode bucket, a bucket-sized prefill piece and the rows of a token-path piece: group i's slot is
+// slots[i] (`tokens` rows a group), and for attention row i's position pos[i].
+inline cuda::Conv1dParams conv_params(const Arena& a, int l, int64_t r0, const int32_t* slots, int tokens) {
+  return {.x = a.at<bf16>(kBuf_mix) + r0 * kConvDim,
+          .w = a.at<const bf16>(kLayer[l].gdn.conv),
+          .state = a.at<float>(kBuf_conv_state) + kKindSlot[l] * kConvStateFloats,
+          .slot_stride = kLinearLayers * kConvStateFloats,
+          .slots = slots,
+          .out = a.at<bf16>(kBuf_mixc) + r0 * kConvDim,
+          .tokens = tokens};
+}
+
+inline cuda::GdnParams gdn_params(const Arena& a, int l, const int32_t* slots, int tokens) {
+  const GdnAt& G = kLayer[l].gdn;
+  return {.qkv = a.at<bf16>(kBuf_mixc),
+          .a = a.at<bf16>(kBuf_gdn_a),
+          .b = a.at<bf16>(kBuf_gdn_b),
+          .z = a.at<bf16>(kBuf_z),
+          .a_log = a.at<const bf16>(G.a_log),
+          .dt_bias = a.at<const bf16>(G.dt_bias),
+          .norm_w = a.at<const bf16>(G.norm),
+          .state = a.at<float>(kBuf_gdn_state) + kKindSlot[l] * kGdnStateFloats,
+          .slot_stride = kLinearLayers * kGdnStateFloats,
+          .slots = slots,
+          .out = a.at<bf16>(kBuf_core),
+          .tokens = tokens,
+          .eps = kNormEps};
+}
+
+// `page_table`: the table row 0 reads (a slot's own, or all slots' where slots[] picks the row), each
+// slot's `table_width` pages wide.
+inline cuda::AttentionParams<AttnS> attention_params(const Arena& a, int l, int64_t r0, const int32_t* page_table,
+                                                     int table_width, const int32_t* slots, const int32_t* pos) {
+  const AttnAt& A = kLayer[l].attn;
+  bf16* kv = a.at<bf16>(kBuf_kv_cache);
+  return {.qg = a.at<bf16>(kBuf_mix) + r0 * 2 * kQ,  // per head: query [hd] then gate [hd]
+          .k = a.at<bf16>(kBuf_k) + r0 * kKV,
+          .v = a.at<bf16>(kBuf_v) + r0 * kKV,
+          .q_norm = a.at<const bf16>(A.q_norm),
+          .k_norm = a.at<const bf16>(A.k_norm),
+          .k_cache = kv + kKv.offset(0, kKindSlot[l], 0) / sizeof(bf16),
+          .v_cache = kv + kKv.offset(0, kKindSlot[l], 1) / sizeof(bf16),
+          .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
+          .page_table = page_table,
+          .table_width = table_width,
+          .slots = slots,
+          .pos = pos,
+          .partial = a.at<float>(kBuf_attn_partial),
+          .out = a.at<bf16>(kBuf_core) + r0 * kQ,
+          .eps = kNormEps,
+          .rope = rope_table()};
 }
 
 }  // namespace rocket::h200

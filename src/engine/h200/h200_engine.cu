@@ -262,7 +262,6 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
   const StepInputs* in = buf<StepInputs>(kBuf_step_inputs);
   const bf16* hn = buf<bf16>(kBuf_hn);
   bf16* mix = buf<bf16>(kBuf_mix);
-  bf16* mixc = buf<bf16>(kBuf_mixc);
   bf16* z = buf<bf16>(kBuf_z);
   bf16* ga = buf<bf16>(kBuf_gdn_a);
   bf16* gb = buf<bf16>(kBuf_gdn_b);
@@ -278,27 +277,8 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
   }
   mark(StepGroup::kDense);
   if (kinds & kKindGdn) {
-    const int64_t layer = kKindSlot[l];
-    const cuda::Conv1dParams cp{.x = mix,
-                                .w = weight<bf16>(G.conv),
-                                .state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats,
-                                .slot_stride = kLinearLayers * kConvStateFloats,
-                                .slots = in->slots,
-                                .out = mixc,
-                                .tokens = kPrefill ? B : 1};
-    const cuda::GdnParams gp{.qkv = mixc,
-                             .a = ga,
-                             .b = gb,
-                             .z = z,
-                             .a_log = weight<bf16>(G.a_log),
-                             .dt_bias = weight<bf16>(G.dt_bias),
-                             .norm_w = weight<bf16>(G.norm),
-                             .state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats,
-                             .slot_stride = kLinearLayers * kGdnStateFloats,
-                             .slots = in->slots,
-                             .out = core,
-                             .tokens = kPrefill ? B : 1,
-                             .eps = kNormEps};
+    const cuda::Conv1dParams cp = conv_params(*arena_, l, 0, in->slots, kPrefill ? B : 1);
+    const cuda::GdnParams gp = gdn_params(*arena_, l, in->slots, kPrefill ? B : 1);
     if constexpr (kPrefill) {
       cuda::conv1d_prefill<kMaxBucket, int(kConvDim), int(kConvKernel)>(cp, stream_);
       cuda::gdn_prefill<GdnS, kMaxBucket>(gp, stream_);
@@ -332,26 +312,8 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
   }
   mark(StepGroup::kDense);
   if (kinds & kKindAttention) {
-    // The layer's K and V pages of cache page 0, and the stride from one cache page to the next.
-    bf16* kv = buf<bf16>(kBuf_kv_cache);
-    const int64_t layer = kKindSlot[l];
-    const cuda::AttentionParams<AttnS> p{
-        .qg = qg,
-        .k = k,
-        .v = v,
-        .q_norm = weight<bf16>(A.q_norm),
-        .k_norm = weight<bf16>(A.k_norm),
-        .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
-        .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
-        .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
-        .page_table = buf<int32_t>(kBuf_page_tables) + (kPrefill ? int64_t(slot) * kPagesPerStream : 0),
-        .table_width = kPagesPerStream,
-        .slots = in->slots,
-        .pos = in->pos,
-        .partial = buf<float>(kBuf_attn_partial),
-        .out = core,
-        .eps = kNormEps,
-        .rope = rope_table()};
+    const int32_t* table = buf<int32_t>(kBuf_page_tables) + (kPrefill ? int64_t(slot) * kPagesPerStream : 0);
+    const cuda::AttentionParams<AttnS> p = attention_params(*arena_, l, 0, table, kPagesPerStream, in->slots, in->pos);
     if constexpr (kPrefill) cuda::attention_prefill<AttnS, B>(p, stream_);
     else cuda::attention_decode<AttnS, B>(p, stream_);
   }

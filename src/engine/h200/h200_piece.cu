@@ -138,26 +138,8 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
     // Decode rows: one recurrent step each, as a decode bucket (segment i is row i, on slots[i]).
     if (decode_rows)
       with_bucket(decode_rows, [&]<int B>() {
-        const cuda::Conv1dParams cp{.x = mix,
-                                    .w = weight<bf16>(G.conv),
-                                    .state = conv_state,
-                                    .slot_stride = kLinearLayers * kConvStateFloats,
-                                    .slots = dev->slot,
-                                    .out = mixc,
-                                    .tokens = 1};
-        const cuda::GdnParams gp{.qkv = mixc,
-                                 .a = ga,
-                                 .b = gb,
-                                 .z = z,
-                                 .a_log = weight<bf16>(G.a_log),
-                                 .dt_bias = weight<bf16>(G.dt_bias),
-                                 .norm_w = weight<bf16>(G.norm),
-                                 .state = gdn_state,
-                                 .slot_stride = kLinearLayers * kGdnStateFloats,
-                                 .slots = dev->slot,
-                                 .out = core,
-                                 .tokens = 1,
-                                 .eps = kNormEps};
+        const cuda::Conv1dParams cp = conv_params(*arena_, l, 0, dev->slot, 1);
+        const cuda::GdnParams gp = gdn_params(*arena_, l, dev->slot, 1);
         cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
         cuda::gdn_decode<GdnS, B>(gp, stream_);
       });
@@ -167,13 +149,7 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
     for (size_t i = size_t(decode_rows); i < segments.size(); ++i) {
       const PieceSegment& g = segments[i];
       const int64_t r0 = g.row0;
-      const cuda::Conv1dParams cp{.x = mix + r0 * kConvDim,
-                                  .w = weight<bf16>(G.conv),
-                                  .state = conv_state,
-                                  .slot_stride = kLinearLayers * kConvStateFloats,
-                                  .slots = dev->slot + i,
-                                  .out = mixc + r0 * kConvDim,
-                                  .tokens = g.n};
+      const cuda::Conv1dParams cp = conv_params(*arena_, l, r0, dev->slot + i, g.n);
       // Both captures read the state before the piece: first the snapshot's, then the piece's own end.
       if (g.capture) {
         uint8_t* snapshot = buf<uint8_t>(kBuf_state_snapshots) + g.capture->snapshot * kSnapshot.slot_bytes();
@@ -223,28 +199,12 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
     project(cublas_, weight<bf16>(A.v.weight), kKV, int(kHidden), hn, n, v);
   }
   if (kinds & kKindAttention) {
-    bf16* kv = buf<bf16>(kBuf_kv_cache);
-    const int64_t layer = kKindSlot[l];
     // Decode rows: split-K attention of one row each through its slot's page table, appending its K
     // and V, as a decode bucket (row i on slots[i] at pos[i]).
     if (decode_rows)
       with_bucket(decode_rows, [&]<int B>() {
-        const cuda::AttentionParams<AttnS> p{.qg = qg,
-                                             .k = k,
-                                             .v = v,
-                                             .q_norm = weight<bf16>(A.q_norm),
-                                             .k_norm = weight<bf16>(A.k_norm),
-                                             .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
-                                             .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
-                                             .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
-                                             .page_table = buf<int32_t>(kBuf_page_tables),
-                                             .table_width = kPagesPerStream,
-                                             .slots = dev->slot,
-                                             .pos = dev->pos,
-                                             .partial = buf<float>(kBuf_attn_partial),
-                                             .out = core,
-                                             .eps = kNormEps,
-                                             .rope = rope_table()};
+        const cuda::AttentionParams<AttnS> p =
+            attention_params(*arena_, l, 0, buf<int32_t>(kBuf_page_tables), kPagesPerStream, dev->slot, dev->pos);
         cuda::attention_decode<AttnS, B>(p, stream_);
       });
     // Each stream's rows through its own page table: their K and V appended, then flash attention of
@@ -252,23 +212,9 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
     for (size_t i = size_t(decode_rows); i < segments.size(); ++i) {
       const PieceSegment& g = segments[i];
       const int64_t r0 = g.row0;
-      const cuda::AttentionParams<AttnS> p{
-          .qg = qg + r0 * 2 * kQ,
-          .k = k + r0 * kKV,
-          .v = v + r0 * kKV,
-          .q_norm = weight<bf16>(A.q_norm),
-          .k_norm = weight<bf16>(A.k_norm),
-          .k_cache = kv + kKv.offset(0, layer, 0) / sizeof(bf16),
-          .v_cache = kv + kKv.offset(0, layer, 1) / sizeof(bf16),
-          .page_stride = int64_t(kKv.cache_page_bytes() / sizeof(bf16)),
-          .page_table = buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * kPagesPerStream,
-          .table_width = kPagesPerStream,
-          .slots = dev->slot + i,
-          .pos = dev->pos + r0,
-          .partial = buf<float>(kBuf_attn_partial),
-          .out = core + r0 * kQ,
-          .eps = kNormEps,
-          .rope = rope_table()};
+      const cuda::AttentionParams<AttnS> p = attention_params(
+          *arena_, l, r0, buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * kPagesPerStream, kPagesPerStream, dev->slot + i,
+          dev->pos + r0);
       cuda::attention_append<AttnS>(p, g.n, stream_);
       cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), stream_);
     }
