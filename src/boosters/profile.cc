@@ -295,19 +295,6 @@ double host_copy_gbps(uint64_t bytes) {
 
 }  // namespace
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with("model name")) continue;
-    auto colon = line.find(':');
-    if (colon == std::string::npos) break;
-    auto start = line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? "" : line.substr(start);
-  }
-  return "";
-}
-
 HardwareProfile probe_host_memory() {
   HardwareProfile p;
   p.booster = "host";

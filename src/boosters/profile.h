@@ -89,9 +89,6 @@ HardwareProfile probe_host_memory();
 // (the CI machine is one). Tests pass a smaller size; `rocket probe` uses the default.
 HardwareProfile probe_host(uint64_t copy_bytes = kHostCopyBytes);
 
-// The CPU's model name from /proc/cpuinfo ("" where it gives none): a host booster's device name.
-std::string cpu_model_name();
-
 // Whether this build compiled the CUDA sources (nvcc was found at configure time). rocket_lib sees
 // ROCKET_HAVE_CUDA through its PUBLIC link to rocket_cuda, which exists exactly when nvcc does.
 bool cuda_compiled_in();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "boosters/machine.h"
 #include "boosters/profile.h"
 
 namespace rocket {

@@ -44,7 +44,7 @@ constexpr const char* kUsage =
     "  launch    ENGINE_DIR [--host H] [--port N] [--served-model-name NAME...] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
     "  serve     the same as launch\n"
-    "  front     ENGINE_DIR --replicas N | --replica URL... [--host H] [--port N] [--health-interval S] [--drain-timeout S]\n"
+    "  front     ENGINE_DIR [--replicas N | --replica URL...] [--host H] [--port N] [--health-interval S] [--drain-timeout S]\n"
     "            [launch flags for the replicas]\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 

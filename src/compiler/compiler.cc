@@ -149,7 +149,7 @@ void build_weights(const BuildOptions& opt) {
 // Where the experts go: each layer's order in the blob and, split, each booster's share.
 struct Placement {
   std::vector<std::vector<int>> units;  // [layer][expert] = unit; empty: the identity
-  PlanBoosters boosters;                // but residency and exchange, which need the memory map
+  PlanBoosters boosters;                // all but residency and exchange, which need the memory map
   std::string source;                   // the profile's absolute path, or ""
 };
 

@@ -1,6 +1,7 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -234,9 +235,9 @@ void Plan::validate_experts(const std::string& path) const {
   if (!units.empty()) {
     if (int(units.size()) != L) fail("{}: expert_order.units has {} layers, the chemistry {}", path, units.size(), L);
     for (int l = 0; l < L; ++l) {
-      std::vector<bool> seen(size_t(E), false);
       if (int(units[size_t(l)].size()) != E)
         fail("{}: expert_order.units[{}] has {} experts, the chemistry {}", path, l, units[size_t(l)].size(), E);
+      std::vector<bool> seen(units[size_t(l)].size(), false);
       for (int u : units[size_t(l)]) {
         if (u < 0 || u >= E || seen[size_t(u)]) fail("{}: expert_order.units[{}] is not a permutation of 0..{}", path, l, E - 1);
         seen[size_t(u)] = true;
@@ -245,18 +246,22 @@ void Plan::validate_experts(const std::string& path) const {
   }
   // The blob holds the experts in that order: expert e's unit begins at the layer's first unit plus
   // its unit index times the stride, which codegen checks exactly; here, that offsets follow the units.
-  if (!tensors.empty())
-    for (int l = 0; l < L; ++l) {
-      std::vector<std::pair<int, uint64_t>> at;
-      for (int e = 0; e < E; ++e)
-        if (const PlanTensor* t = find_tensor(fmt::format("layers.{}.mlp.experts.{}.gate_proj.weight", l, e)))
-          at.push_back({expert_unit(l, e), t->offset});
-      std::sort(at.begin(), at.end());
-      for (size_t i = 1; i < at.size(); ++i)
-        if (at[i].second <= at[i - 1].second)
-          fail("{}: layer {}: the blob does not hold the experts in the plan's expert order (unit {} at {} after unit {} at {})",
-               path, l, at[i].first, at[i].second, at[i - 1].first, at[i - 1].second);
-    }
+  std::map<int, std::vector<std::pair<int, uint64_t>>> unit_at;  // layer -> (unit, offset)
+  for (const PlanTensor& t : tensors) {
+    int l = -1, e = -1, used = 0;
+    if (std::sscanf(t.name.c_str(), "layers.%d.mlp.experts.%d.gate_proj.weight%n", &l, &e, &used) != 2 ||
+        size_t(used) != t.name.size())
+      continue;
+    if (l < 0 || l >= L || e < 0 || e >= E) fail("{}: tensor {} names an expert the chemistry does not have", path, t.name);
+    unit_at[l].push_back({expert_unit(l, e), t.offset});
+  }
+  for (auto& [l, at] : unit_at) {
+    std::sort(at.begin(), at.end());
+    for (size_t i = 1; i < at.size(); ++i)
+      if (at[i].second <= at[i - 1].second)
+        fail("{}: layer {}: the blob does not hold the experts in the plan's expert order (unit {} at {} after unit {} at {})",
+             path, l, at[i].first, at[i].second, at[i - 1].first, at[i - 1].second);
+  }
   if (b.arrangement != kSplit) {
     if (!b.placement.empty()) fail("{}: a {} plan with a split placement", path, b.arrangement);
     return;

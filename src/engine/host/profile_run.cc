@@ -58,7 +58,8 @@ int cmd_profile(const std::filesystem::path& dir, const std::vector<std::string>
     }
   }
   e.count_routes(nullptr);
-  profile.corpus() = ProfiledCorpus{corpus.path, int64_t(corpus.entries.size()), tokens, corpus.fnv64};
+  profile.corpus() = ProfiledCorpus{std::filesystem::absolute(corpus.path).string(), int64_t(corpus.entries.size()),
+                                    tokens, corpus.fnv64};
   profile.save(o.out);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "[profile] %zu entries, %lld tokens routed through %d MoE layers in %.1f s; fuel %s; wrote %s\n",
