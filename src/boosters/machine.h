@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <fstream>
 #include <string>
 
 #include "boosters/profile.h"
@@ -31,6 +32,22 @@ inline std::string utc_timestamp_now() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+// The CPU's model name from /proc/cpuinfo ("" where it gives none): a host booster's device name.
+// Here rather than in profile.cc so that what names a booster (topology.cc, linked into every
+// engine) does not pull in the bandwidth probe's OpenMP code, which the h200 engine does not link.
+inline std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("model name")) continue;
+    auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    auto start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "";
 }
 
 // Fills cores, page_size, measured_at and host.

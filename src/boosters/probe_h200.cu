@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "boosters/machine.h"
 #include "boosters/profile.h"
@@ -41,6 +43,26 @@ double device_copy_gbps(cudaStream_t stream) {
 }
 
 }  // namespace
+
+std::vector<std::string> visible_cuda_devices(std::string* why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    *why = cudaGetErrorString(err);
+    return {};
+  }
+  std::vector<std::string> names;
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    if (const cudaError_t e = cudaGetDeviceProperties(&prop, d); e != cudaSuccess) {
+      *why = "device " + str(d) + ": " + cudaGetErrorString(e);
+      return {};
+    }
+    names.push_back(prop.name);
+  }
+  if (names.empty()) *why = "no CUDA device present";
+  return names;
+}
 
 HardwareProfile probe_h200(int device) {
   // Failures before a context exists mean there is no usable device: report them as such, not as an

@@ -248,19 +248,6 @@ bool cgroup_limit(uint64_t& limit, uint64_t& used) {
   return true;
 }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with("model name")) continue;
-    auto colon = line.find(':');
-    if (colon == std::string::npos) break;
-    auto start = line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? "" : line.substr(start);
-  }
-  return "";
-}
-
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
 };

@@ -98,6 +98,9 @@ bool cuda_compiled_in();
 // "no CUDA device: <reason>" when there is no usable device, and refuses devices that are not
 // compute capability 9.0 (the sm_90a target). Allocates about 4.3 GiB on the device while it runs.
 HardwareProfile probe_h200(int device = 0);
+// The names of the CUDA devices this process sees (CUDA_VISIBLE_DEVICES honoured), in device order,
+// without creating a context; empty when there is none, with the runtime's reason in *why.
+std::vector<std::string> visible_cuda_devices(std::string* why);
 #endif
 
 // `rocket probe` (args exclude the subcommand): --booster host|h200 [--out FILE] | --help.

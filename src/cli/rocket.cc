@@ -3,6 +3,7 @@
 //   build     compile a fuel for a booster into an engine directory
 //   inspect   print an engine directory's plan
 //   generate  stream text from an engine
+//   profile   run an engine's fuel over a corpus and write its co-activation profile
 //   launch    run an engine's countdown, then its OpenAI-compatible HTTP server (serve: the same)
 //   probe     measure this machine as a booster and write its hardware profile
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "engine/generate_options.h"
+#include "engine/profile_options.h"
 #include "front/front_options.h"
 #include "fuel/forge.h"
 #include "launch/launch_options.h"
@@ -33,14 +35,16 @@ namespace {
 constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] [--layout text|multimodal]\n"
-    "            [--expert-layout per-expert|fused] --out DIR [--config-only]\n"
+    "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--no-weights|--weights-only]\n"
+    "            [--boosters N] [--arrangement replicated|split] [--coactivation FILE]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
+    "  profile   ENGINE_DIR --corpus FILE [--out FILE] [--max-tokens N]\n"
     "  launch    ENGINE_DIR [--host H] [--port N] [--served-model-name NAME...] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
     "  serve     the same as launch\n"
-    "  front     ENGINE_DIR --replicas N | --replica URL... [--host H] [--port N] [--health-interval S] [--drain-timeout S]\n"
+    "  front     ENGINE_DIR [--replicas N | --replica URL...] [--host H] [--port N] [--health-interval S] [--drain-timeout S]\n"
     "            [launch flags for the replicas]\n"
     "  probe     --booster host|h200 [--out FILE]\n";
 
@@ -78,6 +82,10 @@ int cmd_forge(const std::vector<std::string>& args) {
                  "source tree's node_modules)")
       ->capture_default_str();
   cli.add_option("--shard-bytes", f.shard_bytes, "safetensors shard size (0: the fuel's default)")->capture_default_str();
+  std::string router_groups;
+  cli.add_option("--router-groups", router_groups,
+                 "a biased router for tests: every token of every MoE layer routes to exactly one of these expert "
+                 "groups, e.g. 0,1,2,3;4,5,6,7 (each 1..top_k experts)");
   cli.add_flag("--force", f.force, "replace an existing --out");
   cli.add_flag("--config-only", f.config_only,
                "the config, quantisation, generation and tokenizer files without tensors (what `rocket build "
@@ -86,6 +94,7 @@ int cmd_forge(const std::vector<std::string>& args) {
   f.format = parse_format(format);
   f.layout = layout == "multimodal" ? Layout::kMultimodal : Layout::kText;
   f.experts = parse_expert_layout(experts);
+  if (!router_groups.empty()) f.router_groups = parse_router_groups(router_groups);
   forge(f);
   return 0;
 }
@@ -109,6 +118,18 @@ int cmd_build(const std::vector<std::string>& args) {
   cli.add_option("--golden", b.golden,
                  "the reference's golden vectors (tests/golden/*.json): the plan records one prompt and its greedy "
                  "token, which the launch countdown's static fire checks")
+      ->check(CLI::ExistingFile);
+  cli.add_option("--boosters", b.boosters, "boosters of the rocket (its identity: launch and the front check them)")
+      ->check(in_range(1, 64))
+      ->capture_default_str();
+  cli.add_option("--arrangement", b.arrangement,
+                 "replicated: a full engine per booster behind `rocket front`; split: one engine over the boosters, "
+                 "each holding its share of the experts (placement in the plan; its engine is not built yet)")
+      ->check(CLI::IsMember({kReplicated, kSplit}))
+      ->capture_default_str();
+  cli.add_option("--coactivation", b.coactivation,
+                 "a co-activation profile (rocket profile): orders each layer's experts in the blob, co-activated ones "
+                 "adjacent, and places them on split boosters")
       ->check(CLI::ExistingFile);
   cli.add_flag("--force", b.force, "replace an existing --out");
   CLI::Option* no_weights = cli.add_flag(
@@ -155,6 +176,42 @@ int cmd_inspect(const std::vector<std::string>& args) {
     if (b.name == "state_snapshots")
       std::printf("snapshots   %d conv + recurrent state snapshots for the prefix cache, %s in all\n", p.state_snapshots,
                   H(b.bytes).c_str());
+  if (!p.boosters.present()) {
+    std::printf("boosters    1 (%s)\n", p.booster.c_str());
+  } else {
+    std::printf("boosters    %d x %s%s, %s\n", p.boosters.count, p.booster.c_str(),
+                p.boosters.device_name.empty() ? "" : (" (" + p.boosters.device_name + ")").c_str(),
+                p.boosters.arrangement.c_str());
+    if (p.boosters.arrangement == kSplit) {
+      const PlanExchange& x = p.boosters.exchange;
+      std::printf("            each holds %d of %d experts per layer (residency %s); exchange: %s over %s, per MoE "
+                  "layer each way, up to %lld rows a decode step / %lld a prefill call, %llu bytes a row\n",
+                  c.experts / p.boosters.count, c.experts, H(p.boosters.residency).c_str(), x.pattern.c_str(),
+                  x.transport.c_str(), static_cast<long long>(x.decode_rows), static_cast<long long>(x.prefill_rows),
+                  static_cast<unsigned long long>(x.row_bytes));
+      for (size_t l = 0; l < p.boosters.placement.size(); ++l) {
+        std::string line;
+        for (size_t b = 0; b < p.boosters.placement[l].size(); ++b) {
+          line += b ? " | " : "";
+          for (size_t i = 0; i < p.boosters.placement[l][b].size(); ++i)
+            line += (i ? "," : "") + std::to_string(p.boosters.placement[l][b][i]);
+        }
+        std::printf("  layer %-3zu %s\n", l, line.c_str());
+      }
+    }
+  }
+  if (p.expert_order.units.empty()) {
+    std::printf("experts     identity order (unit = expert id)\n");
+  } else {
+    std::printf("experts     ordered by co-activation (%s); expert at each unit:\n", p.expert_order.source.c_str());
+    for (size_t l = 0; l < p.expert_order.units.size(); ++l) {
+      std::vector<int> order(p.expert_order.units[l].size());
+      for (size_t e = 0; e < order.size(); ++e) order[size_t(p.expert_order.units[l][e])] = int(e);
+      std::string line;
+      for (size_t u = 0; u < order.size(); ++u) line += (u ? "," : "") + std::to_string(order[u]);
+      std::printf("  layer %-3zu %s\n", l, line.c_str());
+    }
+  }
   if (p.static_fire.prompt.empty())
     std::printf("static fire warm-up only (no golden token: build with --golden)\n");
   else
@@ -214,6 +271,27 @@ int cmd_generate(const std::vector<std::string>& args) {
   exec_engine("generate", dir, without_engine_dir(args, dir));
 }
 
+// The co-activation profile is recorded by the engine's own forward pass (its router, its kernels);
+// only the host engine has the command. The profile depends on the fuel, not on the booster that ran it.
+int cmd_profile(const std::vector<std::string>& args) {
+  std::string dir;
+  ProfileOptions o;
+  CLI::App cli("Runs the engine's fuel over a corpus and writes its co-activation profile: per MoE layer, how often\n"
+               "each expert is chosen and how often each pair is chosen for one token (ENGINE_DIR/bin/rocket-engine\n"
+               "profile ...; host engines). `rocket build --coactivation FILE` reads it. The corpus holds one entry a\n"
+               "line: an OpenAI request body with \"messages\" (chat, rendered by the fuel's chat template) or \"prompt\"\n"
+               "(completion), or plain text (a completion prompt).",
+               "rocket profile");
+  cli.add_option("ENGINE_DIR", dir, "an engine directory")->required();
+  add_profile_options(cli, o);
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  const Plan p = Plan::load((fs::path(dir) / "plan.json").string());
+  if (p.booster != "host")
+    fail("{} is a {} engine, which has no profile command: build a host engine of the same fuel (rocket build FUEL "
+         "--booster host) and profile that; the profile is the fuel's, not the booster's", dir, p.booster);
+  exec_engine("profile", dir, without_engine_dir(args, dir));
+}
+
 // `serve` is kept as another name for `launch`: there is one way to start serving.
 int cmd_launch(const std::vector<std::string>& args) {
   std::string dir;
@@ -236,7 +314,9 @@ int cmd_front(const std::vector<std::string>& args) {
   FrontOptions o;
   CLI::App cli("Runs N replicas of an engine (one process per GPU) behind one HTTP front that routes each request to\n"
                "the replica whose prefix cache holds the longest prefix of its prompt, else to the least loaded\n"
-               "(ENGINE_DIR/bin/rocket-engine front ...). Flags the front does not know go to every replica's launch.",
+               "(ENGINE_DIR/bin/rocket-engine front ...). Flags the front does not know go to every replica's launch.\n"
+               "A plan built with --boosters N runs N replicas by default; every replica's handshake (plan, fuel,\n"
+               "constants, booster) must match the plan's and its peers', or the front does not start.",
                "rocket front ENGINE_DIR");
   add_front_options(cli, o);
   if (args.empty() || args[0].rfind("-", 0) == 0) {
@@ -245,7 +325,10 @@ int cmd_front(const std::vector<std::string>& args) {
     return 2;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (const auto rc = parse_front_command(cli, o, rest)) return *rc;
+  // The plan's booster count is the default replica count.
+  const fs::path plan = fs::path(args[0]) / "plan.json";
+  const int boosters = fs::exists(plan) ? Plan::load(plan.string()).boosters.count : 1;
+  if (const auto rc = parse_front_command(cli, o, rest, boosters)) return *rc;
   exec_engine("front", args[0], rest);
 }
 
@@ -265,6 +348,7 @@ int main(int argc, char** argv) {
     if (cmd == "build") return cmd_build(args);
     if (cmd == "inspect") return cmd_inspect(args);
     if (cmd == "generate") return cmd_generate(args);
+    if (cmd == "profile") return cmd_profile(args);
     if (cmd == "launch" || cmd == "serve") return cmd_launch(args);
     if (cmd == "front") return cmd_front(args);
     if (cmd == "probe") return probe_main(args);

@@ -133,22 +133,40 @@ std::string generate_engine_header(const Plan& p) {
   line(fmt::format("constexpr LinearAt kLmHead = {};", lin(linear_at(p, "lm_head"))));
   u("kFinalNorm", at(p, "norm.weight"));
 
-  // Experts: one unit each, equally spaced within a layer (checked), identical internal layout.
-  const uint64_t e0 = at(p, "layers.0.mlp.experts.0.gate_proj.weight");
-  const uint64_t stride = c.experts > 1 ? at(p, "layers.0.mlp.experts.1.gate_proj.weight") - e0 : 0;
-  ExpertAt ex{relative(linear_at(p, "layers.0.mlp.experts.0.gate_proj"), e0),
-              relative(linear_at(p, "layers.0.mlp.experts.0.up_proj"), e0),
-              relative(linear_at(p, "layers.0.mlp.experts.0.down_proj"), e0)};
+  // Experts: one unit each, equally spaced within a layer (checked), identical internal layout. Unit u
+  // of layer l starts at kLayer[l].experts + u * kExpertStride; expert e is at unit kExpertUnit[l][e]
+  // (the plan's expert order; e itself without one).
+  auto expert_name = [&](int l, int e, const char* rest) { return fmt::format("layers.{}.mlp.experts.{}.{}", l, e, rest); };
+  auto unit_expert = [&](int l, int unit) {
+    for (int e = 0; e < c.experts; ++e)
+      if (p.expert_unit(l, e) == unit) return e;
+    CHECK(false, "a validated expert order is a permutation");
+    return 0;
+  };
+  const int first = unit_expert(0, 0);
+  const uint64_t e0 = at(p, expert_name(0, first, "gate_proj.weight"));
+  const uint64_t stride = c.experts > 1 ? at(p, expert_name(0, unit_expert(0, 1), "gate_proj.weight")) - e0 : 0;
+  ExpertAt ex{relative(linear_at(p, expert_name(0, first, "gate_proj")), e0),
+              relative(linear_at(p, expert_name(0, first, "up_proj")), e0),
+              relative(linear_at(p, expert_name(0, first, "down_proj")), e0)};
   u("kExpertStride", stride);
   line(fmt::format("constexpr ExpertAt kExpert = {{{}, {}, {}}};", lin(ex.gate), lin(ex.up), lin(ex.down)));
+  line("// the unit of each layer's expert e (plan.expert_order; the identity without one)");
+  line("constexpr int kExpertUnit[kLayers][kExperts] = {");
+  for (int l = 0; l < c.layers; ++l) {
+    std::string row;
+    for (int e = 0; e < c.experts; ++e) row += (e ? ", " : "") + std::to_string(p.expert_unit(l, e));
+    line("  {" + row + "},");
+  }
+  line("};");
 
   line("constexpr LayerAt kLayer[kLayers] = {");
   for (int l = 0; l < c.layers; ++l) {
     const std::string pre = fmt::format("layers.{}.", l);
-    const uint64_t base = at(p, pre + "mlp.experts.0.gate_proj.weight");
+    const uint64_t base = at(p, expert_name(l, unit_expert(l, 0), "gate_proj.weight"));
     for (int e = 0; e < c.experts; ++e) {
-      CHECK(at(p, fmt::format("{}mlp.experts.{}.gate_proj.weight", pre, e)) == base + e * stride,
-            "expert units must be equally spaced");
+      CHECK(at(p, expert_name(l, e, "gate_proj.weight")) == base + uint64_t(p.expert_unit(l, e)) * stride,
+            "expert units must be equally spaced, in the plan's expert order");
     }
     std::string gdn = "{}", attn = "{}";
     if (c.layer_types[l] == LayerKind::kLinearAttention) {

@@ -16,11 +16,13 @@
 #include "compiler/condition.h"
 #include "compiler/kernel_selection.h"
 #include "compiler/memory_map.h"
+#include "compiler/placement.h"
 #include "compiler/toolchain.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/staged_dir.h"
 #include "engine/golden.h"
+#include "fuel/coactivation.h"
 #include "fuel/fuel.h"
 #include "template/chat_template.h"
 
@@ -132,7 +134,7 @@ void build_weights(const BuildOptions& opt) {
   Fuel fuel = Fuel::open(opt.fuel_dir);
   PlanOptions po{.booster = carried.booster, .buckets = carried.buckets, .max_context = carried.max_context,
                  .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots,
-                 .limits = carried.limits};
+                 .limits = carried.limits, .expert_units = carried.expert_order.units};
   const Plan plan = plan_memory(fuel.chemistry(), po);
   if (const std::string d = memory_map_difference(plan, carried); !d.empty())
     fail("build --weights-only: the plan of {} differs from {}/plan.json ({}): build the engine from this fuel", opt.fuel_dir,
@@ -142,6 +144,71 @@ void build_weights(const BuildOptions& opt) {
   fs::rename(tmp, out / "weights.blob");
   std::fprintf(stderr, "weights of %s written to %s in %.1f s\n", opt.fuel_dir.c_str(), (out / "weights.blob").c_str(),
                std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// Where the experts go: each layer's order in the blob and, split, each booster's share.
+struct Placement {
+  std::vector<std::vector<int>> units;  // [layer][expert] = unit; empty: the identity
+  PlanBoosters boosters;                // all but residency and exchange, which need the memory map
+  std::string source;                   // the profile's absolute path, or ""
+};
+
+Placement place(const BuildOptions& opt, const Chemistry& chem, const Fuel* fuel, const HardwareProfile& hw) {
+  const int N = opt.boosters, E = chem.experts;
+  if (N < 1 || N > 64) fail("build: --boosters {} outside [1, 64]", N);
+  if (opt.arrangement != kReplicated && opt.arrangement != kSplit)
+    fail("build: unknown arrangement '{}' (expected {} or {})", opt.arrangement, kReplicated, kSplit);
+  const bool split = opt.arrangement == kSplit;
+  if (split && N < 2) fail("build: --arrangement split spans boosters: give --boosters N with N >= 2");
+  if (split && E % N != 0)
+    fail("build: --arrangement split over {} boosters: the fuel's {} experts per layer do not divide evenly (every "
+         "booster holds the same number)", N, E);
+  Placement pl;
+  std::optional<CoactivationProfile> profile;
+  if (!opt.coactivation.empty()) {
+    profile = CoactivationProfile::load(opt.coactivation);
+    std::string fp = "(not read: --no-weights)";
+    if (fuel) fp = fuel_fingerprint(chem, [&](const std::string& name) {
+      const TensorView v = fuel->tensor(name);
+      return std::span<const uint8_t>(v.data, size_t(v.nbytes));
+    });
+    const std::string note = check_profile_fits(*profile, chem, fp, opt.coactivation);
+    std::fprintf(stderr, "coactivation: %s, %lld tokens of %s%s%s\n", opt.coactivation.c_str(),
+                 static_cast<long long>(profile->tokens(0)), profile->corpus().path.c_str(), note.empty() ? "" : "; ",
+                 note.c_str());
+    pl.source = fs::absolute(opt.coactivation).string();
+  }
+  pl.boosters.count = N;
+  pl.boosters.arrangement = opt.arrangement;
+  int reordered = 0;
+  std::vector<std::vector<int>> units(size_t(chem.layers));
+  for (int l = 0; l < chem.layers; ++l) {
+    std::vector<int> order;
+    if (split) {
+      pl.boosters.placement.push_back(place_experts(profile ? &*profile : nullptr, l, E, N));
+      for (const auto& on : pl.boosters.placement.back()) order.insert(order.end(), on.begin(), on.end());
+    } else if (profile) {
+      order = coactivation_order(*profile, l);
+    } else {
+      for (int e = 0; e < E; ++e) order.push_back(e);
+    }
+    units[size_t(l)] = units_of_order(order);
+    for (int e = 0; e < E; ++e)
+      if (order[size_t(e)] != e) {
+        ++reordered;
+        break;
+      }
+  }
+  if (reordered) pl.units = std::move(units);
+  if (reordered && opt.booster == "h200")
+    fail("build: the co-activation order puts experts at other units than their ids in {} of {} layers, and the h200 "
+         "engine does not map expert ids to units yet (its kernels take unit = expert id): build the h200 engine without "
+         "--coactivation", reordered, chem.layers);
+  if (opt.booster == "h200" && pl.boosters.present()) pl.boosters.device_name = hw.device_name;
+  if (profile)
+    std::fprintf(stderr, "experts: %d of %d layers ordered by co-activation%s\n", reordered, chem.layers,
+                 split ? fmt::format(", placed on {} boosters", N).c_str() : "");
+  return pl;
 }
 
 }  // namespace
@@ -171,6 +238,8 @@ void build(const BuildOptions& opt) {
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
   po.prefill_chunk = opt.prefill_chunk;
+  const Placement placement = place(opt, chem, fuel ? &*fuel : nullptr, hw);
+  po.expert_units = placement.units;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
   // machine it was built on.
   if (opt.booster == "h200") po.limits = booster_limits(hw);
@@ -183,16 +252,27 @@ void build(const BuildOptions& opt) {
   }
   plan.kernels = select_kernels(plan);
   if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, chem);
+  plan.boosters = placement.boosters;
+  if (!plan.expert_order.units.empty()) plan.expert_order.source = placement.source;
+  if (plan.boosters.arrangement == kSplit) plan_split(plan);
   plan.validate("plan");
   const uint64_t usable = hw.usable_bytes();
+  // A split booster holds its own experts only.
+  const uint64_t residency = plan.boosters.arrangement == kSplit ? plan.boosters.residency : plan.arena_bytes;
   std::fprintf(stderr, "plan: residency %s (weights %s + runtime %s); %s usable on %s (%s)\n",
                Progress::human(plan.arena_bytes).c_str(), Progress::human(plan.blob_bytes).c_str(),
                Progress::human(plan.arena_bytes - plan.blob_bytes).c_str(), Progress::human(usable).c_str(),
                opt.booster.c_str(), hw.device_name.c_str());
-  if (plan.arena_bytes > usable)
+  if (plan.boosters.present())
+    std::fprintf(stderr, "boosters: %d x %s, %s%s\n", plan.boosters.count, opt.booster.c_str(), plan.boosters.arrangement.c_str(),
+                 plan.boosters.arrangement == kSplit
+                     ? fmt::format(" (each holds {} of {} experts per layer: residency {})", plan.chemistry.experts / plan.boosters.count,
+                                   plan.chemistry.experts, Progress::human(residency)).c_str()
+                     : "");
+  if (residency > usable)
     fail("build: plan residency {} bytes exceeds the {} booster's usable memory {} bytes (free {} - reserve {} - "
-         "floor {}) by {} bytes", plan.arena_bytes, opt.booster, usable, hw.memory_free, hw.reserve, hw.floor,
-         plan.arena_bytes - usable);
+         "floor {}) by {} bytes", residency, opt.booster, usable, hw.memory_free, hw.reserve, hw.floor,
+         residency - usable);
 
   StagedDir dir(opt.out, opt.force);
   write_text(dir.path() / "plan.json", plan.to_json().dump(1) + "\n");

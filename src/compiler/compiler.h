@@ -21,6 +21,14 @@ struct BuildOptions {
   int state_snapshots = 0; // 0 = two per stream slot
   int prefill_chunk = 0;   // tokens per prefill call; 0 = the booster's default (host 32, h200 2048)
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
+  // The rocket's boosters (plan.boosters): how many, and replicated (an engine per booster) or split
+  // (one engine over them, experts placed per booster).
+  int boosters = 1;
+  std::string arrangement = kReplicated;
+  // A co-activation profile (fuel/coactivation.h, `rocket profile`): orders each layer's experts in
+  // the blob and, split, places them on the boosters (compiler/placement.h). Empty: the identity
+  // order and, split, the balanced default placement.
+  std::string coactivation;
   bool force = false;
   // The split build for a GPU machine that cannot compile engines (no fmt or nlohmann headers there):
   // no_weights plans from the fuel's config.json alone (shapes from the chemistry's manifest) and

@@ -1,6 +1,7 @@
 #include "compiler/memory_map.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cache/geometry.h"
 #include "core/align.h"
@@ -91,6 +92,32 @@ void add_host_buffers(Region& act, const Chemistry& c, const Plan& p) {
   act.add("shared_up", M * c.shared_inter * A);
 }
 
+// The (layer, expert) of a routed expert's tensor, or {-1, -1}.
+std::pair<int, int> expert_of(const std::string& name) {
+  int layer = -1, expert = -1, used = 0;
+  if (std::sscanf(name.c_str(), "layers.%d.mlp.experts.%d.%n", &layer, &expert, &used) == 2 && used > 0) return {layer, expert};
+  return {-1, -1};
+}
+
+// Each layer's routed experts are one run of the manifest (expert 0's tensors, then 1's, ...): the run
+// is stably sorted by unit, so an expert's parts keep their order and everything else its place.
+void order_experts(std::vector<TensorSpec>& manifest, const std::vector<std::vector<int>>& units) {
+  for (size_t i = 0; i < manifest.size();) {
+    const int layer = expert_of(manifest[i].name).first;
+    if (layer < 0) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < manifest.size() && expert_of(manifest[end].name).first == layer) ++end;
+    const std::vector<int>& u = units.at(size_t(layer));
+    std::stable_sort(manifest.begin() + long(i), manifest.begin() + long(end), [&](const TensorSpec& a, const TensorSpec& b) {
+      return u.at(size_t(expert_of(a.name).second)) < u.at(size_t(expert_of(b.name).second));
+    });
+    i = end;
+  }
+}
+
 }  // namespace
 
 Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
@@ -114,10 +141,16 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   p.activation_bytes = opt.booster == "host" ? 4 : 2;
   p.kv_bytes = opt.booster == "host" ? 4 : 2;
 
-  // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector.
+  // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector; a layer's
+  // routed experts in their units' order.
+  std::vector<TensorSpec> manifest = fuel_manifest(c);
+  if (!opt.expert_units.empty()) {
+    p.expert_order.units = opt.expert_units;
+    order_experts(manifest, opt.expert_units);
+  }
   uint64_t at = 0;
   std::string unit;
-  for (const TensorSpec& t : fuel_manifest(c)) {
+  for (const TensorSpec& t : manifest) {
     std::string u = weight_unit(t.name);
     at = u != unit ? align_up(at) : align_up(at, kPartAlign);
     unit = u;

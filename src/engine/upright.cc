@@ -1,10 +1,12 @@
 #include "engine/upright.h"
 
+#include "boosters/topology.h"
 #include "core/error.h"
 
 namespace rocket {
 
 void check_plan(const Plan& plan, const EngineBuild& built) {
+  if (const std::string why = unbuilt_arrangement(plan); !why.empty()) fail("upright: {}", why);
   if (plan.fingerprint != built.fingerprint)
     fail("upright: plan chemistry {} does not match this engine's chemistry {} (rebuild the engine)", plan.fingerprint,
          built.fingerprint);
@@ -17,6 +19,21 @@ void check_plan(const Plan& plan, const EngineBuild& built) {
   if (uint64_t(plan.kv_pages) != kv_pages)
     fail("upright: the plan's {} KV pages are not {} slots x {} pages x {} layer pages", plan.kv_pages, built.slots,
          built.pages_per_stream, 2 * built.full_layers);
+  if (!built.maps_expert_units) {
+    if (!plan.expert_order.units.empty())
+      fail("upright: the plan orders the experts in the blob (expert_order, from {}), and this engine does not map expert "
+           "ids to units: rebuild without --coactivation", plan.expert_order.source);
+    return;
+  }
+  for (int l = 0; l < plan.chemistry.layers; ++l)
+    for (int e = 0; e < plan.chemistry.experts; ++e) {
+      const int want = size_t(l) < built.expert_units.size() && size_t(e) < built.expert_units[size_t(l)].size()
+                           ? built.expert_units[size_t(l)][size_t(e)]
+                           : -1;
+      if (plan.expert_unit(l, e) != want)
+        fail("upright: the plan puts layer {}'s expert {} at unit {}, this engine was built with unit {} (rebuild the engine)",
+             l, e, plan.expert_unit(l, e), want);
+    }
 }
 
 }  // namespace rocket

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "plan/plan.h"
 
@@ -18,9 +19,16 @@ struct EngineBuild {
   // The KV arena holds a full context for every slot, the padding slot included: slots × pages per
   // stream cache pages, each a K and a V page of every full-attention layer.
   int slots = 0, pages_per_stream = 0, full_layers = 0;
+  // Whether the engine maps the router's expert ids to units through its engine.h kExpertUnit, and
+  // that table ([layer][expert] = unit). An engine that does not (its kernels take unit = expert id)
+  // runs only plans in the identity order.
+  bool maps_expert_units = false;
+  std::vector<std::vector<int>> expert_units;
 };
 
-// Error("upright: …") naming the first of chemistry, booster, memory map or KV pages that differs.
+// Error("upright: …") naming the first of arrangement, chemistry, booster, memory map, KV pages or
+// expert order that differs. A split plan is refused: its engine (one engine spanning boosters) is
+// not built yet, and running it on one booster would silently be another rocket.
 void check_plan(const Plan& plan, const EngineBuild& built);
 
 }  // namespace rocket

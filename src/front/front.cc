@@ -24,12 +24,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "boosters/handshake.h"
+#include "boosters/topology.h"
+#include "front/admission.h"
 #include "front/exposition.h"
 #include "front/replica.h"
 #include "front/route.h"
 #include "http/connection.h"
 #include "http/sse.h"
 #include "openai/protocol_error.h"
+#include "plan/plan.h"
 
 namespace rocket {
 
@@ -169,8 +173,8 @@ std::string front_series(const std::vector<std::unique_ptr<Replica>>& replicas, 
 
 class Front {
  public:
-  Front(const FrontOptions& o, std::vector<std::unique_ptr<Replica>> replicas)
-      : options_(o), replicas_(std::move(replicas)) {
+  Front(const FrontOptions& o, std::vector<std::unique_ptr<Replica>> replicas, Admission& admission)
+      : options_(o), replicas_(std::move(replicas)), admission_(admission) {
     server_.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(n); };
     server_.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& s) {
       completion(q, s, "/v1/chat/completions");
@@ -214,6 +218,11 @@ class Front {
       if (g_signal) return false;
       bool all = true;
       for (const auto& r : replicas_) {
+        if (const std::string why = r->refusal(); !why.empty()) {
+          std::fprintf(stderr, "[front] replica %d (%s) %s: the front does not launch\n", r->index(), r->url().c_str(),
+                       why.c_str());
+          return false;
+        }
         if (r->exit_status()) {
           std::fprintf(stderr, "[front] replica %d %s during its countdown: the front does not launch\n", r->index(),
                        r->status().c_str());
@@ -291,7 +300,7 @@ class Front {
   void probe_loop() {
     const auto interval = std::chrono::duration<double>(options_.health_interval);
     for (;;) {
-      for (const auto& r : replicas_) r->probe(1000);
+      for (const auto& r : replicas_) r->probe(1000, admit_);
       std::unique_lock<std::mutex> lock(mu_);
       if (cv_.wait_for(lock, interval, [&] { return stopping_; })) return;
     }
@@ -507,6 +516,14 @@ class Front {
 
   FrontOptions options_;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  Admission& admission_;
+  const Replica::Admit admit_ = [this](const Replica& r, const std::string& body) {
+    try {
+      return admission_.admit(r.index(), Handshake::from_json(nlohmann::json::parse(body)));
+    } catch (const std::exception& e) {
+      return fmt::format("unreadable handshake: {}", e.what());
+    }
+  };
   httplib::Server server_;
   std::thread server_thread_, health_thread_;
   std::mutex mu_;
@@ -519,7 +536,7 @@ class Front {
 
 }  // namespace
 
-int run_front(const std::filesystem::path& engine_exe, const FrontOptions& o) {
+int run_front(const std::filesystem::path& engine_exe, const FrontOptions& o, Admission& admission) {
   ::signal(SIGPIPE, SIG_IGN);  // a client or replica that hangs up is a failed write, not a signal
   sem_init(&g_wake, 0, 0);
   struct sigaction stop {};
@@ -531,7 +548,7 @@ int run_front(const std::filesystem::path& engine_exe, const FrontOptions& o) {
   std::vector<std::unique_ptr<Replica>> replicas;
   for (int i = 0; i < o.replicas; ++i) replicas.push_back(Replica::spawn(i, engine_exe, o.replica_args));
   for (size_t i = 0; i < o.replica_urls.size(); ++i) replicas.push_back(std::make_unique<Replica>(int(i), o.replica_urls[i]));
-  Front front(o, std::move(replicas));
+  Front front(o, std::move(replicas), admission);
   try {
     front.listen();
   } catch (const Error&) {
@@ -551,17 +568,26 @@ int run_front(const std::filesystem::path& engine_exe, const FrontOptions& o) {
 }
 
 int front_main(const std::filesystem::path& engine_exe, const std::vector<std::string>& args) {
+  const std::filesystem::path dir = engine_exe.parent_path().parent_path();
+  const Plan plan = Plan::load((dir / "plan.json").string());
   FrontOptions o;
   CLI::App cli("The replicated arrangement's HTTP front: routes each request to the replica whose prefix cache holds\n"
                "the longest prefix of its prompt, else to the least loaded; fails over when one dies.",
                "rocket-engine front");
   add_front_options(cli, o);
-  if (const auto rc = parse_front_command(cli, o, args)) return *rc;
+  if (const auto rc = parse_front_command(cli, o, args, plan.boosters.count)) return *rc;
+  const int replicas = o.replicas > 0 ? o.replicas : int(o.replica_urls.size());
+  Topology machine;  // spawned replicas run on this machine's GPUs; given ones wherever they are
+  machine.kind = plan.booster;
+  if (o.replicas > 0) machine = visible_topology(plan.booster);
+  if (const std::string m = front_mismatch(plan, replicas, o.replicas > 0 ? &machine : nullptr); !m.empty())
+    fail("front: {}", m);
   if (o.replicas > 0) {
     o.replica_args.push_back("--drain-timeout");
     o.replica_args.push_back(fmt::format("{}", o.drain_timeout));
   }
-  return run_front(engine_exe, o);
+  Admission admission(handshake_of(plan, dir, machine), plan.boosters.device_name, dir.string());
+  return run_front(engine_exe, o, admission);
 }
 
 }  // namespace rocket

@@ -14,6 +14,10 @@
 // Endpoints besides /v1/*: /health (200 while >= 1 replica is ok, per-replica status in the body),
 // /metrics (front/exposition.h, plus the front's own rocket_front_* series), /stats (each replica's).
 //
+// Startup: a replica enters rotation once its /health is ok and its handshake (boosters/handshake.h)
+// matches the front's plan and the first admitted peer (front/admission.h); a refusal during startup
+// stops the front (exit 1, the field and both values on stderr), a later one keeps that replica out.
+//
 // Drain: SIGTERM or SIGINT stops routing (new requests 503 shutting_down), forwards SIGTERM to the
 // replicas it spawned (each drains with --drain-timeout), waits for them and for the responses being
 // relayed, and exits 0 (1 when a replica did not drain cleanly).
@@ -27,11 +31,15 @@
 
 namespace rocket {
 
-// Runs the front until it is drained; returns the exit status. `engine_exe`: the engine binary the
-// spawned replicas run (`launch`).
-int run_front(const std::filesystem::path& engine_exe, const FrontOptions& options);
+class Admission;
 
-// `rocket-engine front ARGS`: parses and runs.
+// Runs the front until it is drained; returns the exit status. `engine_exe`: the engine binary the
+// spawned replicas run (`launch`); `admission` admits each replica by its handshake.
+int run_front(const std::filesystem::path& engine_exe, const FrontOptions& options, Admission& admission);
+
+// `rocket-engine front ARGS`: parses and runs. The engine's plan sets the default replica count (its
+// boosters) and what every replica's handshake must match; a split plan, a replica count other than
+// a multi-booster plan's, or fewer GPUs than replicas is refused (exit 1).
 int front_main(const std::filesystem::path& engine_exe, const std::vector<std::string>& args);
 
 }  // namespace rocket

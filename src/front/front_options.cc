@@ -29,7 +29,8 @@ void add_front_options(CLI::App& cmd, FrontOptions& o) {
       ->capture_default_str();
 }
 
-std::optional<int> parse_front_command(CLI::App& cmd, FrontOptions& o, const std::vector<std::string>& args) {
+std::optional<int> parse_front_command(CLI::App& cmd, FrontOptions& o, const std::vector<std::string>& args,
+                                       int plan_boosters) {
   const std::string name = cmd.get_name();
   auto usage = [&](const std::string& why) {
     std::fprintf(stderr, "%s: %s (%s --help lists the options)\n", name.c_str(), why.c_str(), name.c_str());
@@ -48,8 +49,11 @@ std::optional<int> parse_front_command(CLI::App& cmd, FrontOptions& o, const std
     }
     return usage(e.what());
   }
+  if (o.replicas == 0 && o.replica_urls.empty() && plan_boosters > 1 && !cmd.count("--replicas"))
+    o.replicas = plan_boosters;  // the plan's rocket: one replica per booster
   if ((o.replicas > 0) == !o.replica_urls.empty())
-    return usage("give either --replicas N (spawn them) or --replica URL ... (front running ones)");
+    return usage("give either --replicas N (spawn them) or --replica URL ... (front running ones); a plan built with "
+                 "--boosters N spawns N by default");
   o.replica_args = cmd.remaining();
   if (o.replica_args.empty()) return std::nullopt;
   if (o.replicas == 0)

@@ -27,7 +27,10 @@ struct FrontOptions {
 void add_front_options(CLI::App& cmd, FrontOptions& o);
 // As parse_command (core/cli.h), except that the words the front does not know become
 // o.replica_args, checked as `launch` flags (only with --replicas: they are the spawned replicas').
-// nullopt: run; else the exit status (0 after --help, 2 after a usage error, reason on stderr).
-std::optional<int> parse_front_command(CLI::App& cmd, FrontOptions& o, const std::vector<std::string>& args);
+// Without --replicas or --replica, a plan of `plan_boosters` > 1 boosters spawns that many; a
+// one-booster plan needs one of them. nullopt: run; else the exit status (0 after --help, 2 after a
+// usage error, reason on stderr).
+std::optional<int> parse_front_command(CLI::App& cmd, FrontOptions& o, const std::vector<std::string>& args,
+                                       int plan_boosters = 1);
 
 }  // namespace rocket

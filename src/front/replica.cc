@@ -121,10 +121,10 @@ bool Replica::reap_locked(int options) {
   return true;
 }
 
-void Replica::probe(int timeout_ms) {
+void Replica::probe(int timeout_ms, const Admit& admit) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (reap_locked(WNOHANG)) return;
+    if (reap_locked(WNOHANG) || !refusal_.empty()) return;
   }
   httplib::Client cli(host_, port_);
   const auto t = std::chrono::milliseconds(timeout_ms);
@@ -142,12 +142,41 @@ void Replica::probe(int timeout_ms) {
     } catch (const std::exception&) {
     }
   }
+  bool admitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    admitted = admitted_;
+  }
+  std::string refused;
+  if (ok && !admitted) {
+    // Admitted once: a replica's plan and booster do not change while it serves.
+    if (auto res = cli.Get("/handshake"); res && res->status == 200)
+      refused = admit(*this, res->body);
+    else if (res)
+      refused = fmt::format("no handshake (GET /handshake answered {}): an engine without one is of another build",
+                            res->status);
+    else
+      ok = false, status = "unreachable";
+    admitted = ok && refused.empty();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (reap_locked(WNOHANG)) return;
-  if (ok != healthy_.load())
+  if (!refused.empty()) {
+    refusal_ = refused;
+    status = "refused: " + refused;
+    std::fprintf(stderr, "[front] replica %d (%s) refused: %s\n", index_, url().c_str(), refused.c_str());
+  }
+  admitted_ = admitted;
+  ok = ok && admitted;
+  if (ok != healthy_.load() && refused.empty())
     std::fprintf(stderr, "[front] replica %d: %s -> %s\n", index_, status_.c_str(), status.c_str());
   status_ = status;
   healthy_ = ok;
+}
+
+std::string Replica::refusal() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refusal_;
 }
 
 void Replica::mark_down(const std::string& why) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,14 +41,20 @@ class Replica {
   std::string url() const;
   pid_t pid() const { return pid_; }  // -1 when the front did not spawn it
 
+  // Decides a replica's admission from its GET /handshake body: "" admits it, anything else is why it
+  // is refused (front/admission.h).
+  using Admit = std::function<std::string(const Replica&, const std::string& handshake)>;
   // One health probe: GET /health within `timeout_ms`; a spawned child that has exited is reaped and
-  // stays down. Sets healthy() and status().
-  void probe(int timeout_ms);
+  // stays down. The first time /health is ok, GET /handshake and `admit` decide whether it may ever be
+  // in rotation. Sets healthy() (ok and admitted) and status().
+  void probe(int timeout_ms, const Admit& admit);
+  // Refused at its handshake: never in rotation. The reason, "" while not refused.
+  std::string refusal() const;
   // Out of rotation at once (a request could not be sent to it), until a probe finds it ok again.
   void mark_down(const std::string& why);
   bool healthy() const { return healthy_.load(); }
-  // "ok", the replica's own /health status ("starting", "draining", "failed"), "unreachable" or
-  // "exited (...)".
+  // "ok", the replica's own /health status ("starting", "draining", "failed"), "unreachable",
+  // "refused: ..." or "exited (...)".
   std::string status() const;
   // Spawned only: sends `sig` if the child is still running; false when it has exited.
   bool signal(int sig);
@@ -75,6 +82,8 @@ class Replica {
   mutable std::mutex mu_;
   std::string status_ = "starting";
   std::optional<int> exit_status_;
+  bool admitted_ = false;
+  std::string refusal_;
 };
 
 // Text for a wait status: "exit 0", "signal 9".

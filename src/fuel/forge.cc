@@ -3,7 +3,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -126,7 +128,29 @@ uint64_t tensor_key(uint64_t seed, const std::string& name) {
 // The bytes of every stored part of one weight (its values and, if quantised, its scales).
 using Parts = std::map<Part, std::vector<uint8_t>>;
 
-Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed) {
+// A router whose rows send every token to one group (ForgeOptions::router_groups): group g's rows
+// are sign(g) × axis(g / 2), a direction drawn for this tensor; the rest zero. Every router is bf16
+// (the precision map keeps it so in every format).
+Parts biased_router(const TensorSpec& w, uint64_t key, const std::vector<std::vector<int>>& groups) {
+  CHECK(w.precision == Precision::kBF16 && w.rows > 0, "routers are bf16");
+  Parts parts;
+  auto& out = parts[w.part];
+  out.assign(uint64_t(w.rows) * w.cols * 2, 0);
+  auto* p = reinterpret_cast<uint16_t*>(out.data());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    // NOTE: the axis rows come after every real row's stream, so they are no row's values.
+    RowRng rng(key, uint64_t(w.rows) + g / 2);
+    std::vector<uint16_t> row(size_t(w.cols));
+    for (auto& v : row) v = f32_to_bf16((g % 2 ? -1.0f : 1.0f) * rng.uniform());
+    for (int e : groups[g]) std::memcpy(p + int64_t(e) * w.cols, row.data(), row.size() * 2);
+  }
+  return parts;
+}
+
+Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed,
+               const std::vector<std::vector<int>>& router_groups) {
+  if (!router_groups.empty() && w.name.ends_with("mlp.gate.weight"))
+    return biased_router(w, tensor_key(seed, w.name), router_groups);
   const Init init = init_for(w, c);
   const uint64_t key = tensor_key(seed, w.name);
   Parts parts;
@@ -253,10 +277,51 @@ std::vector<TensorSpec> unused_part_tensors(const Chemistry& c) {
 
 }  // namespace
 
+std::vector<std::vector<int>> parse_router_groups(const std::string& text) {
+  std::vector<std::vector<int>> groups;
+  std::stringstream all(text);
+  std::string group;
+  while (std::getline(all, group, ';')) {
+    std::vector<int> g;
+    std::stringstream ids(group);
+    std::string id;
+    while (std::getline(ids, id, ',')) {
+      size_t used = 0;
+      int e = -1;
+      try {
+        e = std::stoi(id, &used);
+      } catch (const std::exception&) {
+      }
+      if (e < 0 || used != id.size()) fail("forge: --router-groups: '{}' in group '{}' is not an expert id", id, group);
+      g.push_back(e);
+    }
+    if (g.empty()) fail("forge: --router-groups '{}': an empty group", text);
+    groups.push_back(std::move(g));
+  }
+  if (groups.empty()) fail("forge: --router-groups '{}': no group", text);
+  return groups;
+}
+
 void forge(const ForgeOptions& opt) {
   if (opt.out.empty()) fail("forge: --out DIR is required");
   json config = forge_config(opt.fuel, opt.layers);
   Chemistry chem = chemistry_from_config(config, opt.format, "forge:" + opt.fuel);
+  std::vector<bool> grouped(size_t(chem.experts), false);
+  for (const auto& g : opt.router_groups) {
+    if (g.empty() || int(g.size()) > chem.top_k)
+      fail("forge: a router group holds 1 to top_k = {} experts, one holds {}", chem.top_k, g.size());
+    for (int e : g) {
+      if (e < 0 || e >= chem.experts) fail("forge: router group expert {} outside [0, {})", e, chem.experts);
+      if (grouped[size_t(e)]) fail("forge: expert {} is in two router groups", e);
+      grouped[size_t(e)] = true;
+    }
+  }
+  // A direction and its opposite: whichever way a hidden state points, some group's logit is positive.
+  if (opt.router_groups.size() % 2 != 0)
+    fail("forge: {} router groups: they come in pairs (group 2a routes along an axis, 2a+1 against it), so that "
+         "every token has a group", opt.router_groups.size());
+  if (opt.router_groups.size() > 2 * size_t(chem.hidden))
+    fail("forge: {} router groups, at most 2 x hidden = {}", opt.router_groups.size(), 2 * chem.hidden);
   const fs::path tok_dir = opt.tokenizer_dir;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     if (!fs::exists(tok_dir / f))
@@ -332,7 +397,8 @@ void forge(const ForgeOptions& opt) {
     for (const auto* t : shards[s])
       for (size_t k : t->pieces) {
         const TensorSpec& piece = specs[k];
-        if (piece.part == Part::kWeight || piece.part == Part::kPlain) pending = generate(piece, chem, opt.seed);
+        if (piece.part == Part::kWeight || piece.part == Part::kPlain)
+          pending = generate(piece, chem, opt.seed, opt.router_groups);
         auto it = pending.find(piece.part);
         CHECK(it != pending.end() && it->second.size() == piece.nbytes(), piece.name);
         writer.write_part(t->name, it->second.data(), it->second.size());

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -33,7 +34,18 @@ struct ForgeOptions {
   // Only config.json, hf_quant_config.json, generation_config.json and the tokenizer files: what
   // `rocket build --no-weights` plans and compiles an engine from, without forging the tensors.
   bool config_only = false;
+  // A biased router, for tests of the co-activation profile and placement: every MoE layer's router
+  // routes each token to exactly one of these groups of experts (all of it, so its experts are
+  // chosen together), and never to an expert outside them. Group g's router rows are ±(a direction
+  // of its own axis g/2; + for even g), every other row zero: a token's winning group is the one its
+  // hidden state projects on most, and its members tie with each other above everything else.
+  // Groups come in pairs (an axis and its opposite, so some group wins every token); each holds
+  // 1..top_k distinct experts; empty: the usual random routers.
+  std::vector<std::vector<int>> router_groups;
 };
+
+// "0,1,2,3;4,5,6,7" -> {{0,1,2,3},{4,5,6,7}}; Error naming the bad group.
+std::vector<std::vector<int>> parse_router_groups(const std::string& text);
 
 // The config.json a fuel of this name is forged with (text-only layout).
 nlohmann::json forge_config(const std::string& fuel, int layers);

@@ -154,6 +154,7 @@ struct HttpServer::Impl {
   std::condition_variable stopped_cv;
   bool stopped = false;
   std::string phase = "upright";
+  std::string handshake;  // GET /handshake's body, once upright has it (guarded by mu)
   std::atomic<EngineLoop*> loop{nullptr};
   std::atomic<int> responses{0};  // completions being answered (InFlight)
 
@@ -462,6 +463,20 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
   im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });
   im.server.Get("/stats", [&im](const httplib::Request&, httplib::Response& s) { im.stats(s); });
+  // The replica's plan identity and booster (boosters/handshake.h), unauthenticated like /health: the
+  // front reads it before it routes here.
+  im.server.Get("/handshake", [&im](const httplib::Request&, httplib::Response& s) {
+    std::string body;
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      body = im.handshake;
+    }
+    if (body.empty())
+      return send_error(s, ProtocolError(503, fmt::format("no handshake before upright has read the plan (countdown phase: {})",
+                                                          im.current_phase()),
+                                         "", "server_error", "not_launched"));
+    s.set_content(body, "application/json");
+  });
 }
 
 HttpServer::~HttpServer() {
@@ -486,6 +501,11 @@ void HttpServer::start() {
 void HttpServer::set_phase(std::string phase) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->phase = std::move(phase);
+}
+
+void HttpServer::set_handshake(std::string json) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->handshake = std::move(json);
 }
 
 void HttpServer::launch(EngineLoop& loop) {

@@ -9,7 +9,7 @@
 // (scheduler/generation.h). This file has no engine dependency and lives in librocket.
 //
 // The server listens from the start of the countdown: /health reports the phase (503 until launch)
-// and /v1/* answer 503 until launch() hands it the loop. After launch /health follows the loop's
+// and /v1/* answer 503 until launch() hands it the loop; /handshake answers once upright has read the plan. After launch /health follows the loop's
 // state(): 200 "ok" while serving, 503 "draining" or "failed".
 //
 // tool_choice required / named is enforced by the prompt, which ends with the opening of the call
@@ -64,6 +64,8 @@ class HttpServer {
   void start();
   // The countdown phase before launch ("upright", "fuel", "static_fire"), reported by /health.
   void set_phase(std::string phase);
+  // The body GET /handshake answers from now on (boosters/handshake.h); 503 until then.
+  void set_handshake(std::string json);
   // Launch: phase "launch", /health 200, and requests go to `loop` from now on.
   // REQUIRES: `loop` outlives the server's serving (stop() or destruction).
   void launch(EngineLoop& loop);

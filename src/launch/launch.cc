@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "boosters/handshake.h"
+#include "boosters/topology.h"
 #include "core/error.h"
 #include "http/server.h"
 #include "launch/countdown.h"
@@ -46,7 +48,16 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   HttpServer server(o.server);
   server.start();
   Countdown cd([&](Phase p) { server.set_phase(std::string(phase_name(p))); });
-  cd.run(Phase::kUpright, [&] { return steps.upright(o.reserve_bytes); });
+  cd.run(Phase::kUpright, [&] {
+    // The rocket before the engine: an arrangement with no engine yet, or boosters other than the
+    // plan's, refuse before anything is mapped. The handshake the front reads comes from the same plan.
+    const Plan plan = Plan::load((dir / "plan.json").string());
+    if (const std::string why = unbuilt_arrangement(plan); !why.empty()) fail("{}", why);
+    const Topology machine = visible_topology(plan.booster);
+    if (const std::string m = launch_mismatch(plan, machine); !m.empty()) fail("boosters: {}", m);
+    server.set_handshake(handshake_of(plan, dir, machine).to_json().dump());
+    return steps.upright(o.reserve_bytes);
+  });
   cd.run(Phase::kFuel, steps.fuel);
   cd.run(Phase::kStaticFire, steps.static_fire);
 

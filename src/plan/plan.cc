@@ -1,12 +1,14 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
 
 #include "core/align.h"
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace rocket {
 
@@ -45,7 +47,7 @@ json Plan::to_json() const {
   json unused = json::array();
   for (const UnusedTensors& u : unused_tensors)
     unused.push_back({{"part", u.part}, {"prefix", u.prefix}, {"tensors", u.tensors}, {"bytes", u.bytes}});
-  return json{{"rocket_plan_version", version}, {"booster", booster}, {"fingerprint", fingerprint},
+  json j = json{{"rocket_plan_version", version}, {"booster", booster}, {"fingerprint", fingerprint},
               {"chemistry", chemistry.to_json()}, {"fuel_dir", fuel_dir}, {"fuel_layout", fuel_layout},
               {"unused_tensors", unused}, {"buckets", buckets},
               {"max_streams", max_streams}, {"max_context", max_context}, {"prefill_chunk", prefill_chunk},
@@ -57,6 +59,36 @@ json Plan::to_json() const {
               {"memory_map", {{"regions", rs}, {"buffers", bs}, {"tensors", ts}}}, {"kernels", ks},
               {"static_fire", {{"prompt", static_fire.prompt}, {"token", static_fire.token},
                                {"margin", static_fire.margin}, {"source", static_fire.source}}}};
+  // Written only when they say something: a one-booster plan in the identity order is the plan every
+  // build wrote before them, byte for byte.
+  if (boosters.present()) {
+    json b = {{"count", boosters.count}, {"arrangement", boosters.arrangement}};
+    if (!boosters.device_name.empty()) b["device_name"] = boosters.device_name;
+    if (boosters.arrangement == kSplit) {
+      const PlanExchange& x = boosters.exchange;
+      b["placement"] = boosters.placement;
+      b["residency"] = boosters.residency;
+      b["exchange"] = {{"pattern", x.pattern}, {"transport", x.transport}, {"moe_layers", x.moe_layers},
+                       {"decode_rows", x.decode_rows}, {"prefill_rows", x.prefill_rows}, {"row_bytes", x.row_bytes}};
+    }
+    j["boosters"] = std::move(b);
+  }
+  if (!expert_order.units.empty()) j["expert_order"] = {{"source", expert_order.source}, {"units", expert_order.units}};
+  return j;
+}
+
+int Plan::expert_unit(int layer, int expert) const {
+  return expert_order.units.empty() ? expert : expert_order.units[size_t(layer)][size_t(expert)];
+}
+
+std::string Plan::plan_fingerprint() const {
+  json j = to_json();
+  for (const char* informational : {"fuel_dir", "fuel_layout", "unused_tensors"}) j.erase(informational);
+  j["static_fire"].erase("source");
+  if (j.contains("expert_order")) j["expert_order"].erase("source");
+  Fnv64 h;
+  h.update(j.dump());
+  return fmt::format("{:016x}", h.digest());
 }
 
 Plan Plan::from_json(const json& j, const std::string& path) {
@@ -109,6 +141,26 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     }
     const json& sf = j.at("static_fire");
     p.static_fire = {sf.at("prompt").get<std::vector<int32_t>>(), sf.at("token"), sf.at("margin"), sf.at("source")};
+    if (j.contains("boosters")) {
+      const json& b = j.at("boosters");
+      p.boosters.count = b.at("count");
+      p.boosters.arrangement = b.at("arrangement");
+      p.boosters.device_name = b.value("device_name", "");
+      if (p.boosters.arrangement == kSplit) {
+        p.boosters.placement = b.at("placement").get<std::vector<std::vector<std::vector<int>>>>();
+        p.boosters.residency = b.at("residency");
+        const json& x = b.at("exchange");
+        p.boosters.exchange = {x.at("pattern"),      x.at("transport"),    x.at("moe_layers"),
+                               x.at("decode_rows"), x.at("prefill_rows"), x.at("row_bytes")};
+      }
+      if (!p.boosters.present())
+        fail("{}: a 'boosters' entry for one replicated booster (a plan without one says that)", path);
+    }
+    if (j.contains("expert_order")) {
+      p.expert_order.source = j.at("expert_order").at("source");
+      p.expert_order.units = j.at("expert_order").at("units").get<std::vector<std::vector<int>>>();
+      if (p.expert_order.units.empty()) fail("{}: an 'expert_order' without units (a plan without one says identity)", path);
+    }
   } catch (const json::exception& e) {
     fail("{}: malformed plan: {}", path, e.what());
   }
@@ -170,6 +222,79 @@ void Plan::validate(const std::string& path) const {
     if (t.offset % 256 != 0 || t.offset + t.bytes > blob_bytes)
       fail("{}: tensor {} at {} (+{}) misaligned or outside the weights region", path, t.name, t.offset, t.bytes);
   validate_kernels(path);
+  validate_experts(path);
+}
+
+void Plan::validate_experts(const std::string& path) const {
+  const int L = chemistry.layers, E = chemistry.experts;
+  const PlanBoosters& b = boosters;
+  if (b.count < 1 || b.count > 64) fail("{}: boosters.count {} outside [1, 64]", path, b.count);
+  if (b.arrangement != kReplicated && b.arrangement != kSplit)
+    fail("{}: boosters.arrangement '{}' (expected {} or {})", path, b.arrangement, kReplicated, kSplit);
+  const auto& units = expert_order.units;
+  if (!units.empty()) {
+    if (int(units.size()) != L) fail("{}: expert_order.units has {} layers, the chemistry {}", path, units.size(), L);
+    for (int l = 0; l < L; ++l) {
+      if (int(units[size_t(l)].size()) != E)
+        fail("{}: expert_order.units[{}] has {} experts, the chemistry {}", path, l, units[size_t(l)].size(), E);
+      std::vector<bool> seen(units[size_t(l)].size(), false);
+      for (int u : units[size_t(l)]) {
+        if (u < 0 || u >= E || seen[size_t(u)]) fail("{}: expert_order.units[{}] is not a permutation of 0..{}", path, l, E - 1);
+        seen[size_t(u)] = true;
+      }
+    }
+  }
+  // The blob holds the experts in that order: expert e's unit begins at the layer's first unit plus
+  // its unit index times the stride, which codegen checks exactly; here, that offsets follow the units.
+  std::map<int, std::vector<std::pair<int, uint64_t>>> unit_at;  // layer -> (unit, offset)
+  for (const PlanTensor& t : tensors) {
+    int l = -1, e = -1, used = 0;
+    if (std::sscanf(t.name.c_str(), "layers.%d.mlp.experts.%d.gate_proj.weight%n", &l, &e, &used) != 2 ||
+        size_t(used) != t.name.size())
+      continue;
+    if (l < 0 || l >= L || e < 0 || e >= E) fail("{}: tensor {} names an expert the chemistry does not have", path, t.name);
+    unit_at[l].push_back({expert_unit(l, e), t.offset});
+  }
+  for (auto& [l, at] : unit_at) {
+    std::sort(at.begin(), at.end());
+    for (size_t i = 1; i < at.size(); ++i)
+      if (at[i].second <= at[i - 1].second)
+        fail("{}: layer {}: the blob does not hold the experts in the plan's expert order (unit {} at {} after unit {} at {})",
+             path, l, at[i].first, at[i].second, at[i - 1].first, at[i - 1].second);
+  }
+  if (b.arrangement != kSplit) {
+    if (!b.placement.empty()) fail("{}: a {} plan with a split placement", path, b.arrangement);
+    return;
+  }
+  if (b.count < 2) fail("{}: a split arrangement over {} booster", path, b.count);
+  if (E % b.count != 0) fail("{}: {} experts do not split evenly over {} boosters", path, E, b.count);
+  if (int(b.placement.size()) != L) fail("{}: boosters.placement has {} layers, the chemistry {}", path, b.placement.size(), L);
+  for (int l = 0; l < L; ++l) {
+    const auto& on = b.placement[size_t(l)];
+    if (int(on.size()) != b.count) fail("{}: boosters.placement[{}] lists {} boosters, not {}", path, l, on.size(), b.count);
+    // The boosters' experts, one after another, are the units in order.
+    int unit = 0;
+    for (int k = 0; k < b.count; ++k) {
+      if (int(on[size_t(k)].size()) != E / b.count)
+        fail("{}: boosters.placement[{}][{}] holds {} experts, not {} / {}", path, l, k, on[size_t(k)].size(), E, b.count);
+      for (int e : on[size_t(k)]) {
+        if (e < 0 || e >= E) fail("{}: boosters.placement[{}][{}] names expert {}", path, l, k, e);
+        if (expert_unit(l, e) != unit)
+          fail("{}: boosters.placement[{}]: expert {} on booster {} should be unit {}, the expert order says {}", path, l,
+               e, k, unit, expert_unit(l, e));
+        ++unit;
+      }
+    }
+  }
+  if (b.residency == 0 || b.residency > arena_bytes || !is_aligned(b.residency))
+    fail("{}: boosters.residency {} must be 64 KiB aligned in (0, arena_bytes {}]", path, b.residency, arena_bytes);
+  const PlanExchange& x = b.exchange;
+  if (x.moe_layers != L || x.decode_rows != int64_t(max_streams) * chemistry.top_k ||
+      x.prefill_rows != int64_t(prefill_chunk) * chemistry.top_k ||
+      x.row_bytes != uint64_t(chemistry.hidden) * uint64_t(activation_bytes))
+    fail("{}: boosters.exchange ({} layers, {} / {} rows of {} bytes) is not this plan's ({} layers, {} / {} rows of {} bytes)",
+         path, x.moe_layers, x.decode_rows, x.prefill_rows, x.row_bytes, L, int64_t(max_streams) * chemistry.top_k,
+         int64_t(prefill_chunk) * chemistry.top_k, uint64_t(chemistry.hidden) * uint64_t(activation_bytes));
 }
 
 void Plan::validate_kernels(const std::string& path) const {

@@ -66,6 +66,51 @@ struct StaticFire {
   std::string source;           // the golden file
 };
 
+// The arrangements of a rocket's boosters (DESIGN.md, glossary: booster count is part of a rocket's
+// identity). Replicated: a full engine per booster on the same fuel, behind one front (src/front).
+// Split: one engine spans the boosters, each holding its share of every layer's routed experts and
+// exchanging the routed rows each MoE layer (the split engine is not built yet: upright refuses it).
+constexpr const char* kReplicated = "replicated";
+constexpr const char* kSplit = "split";
+
+// Split: how a MoE layer's routed rows cross between boosters. Each row goes to the booster holding
+// its expert and its weighted output comes back: one all-to-all each way per MoE layer, of exactly
+// the routed rows (no padding to a per-expert capacity).
+struct PlanExchange {
+  std::string pattern = "all_to_all";  // dispatch + combine, every booster with every other
+  std::string transport = "nccl";
+  int moe_layers = 0;                  // exchanges per step, each way
+  int64_t decode_rows = 0;             // routed rows of a decode step at the largest bucket (max_streams × top_k)
+  int64_t prefill_rows = 0;            // of one prefill call (prefill_chunk × top_k)
+  uint64_t row_bytes = 0;              // one row, each way (hidden × activation_bytes)
+  bool operator==(const PlanExchange&) const = default;
+};
+
+// The rocket's boosters. plan.json holds it under "boosters" only when there is more than one or the
+// arrangement is split; a plan without it is one booster, replicated (every plan before issue 27).
+struct PlanBoosters {
+  int count = 1;
+  std::string arrangement = kReplicated;
+  // h200: the device every booster must be (the hardware profile's name), which launch checks.
+  std::string device_name;
+  // Split: [layer][booster] = the experts that booster holds, in unit order; booster b's units follow
+  // booster b-1's, so it holds one contiguous range of units per layer (compiler/placement.h).
+  std::vector<std::vector<std::vector<int>>> placement;
+  uint64_t residency = 0;  // split: the bytes one booster holds (the arena less the others' experts)
+  PlanExchange exchange;   // split
+  bool present() const { return count != 1 || arrangement != kReplicated; }
+  bool operator==(const PlanBoosters&) const = default;
+};
+
+// The blob's order of each layer's routed experts, when a co-activation profile (or a split
+// placement) chose one: "expert_order" in plan.json, absent for the identity (unit = expert id).
+// The engine maps the router's expert ids to units through it (engine.h kExpertUnit).
+struct PlanExpertOrder {
+  std::string source;                   // the co-activation profile it came from (informational)
+  std::vector<std::vector<int>> units;  // [layer][expert] = its unit; empty: the identity
+  bool operator==(const PlanExpertOrder&) const = default;
+};
+
 struct Plan {
   int version = kPlanVersion;
   std::string booster;                 // "host" | "h200"
@@ -96,6 +141,15 @@ struct Plan {
   tiling::BoosterLimits limits;        // of the hardware profile the kernels were tiled for
   std::vector<PlanKernel> kernels;     // h200: every kernel the engine tiles, at every bucket; host: none
   StaticFire static_fire;
+  PlanBoosters boosters;
+  PlanExpertOrder expert_order;
+
+  // The unit of expert e in `layer` (e itself without an expert order).
+  int expert_unit(int layer, int expert) const;
+  // A digest of everything the engine runs from (to_json less the informational fields: fuel_dir,
+  // fuel_layout, unused_tensors, static_fire.source, expert_order.source), 16 hex digits: two
+  // replicas with the same plan fingerprint run the same plan.
+  std::string plan_fingerprint() const;
 
   const PlanTensor& tensor(const std::string& name) const;   // Error if absent
   const PlanTensor* find_tensor(const std::string& name) const;
@@ -112,6 +166,7 @@ struct Plan {
 
  private:
   void validate_kernels(const std::string& path) const;
+  void validate_experts(const std::string& path) const;
 };
 
 }  // namespace rocket

@@ -41,6 +41,13 @@ constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLinearLay
 static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");
 static_assert(kHeads % kKvHeads == 0 && kLinVHeads % kLinKHeads == 0);
 
+// engine.h's kExpertUnit, for upright to compare with the plan's expert order.
+std::vector<std::vector<int>> expert_unit_table() {
+  std::vector<std::vector<int>> t(kLayers);
+  for (int l = 0; l < kLayers; ++l) t[size_t(l)].assign(kExpertUnit[l], kExpertUnit[l] + kExperts);
+  return t;
+}
+
 }  // namespace
 
 HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
@@ -52,7 +59,9 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
                                 .arena_bytes = kArenaBytes,
                                 .slots = int(kSlots),
                                 .pages_per_stream = kPagesPerStream,
-                                .full_layers = int(kFullLayers)});
+                                .full_layers = int(kFullLayers),
+                                .maps_expert_units = true,
+                                .expert_units = expert_unit_table()});
   const HardwareProfile machine = probe_host_memory();
   budget_ = MemoryBudget{.free = machine.memory_free, .reserve = machine.reserve + reserve, .floor = machine.floor};
   budget_.admit(kArenaBytes, "host memory");
@@ -117,6 +126,11 @@ void HostEngine::copy_state(int from_slot, int to_slot) {
 }
 
 HostEngine::~HostEngine() { std::free(runtime_); }
+
+std::span<const uint8_t> HostEngine::tensor_bytes(const std::string& name) const {
+  const PlanTensor& t = plan_.tensor(name);
+  return {blob_->data() + t.offset, size_t(t.bytes)};
+}
 
 uint64_t HostEngine::load_weights() {
   const uint8_t* p = blob_->data();
@@ -349,6 +363,7 @@ void HostEngine::moe_block(int l, int n) {
   float* out = buf(kBuf_moe_out);
   host::linear(view(blob, L.router, kPrecisionRouter, kExperts, kHidden), hn, n, router);
   for (int i = 0; i < n; ++i) host::router_top_k(router + i * kExperts, kExperts, kTopK, idx + i * kTopK, w + i * kTopK);
+  if (routes_) routes_->add(l, idx, n, int(kTopK));
 
   // Shared expert, scaled by sigmoid(shared_expert_gate(x)).
   float* sg = buf(kBuf_shared_gate);
@@ -381,7 +396,8 @@ void HostEngine::moe_block(int l, int n) {
   for (int e = 0; e < kExperts; ++e) {
     const int m = count[e];
     if (!m) continue;
-    const uint8_t* unit = blob + L.experts + uint64_t(e) * kExpertStride;
+    // The router's expert id names the expert; the plan's expert order says which unit holds it.
+    const uint8_t* unit = blob + L.experts + uint64_t(kExpertUnit[l][e]) * kExpertStride;
     const float* x = in + int64_t(start[e]) * kHidden;
     float* g = gate + int64_t(start[e]) * kMoeInter;
     float* u = up + int64_t(start[e]) * kMoeInter;

@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
+#include <span>
+
 #include "core/mapped_file.h"
 #include "engine.h"  // generated: found through -I ENGINE_DIR
 #include "boosters/memory_budget.h"
+#include "fuel/coactivation.h"
 #include "plan/plan.h"
 #include "telemetry/step_split.h"
 
@@ -36,6 +39,12 @@ class HostEngine {
   // The clock forward() reads between its kernel groups (telemetry/step_split.h); idle unless the
   // owner start()s it for a step it measures.
   StepClock& step_clock() { return clock_; }
+  // The stored bytes of one weight part in the mapped blob (plan.tensor(name)); Error if absent.
+  std::span<const uint8_t> tensor_bytes(const std::string& name) const;
+  // Every forward pass from now on adds its routing (each row's top-k expert ids, every layer) to
+  // `counts`; null stops. Every row counts, a padded bucket's padding rows too: a profiler runs
+  // prefill and single-stream decode, which have none. REQUIRES: counts outlives its use.
+  void count_routes(CoactivationProfile* counts) { routes_ = counts; }
   // Fuel: brings every page of the mapped weights into memory (the first step would otherwise fault
   // them in); returns the bytes read.
   uint64_t load_weights();
@@ -92,6 +101,7 @@ class HostEngine {
   Plan plan_;
   MemoryBudget budget_;
   StepClock clock_;
+  CoactivationProfile* routes_ = nullptr;
   std::unique_ptr<MappedFile> blob_;
   std::unique_ptr<int[]> page_table_;  // [slot][kPagesPerStream]
   uint8_t* runtime_ = nullptr;  // arena bytes [kBlobBytes, kArenaBytes)

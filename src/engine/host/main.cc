@@ -1,5 +1,5 @@
 // rocket-engine: the binary `rocket build` emits for one chemistry on the host booster, with the
-// commands generate, parity, bench, buckets, cachecheck and launch (also spelled serve);
+// commands generate, parity, bench, buckets, cachecheck, profile and launch (also spelled serve);
 // `rocket-engine COMMAND --help` lists each one's flags. The engine directory is the parent of the
 // binary's folder (ENGINE_DIR/bin/rocket-engine).
 #include <unistd.h>
@@ -26,6 +26,7 @@
 #include "engine/host/cache_check.h"
 #include "engine/host/host_batch_engine.h"
 #include "engine/host/host_engine.h"
+#include "engine/host/profile_run.h"
 #include "engine/host/static_fire.h"
 #include "kernels/host/sample.h"
 #include "front/front.h"
@@ -262,6 +263,7 @@ int main(int argc, char** argv) {
       "  bench       decode throughput at every bucket against the roofline\n"
       "  buckets     every bucket gives each stream the logits of decoding alone\n"
       "  cachecheck  a cached prefix and a fork give the cold run's logits bit for bit\n"
+      "  profile     run the fuel over a corpus and write its co-activation profile\n"
       "  launch      the countdown, then the OpenAI-compatible server (also: serve)\n"
       "  front       N replicas of this engine behind one routing front (the replicated arrangement)\n";
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
@@ -282,6 +284,7 @@ int main(int argc, char** argv) {
       HostEngine e(dir.string());
       return cmd_cache_check(e);
     }
+    if (cmd == "profile") return cmd_profile(dir, args);
     if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);
     if (cmd == "front") return front_main(dir / "bin" / "rocket-engine", args);
     std::fprintf(stderr, "rocket-engine: unknown command '%s'\n%s", cmd.c_str(), kCommands);
