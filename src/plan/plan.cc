@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "core/align.h"
 #include "core/error.h"
@@ -218,6 +219,9 @@ void Plan::validate(const std::string& path) const {
     if (!is_aligned(b.offset) || b.offset < r.offset || b.offset + b.bytes > r.offset + r.bytes)
       fail("{}: buffer {} at {} (+{}) misaligned or outside region {}", path, b.name, b.offset, b.bytes, r.name);
   }
+  std::set<std::string_view> names;
+  for (const auto& t : tensors)
+    if (!names.insert(t.name).second) fail("{}: tensor {} is listed twice", path, t.name);
   for (const auto& t : tensors)
     if (t.offset % 256 != 0 || t.offset + t.bytes > blob_bytes)
       fail("{}: tensor {} at {} (+{}) misaligned or outside the weights region", path, t.name, t.offset, t.bytes);
