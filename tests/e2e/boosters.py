@@ -27,11 +27,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import verdicts
+from verdicts import bad, check, free_port, ok
 
 rocket, e2e, tests = sys.argv[1:4]
 work = os.path.join(e2e, "boosters")
@@ -41,22 +43,6 @@ golden = os.path.join(tests, "golden", "tiny_bf16.json")
 tolerance = open(os.path.join(tests, "golden", "tiny.tolerance")).read().strip()
 corpus = os.path.join(tests, "e2e", "boosters_corpus.jsonl")
 GROUPS = [[1, 4, 9, 12], [2, 6, 10, 15], [0, 3, 5, 7], [8, 11, 13, 14]]
-failures = 0
-
-
-def ok(msg):
-    print("ok  ", msg, flush=True)
-
-
-def bad(msg):
-    global failures
-    failures += 1
-    print("FAIL", msg, flush=True)
-
-
-def check(cond, msg, detail=""):
-    ok(msg) if cond else bad(f"{msg}: {str(detail)[:1500]}")
-    return cond
 
 
 def at(*parts):
@@ -100,14 +86,6 @@ def generate(engine, prompt):
 
 
 PROMPTS = ["The rocket lifted off", "Mixture of experts routes each token", "1 2 3 4 5"]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def get(port, path, timeout=10):
@@ -340,5 +318,5 @@ finally:
     for proc in procs:
         stop(proc)
 
-print(f"boosters: {failures} failure(s)")
-sys.exit(1 if failures else 0)
+print(f"boosters: {verdicts.failures} failure(s)")
+sys.exit(1 if verdicts.failures else 0)

@@ -29,32 +29,11 @@ import sys
 import threading
 import time
 
+import verdicts
+from verdicts import bad, check, free_port, ok
+
 rocket, engine, work = sys.argv[1:4]
 model = os.path.basename(engine.rstrip("/"))
-failures = 0
-
-
-def ok(msg):
-    print("ok  ", msg, flush=True)
-
-
-def bad(msg):
-    global failures
-    failures += 1
-    print("FAIL", msg, flush=True)
-
-
-def check(cond, msg, detail=""):
-    ok(msg) if cond else bad(f"{msg}: {detail}")
-    return cond
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 KEY = "replicated-test-key"
@@ -374,7 +353,7 @@ finally:
         front.wait()
     log.close()
 
-if failures:
+if verdicts.failures:
     dump_log()
-print(f"replicated: {failures} failure(s)")
-sys.exit(1 if failures else 0)
+print(f"replicated: {verdicts.failures} failure(s)")
+sys.exit(1 if verdicts.failures else 0)
