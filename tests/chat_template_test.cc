@@ -317,6 +317,9 @@ TEST(Jinja, RunawayTemplatesAreRefused) {
   EXPECT_ERROR_HAS("{% for a in range(99999) %}{{ 'x' * 1000 }}{% endfor %}", "{}", "output grew past");
   EXPECT_ERROR_HAS("{% set ns = namespace(s='x' * 1000000) %}{% for a in range(10) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
                    "{}", "string too big");
+  // The CI fuzz run's stack overflow: recursion to the macro bound, 54 nested unary pluses a level.
+  EXPECT_ERROR_HAS("{% macro r(x) %}{% if x > 0 %}{{" + std::string(54, '+') + " r(x - 0) }}{% endif %}{% endmacro %}{{ r(5) }}",
+                   "{}", "nested deeper than 1000");
   // Just inside the bounds still renders.
   EXPECT_EQ(render("{% for a in range(3) %}{{ 'ab' * 2 }}{% endfor %}", "{}"), "abababababab");
 }

@@ -231,7 +231,19 @@ class Renderer {
     render_fail("'{}' is undefined", callee.name);
   }
 
+  // Expressions nest in the source and through macro calls; the depth of both together is bounded,
+  // so a macro that recurses through deeply nested expressions fails cleanly before the stack does.
   Value eval(const Expr& e, Scope& scope) {
+    if (eval_depth_ >= kMaxEvalDepth) render_fail("expressions nested deeper than {} (through macro calls too)", kMaxEvalDepth);
+    ++eval_depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{eval_depth_};
+    return eval_unchecked(e, scope);
+  }
+
+  Value eval_unchecked(const Expr& e, Scope& scope) {
     switch (e.kind) {
       case ExprKind::kConst:
         return e.value;
@@ -327,6 +339,7 @@ class Renderer {
   Scope& root_;
   int depth_ = 0;
   int64_t steps_ = 0;  // statements run and loop iterations, against kMaxRenderSteps
+  int eval_depth_ = 0;  // evaluations in progress, against kMaxEvalDepth
 };
 
 }  // namespace

@@ -17,6 +17,9 @@ namespace rocket::jinja {
 
 // Deeper macro recursion than this is refused (Python would hit its own recursion limit).
 inline constexpr int kMaxMacroDepth = 100;
+// Nested expression evaluations, macro calls included (the fuel templates nest a few dozen): a
+// recursing macro with deeply nested expressions overflowed the stack under the macro bound alone.
+inline constexpr int kMaxEvalDepth = 1000;
 // A render's work is bounded, so no template (a fuel's, or one a fuzzer writes) can hang a request:
 // statements run plus loop iterations (a fuel's template does a bounded handful per message and tool,
 // and a conversation that fits a context has at most a few hundred thousand of those; nested loops or
