@@ -11,6 +11,7 @@
 
 #include "core/align.h"
 #include "core/error.h"
+#include "core/json_number.h"
 #include "fuel/coactivation.h"
 
 namespace rocket {
@@ -38,12 +39,23 @@ Json Handshake::to_json() const {
 
 Handshake Handshake::from_json(const nlohmann::json& j) {
   try {
-    if (j.at("rocket_handshake_version").get<int>() != kHandshakeVersion)
-      fail("handshake version {} (this front speaks {})", j.at("rocket_handshake_version").get<int>(), kHandshakeVersion);
-    return Handshake{j.at("chemistry"),     j.at("fuel_fingerprint"), j.at("booster"),        j.at("boosters"),
-                     j.at("arrangement"),   j.at("alignment"),        j.at("kv_page_tokens"), j.at("kv_page_bytes"),
-                     j.at("max_context"),   j.at("max_streams"),      j.at("prefill_chunk"),  j.at("plan_fingerprint"),
-                     j.at("device_name"),   j.at("device_count"),     j.at("nccl_version")};
+    if (const int version = number(j.at("rocket_handshake_version")); version != kHandshakeVersion)
+      fail("handshake version {} (this front speaks {})", version, kHandshakeVersion);
+    return Handshake{j.at("chemistry"),
+                     j.at("fuel_fingerprint"),
+                     j.at("booster"),
+                     number(j.at("boosters")),
+                     j.at("arrangement"),
+                     number(j.at("alignment")),
+                     number(j.at("kv_page_tokens")),
+                     number(j.at("kv_page_bytes")),
+                     number(j.at("max_context")),
+                     number(j.at("max_streams")),
+                     number(j.at("prefill_chunk")),
+                     j.at("plan_fingerprint"),
+                     j.at("device_name"),
+                     number(j.at("device_count")),
+                     j.at("nccl_version")};
   } catch (const nlohmann::json::exception& e) {
     fail("malformed handshake: {}", e.what());
   }

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "boosters/handshake.h"
 #include "boosters/topology.h"
 #include "front/admission.h"
@@ -338,8 +339,9 @@ class Front {
         if (res->status != 200) return;
         try {
           const auto j = nlohmann::json::parse(res->body);
-          rep.cached_tokens = j.at("cached_tokens").get<int64_t>();
-          rep.load = std::max<int64_t>(rep.load, j.at("running").get<int64_t>() + j.at("waiting").get<int64_t>());
+          rep.cached_tokens = number(j.at("cached_tokens"));
+          const int64_t running = number(j.at("running")), waiting = number(j.at("waiting"));
+          rep.load = std::max(rep.load, running + waiting);
         } catch (const std::exception&) {
         }
       });

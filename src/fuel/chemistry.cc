@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_number.h"
 
 namespace rocket {
 
@@ -130,7 +131,8 @@ T field(const json& j, const char* key, const std::string& path, const T* fallba
     fail("{}: missing field '{}'", path, key);
   }
   try {
-    return it->get<T>();
+    if constexpr (std::is_arithmetic_v<T>) return json_number<T>(*it);
+    else return it->get<T>();
   } catch (const json::exception&) {
     fail("{}: field '{}' has the wrong type ({})", path, key, it->dump());
   }
@@ -190,9 +192,11 @@ Chemistry chemistry_from_config(const json& config, WeightFormat format, const s
   c.partial_rotary_factor = field<double>(rope, "partial_rotary_factor", path,
                                           t.contains("partial_rotary_factor") ? nullptr : &default_partial);
   if (rope.contains("partial_rotary_factor") == false && t.contains("partial_rotary_factor"))
-    c.partial_rotary_factor = t["partial_rotary_factor"].get<double>();
+    c.partial_rotary_factor = field<double>(t, "partial_rotary_factor", path);
   std::string rope_type = rope.value("rope_type", std::string("default"));
   if (rope_type != "default") fail("{}: rope_type '{}' is not supported (expected default)", path, rope_type);
+  if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
+    fail("{}: partial_rotary_factor {} must be in (0, 1]", path, c.partial_rotary_factor);
   c.rotary_dim = int(c.head_dim * c.partial_rotary_factor);
 
   if (t.contains("layer_types") && !t["layer_types"].is_null()) {
@@ -205,6 +209,7 @@ Chemistry chemistry_from_config(const json& config, WeightFormat format, const s
   } else {
     const int default_interval = 4;
     int interval = field<int>(t, "full_attention_interval", path, &default_interval);
+    if (interval < 1) fail("{}: full_attention_interval {} must be positive", path, interval);
     for (int i = 0; i < c.layers; ++i)
       c.layer_types.push_back((i + 1) % interval ? LayerKind::kLinearAttention : LayerKind::kFullAttention);
   }
@@ -219,29 +224,29 @@ Chemistry chemistry_from_config(const json& config, WeightFormat format, const s
 Chemistry chemistry_from_json(const json& j) {
   Chemistry c;
   c.architecture = j.at("architecture");
-  c.vocab = j.at("vocab_size");
-  c.hidden = j.at("hidden_size");
-  c.layers = j.at("num_hidden_layers");
+  c.vocab = number(j.at("vocab_size"));
+  c.hidden = number(j.at("hidden_size"));
+  c.layers = number(j.at("num_hidden_layers"));
   for (const auto& s : j.at("layer_types"))
     c.layer_types.push_back(s == "full_attention" ? LayerKind::kFullAttention : LayerKind::kLinearAttention);
-  c.heads = j.at("num_attention_heads");
-  c.kv_heads = j.at("num_key_value_heads");
-  c.head_dim = j.at("head_dim");
-  c.rotary_dim = j.at("rotary_dim");
-  c.partial_rotary_factor = j.at("partial_rotary_factor");
-  c.rope_theta = j.at("rope_theta");
-  c.lin_k_heads = j.at("linear_num_key_heads");
-  c.lin_v_heads = j.at("linear_num_value_heads");
-  c.lin_k_dim = j.at("linear_key_head_dim");
-  c.lin_v_dim = j.at("linear_value_head_dim");
-  c.conv_kernel = j.at("linear_conv_kernel_dim");
-  c.experts = j.at("num_experts");
-  c.top_k = j.at("num_experts_per_tok");
-  c.moe_inter = j.at("moe_intermediate_size");
-  c.shared_inter = j.at("shared_expert_intermediate_size");
-  c.norm_eps = j.at("rms_norm_eps");
-  c.tie_embeddings = j.at("tie_word_embeddings");
-  c.max_positions = j.at("max_position_embeddings");
+  c.heads = number(j.at("num_attention_heads"));
+  c.kv_heads = number(j.at("num_key_value_heads"));
+  c.head_dim = number(j.at("head_dim"));
+  c.rotary_dim = number(j.at("rotary_dim"));
+  c.partial_rotary_factor = number(j.at("partial_rotary_factor"));
+  c.rope_theta = number(j.at("rope_theta"));
+  c.lin_k_heads = number(j.at("linear_num_key_heads"));
+  c.lin_v_heads = number(j.at("linear_num_value_heads"));
+  c.lin_k_dim = number(j.at("linear_key_head_dim"));
+  c.lin_v_dim = number(j.at("linear_value_head_dim"));
+  c.conv_kernel = number(j.at("linear_conv_kernel_dim"));
+  c.experts = number(j.at("num_experts"));
+  c.top_k = number(j.at("num_experts_per_tok"));
+  c.moe_inter = number(j.at("moe_intermediate_size"));
+  c.shared_inter = number(j.at("shared_expert_intermediate_size"));
+  c.norm_eps = number(j.at("rms_norm_eps"));
+  c.tie_embeddings = number(j.at("tie_word_embeddings"));
+  c.max_positions = number(j.at("max_position_embeddings"));
   c.format = parse_format(j.at("weight_format"));
   return c;
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_number.h"
 
 namespace fs = std::filesystem;
 
@@ -75,17 +76,17 @@ json CoactivationProfile::to_json() const {
 CoactivationProfile CoactivationProfile::from_json(const json& j, const std::string& path) {
   CoactivationProfile p;
   try {
-    const int version = j.at("rocket_coactivation_version");
+    const int version = number(j.at("rocket_coactivation_version"));
     if (version != kCoactivationVersion)
       fail("{}: co-activation profile version {} (this build reads version {})", path, version, kCoactivationVersion);
     const json& f = j.at("fuel");
     p.fuel_ = ProfiledFuel{f.at("architecture"), f.at("chemistry_fingerprint"), f.at("fuel_fingerprint"),
-                           f.at("layers"), f.at("experts"), f.at("top_k")};
+                           number(f.at("layers")), number(f.at("experts")), number(f.at("top_k"))};
     const int L = p.fuel_.layers, E = p.fuel_.experts, K = p.fuel_.top_k;
     if (L < 1 || E < 2 || K < 1 || K > E)
       fail("{}: fuel.layers {}, fuel.experts {}, fuel.top_k {}: not a sparse MoE fuel", path, L, E, K);
     const json& c = j.at("corpus");
-    p.corpus_ = ProfiledCorpus{c.at("path"), c.at("entries"), c.at("tokens"), c.at("fnv64")};
+    p.corpus_ = ProfiledCorpus{c.at("path"), number(c.at("entries")), number(c.at("tokens")), c.at("fnv64")};
     const json& layers = j.at("layers");
     if (!layers.is_array() || int(layers.size()) != L)
       fail("{}: {} entries under 'layers', fuel.layers says {}", path, layers.is_array() ? layers.size() : 0, L);
@@ -94,11 +95,11 @@ CoactivationProfile CoactivationProfile::from_json(const json& j, const std::str
     p.pairs_.assign(size_t(L) * E * E, 0);
     for (int l = 0; l < L; ++l) {
       const json& x = layers[size_t(l)];
-      if (x.at("layer").get<int>() != l) fail("{}: layers[{}] is for layer {}", path, l, x.at("layer").get<int>());
-      const int64_t tokens = x.at("tokens");
+      if (const int layer = number(x.at("layer")); layer != l) fail("{}: layers[{}] is for layer {}", path, l, layer);
+      const int64_t tokens = number(x.at("tokens"));
       if (tokens < 0) fail("{}: layers[{}].tokens is negative", path, l);
       p.tokens_[size_t(l)] = tokens;
-      const auto freq = x.at("frequency").get<std::vector<uint64_t>>();
+      const auto freq = numbers<std::vector<uint64_t>>(x.at("frequency"));
       if (int(freq.size()) != E) fail("{}: layers[{}].frequency has {} counts for {} experts", path, l, freq.size(), E);
       uint64_t sum = 0;
       for (int e = 0; e < E; ++e) {
@@ -112,7 +113,7 @@ CoactivationProfile CoactivationProfile::from_json(const json& j, const std::str
       const json& pairs = x.at("pairs");
       if (!pairs.is_array() || int(pairs.size()) != E) fail("{}: layers[{}].pairs must have {} rows", path, l, E);
       for (int a = 0; a < E; ++a) {
-        const auto row = pairs[size_t(a)].get<std::vector<uint64_t>>();
+        const auto row = numbers<std::vector<uint64_t>>(pairs[size_t(a)]);
         if (int(row.size()) != E - a - 1)
           fail("{}: layers[{}].pairs[{}] has {} counts, the upper triangle has {}", path, l, a, row.size(), E - a - 1);
         for (int b = a + 1; b < E; ++b) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "openai/protocol_error.h"
 
 namespace fs = std::filesystem;
@@ -107,10 +108,14 @@ std::vector<int32_t> eos_token_ids(const std::string& engine_dir) {
   if (!fs::exists(path)) return eos;
   const Json g = read_json_file(path);
   if (g.contains("eos_token_id")) {
-    if (g["eos_token_id"].is_array()) {
-      for (const auto& v : g["eos_token_id"]) eos.push_back(v.get<int32_t>());
-    } else if (g["eos_token_id"].is_number_integer()) {
-      eos.push_back(g["eos_token_id"].get<int32_t>());
+    try {
+      if (g["eos_token_id"].is_array()) {
+        for (const auto& v : g["eos_token_id"]) eos.push_back(json_number<int32_t>(v));
+      } else if (g["eos_token_id"].is_number_integer()) {
+        eos.push_back(json_number<int32_t>(g["eos_token_id"]));
+      }
+    } catch (const Json::exception& e) {
+      fail("{}: eos_token_id {}: {}", path.string(), g["eos_token_id"].dump(), e.what());
     }
   }
   return eos;

@@ -10,6 +10,7 @@
 #include "core/align.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_number.h"
 
 namespace rocket {
 
@@ -95,7 +96,7 @@ std::string Plan::plan_fingerprint() const {
 Plan Plan::from_json(const json& j, const std::string& path) {
   Plan p;
   try {
-    p.version = j.at("rocket_plan_version");
+    p.version = number(j.at("rocket_plan_version"));
     if (p.version != kPlanVersion) fail("{}: plan version {} (this build reads version {})", path, p.version, kPlanVersion);
     p.booster = j.at("booster");
     p.fingerprint = j.at("fingerprint");
@@ -104,62 +105,68 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     p.fuel_layout = j.value("fuel_layout", "");
     if (j.contains("unused_tensors"))
       for (const auto& u : j.at("unused_tensors"))
-        p.unused_tensors.push_back({u.at("part"), u.at("prefix"), u.at("tensors"), u.at("bytes")});
-    p.buckets = j.at("buckets").get<std::vector<int>>();
-    p.max_streams = j.at("max_streams");
-    p.max_context = j.at("max_context");
-    p.prefill_chunk = j.at("prefill_chunk");
-    p.max_rows = j.at("max_rows");
-    p.logit_rows = j.at("logit_rows");
-    p.activation_bytes = j.at("activation_bytes");
-    p.kv_bytes = j.at("kv_bytes");
-    p.kv_page_tokens = j.at("kv_cache").at("page_tokens");
-    p.kv_page_bytes = j.at("kv_cache").at("page_bytes");
-    p.kv_pages = j.at("kv_cache").at("pages");
-    p.state_snapshots = j.at("state_snapshots");
-    p.blob_bytes = j.at("blob_bytes");
-    p.arena_bytes = j.at("arena_bytes");
+        p.unused_tensors.push_back({u.at("part"), u.at("prefix"), number(u.at("tensors")), number(u.at("bytes"))});
+    p.buckets = numbers<std::vector<int>>(j.at("buckets"));
+    p.max_streams = number(j.at("max_streams"));
+    p.max_context = number(j.at("max_context"));
+    p.prefill_chunk = number(j.at("prefill_chunk"));
+    p.max_rows = number(j.at("max_rows"));
+    p.logit_rows = number(j.at("logit_rows"));
+    p.activation_bytes = number(j.at("activation_bytes"));
+    p.kv_bytes = number(j.at("kv_bytes"));
+    p.kv_page_tokens = number(j.at("kv_cache").at("page_tokens"));
+    p.kv_page_bytes = number(j.at("kv_cache").at("page_bytes"));
+    p.kv_pages = number(j.at("kv_cache").at("pages"));
+    p.state_snapshots = number(j.at("state_snapshots"));
+    p.blob_bytes = number(j.at("blob_bytes"));
+    p.arena_bytes = number(j.at("arena_bytes"));
     const json& lim = j.at("booster_limits");
-    p.limits = {lim.at("sms"), lim.at("smem_per_block"), lim.at("l2_bytes")};
+    p.limits = {number(lim.at("sms")), number(lim.at("smem_per_block")), number(lim.at("l2_bytes"))};
     const json& mm = j.at("memory_map");
-    for (const auto& r : mm.at("regions")) p.regions.push_back({r.at("name"), r.at("offset"), r.at("bytes")});
+    for (const auto& r : mm.at("regions")) p.regions.push_back({r.at("name"), number(r.at("offset")), number(r.at("bytes"))});
     for (const auto& b : mm.at("buffers"))
-      p.buffers.push_back({b.at("name"), b.at("region"), b.at("offset"), b.at("bytes")});
+      p.buffers.push_back({b.at("name"), b.at("region"), number(b.at("offset")), number(b.at("bytes"))});
     for (const auto& t : mm.at("tensors")) {
       PlanTensor pt;
       pt.name = t.at("name");
       if (!parse_dtype(t.at("dtype").get<std::string>(), &pt.dtype))
         fail("{}: tensor {} has unknown dtype {}", path, pt.name, t.at("dtype").dump());
-      pt.shape = t.at("shape").get<std::vector<int64_t>>();
-      pt.offset = t.at("offset");
-      pt.bytes = t.at("bytes");
+      pt.shape = numbers<std::vector<int64_t>>(t.at("shape"));
+      pt.offset = number(t.at("offset"));
+      pt.bytes = number(t.at("bytes"));
       p.tensors.push_back(std::move(pt));
     }
     for (const auto& k : j.at("kernels")) {
-      PlanKernel pk{k.at("kernel"), k.at("bucket"), k.at("grid"), k.at("threads"), k.at("smem_bytes"), {}};
-      for (const auto& [name, value] : k.at("tile").items()) pk.tile.emplace_back(name, value.get<int64_t>());
+      PlanKernel pk{k.at("kernel"),          number(k.at("bucket")),     number(k.at("grid")),
+                     number(k.at("threads")), number(k.at("smem_bytes")), {}};
+      for (const auto& [name, value] : k.at("tile").items()) pk.tile.emplace_back(name, json_number<int64_t>(value));
       p.kernels.push_back(std::move(pk));
     }
     const json& sf = j.at("static_fire");
-    p.static_fire = {sf.at("prompt").get<std::vector<int32_t>>(), sf.at("token"), sf.at("margin"), sf.at("source")};
+    p.static_fire = {numbers<std::vector<int32_t>>(sf.at("prompt")), number(sf.at("token")), number(sf.at("margin")),
+                     sf.at("source")};
     if (j.contains("boosters")) {
       const json& b = j.at("boosters");
-      p.boosters.count = b.at("count");
+      p.boosters.count = number(b.at("count"));
       p.boosters.arrangement = b.at("arrangement");
       p.boosters.device_name = b.value("device_name", "");
       if (p.boosters.arrangement == kSplit) {
-        p.boosters.placement = b.at("placement").get<std::vector<std::vector<std::vector<int>>>>();
-        p.boosters.residency = b.at("residency");
+        p.boosters.placement = numbers<std::vector<std::vector<std::vector<int>>>>(b.at("placement"));
+        p.boosters.residency = number(b.at("residency"));
         const json& x = b.at("exchange");
-        p.boosters.exchange = {x.at("pattern"),      x.at("transport"),    x.at("moe_layers"),
-                               x.at("decode_rows"), x.at("prefill_rows"), x.at("row_bytes")};
+        p.boosters.exchange = {x.at("pattern"),
+                               x.at("transport"),
+                               number(x.at("moe_layers")),
+                               number(x.at("decode_rows")),
+                               number(x.at("prefill_rows")),
+                               number(x.at("row_bytes"))};
       }
       if (!p.boosters.present())
         fail("{}: a 'boosters' entry for one replicated booster (a plan without one says that)", path);
     }
     if (j.contains("expert_order")) {
       p.expert_order.source = j.at("expert_order").at("source");
-      p.expert_order.units = j.at("expert_order").at("units").get<std::vector<std::vector<int>>>();
+      p.expert_order.units = numbers<std::vector<std::vector<int>>>(j.at("expert_order").at("units"));
       if (p.expert_order.units.empty()) fail("{}: an 'expert_order' without units (a plan without one says identity)", path);
     }
   } catch (const json::exception& e) {

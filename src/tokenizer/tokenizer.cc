@@ -13,6 +13,7 @@
 #include <pcre2.h>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "core/mapped_file.h"
 #include "core/utf8.h"
 
@@ -195,10 +196,10 @@ Tokenizer Tokenizer::from_json(const json& doc, const std::string& origin) {
     const json& vocab = field(model, "vocab", "model", origin);
     if (!vocab.is_object()) fail("{}: model.vocab is not an object", origin);
     int32_t max_id = -1;
-    for (const auto& [text, id] : vocab.items()) max_id = std::max(max_id, id.get<int32_t>());
+    for (const auto& [text, id] : vocab.items()) max_id = std::max(max_id, json_number<int32_t>(id));
     const json& added = doc.contains("added_tokens") ? doc["added_tokens"] : json::array();
     if (!added.is_array()) fail("{}: added_tokens is not an array", origin);
-    for (const json& a : added) max_id = std::max(max_id, field(a, "id", "an added token", origin).get<int32_t>());
+    for (const json& a : added) max_id = std::max(max_id, json_number<int32_t>(field(a, "id", "an added token", origin)));
     if (max_id < 0) fail("{}: model.vocab is empty", origin);
     if (max_id >= (1 << 24)) fail("{}: token id {} is implausibly large", origin, max_id);
 
@@ -216,7 +217,7 @@ Tokenizer Tokenizer::from_json(const json& doc, const std::string& origin) {
       slot = text;
     };
     t.text_to_id_.reserve(vocab.size() + added.size());
-    for (const auto& [text, id] : vocab.items()) define(text, id.get<int32_t>(), "token");
+    for (const auto& [text, id] : vocab.items()) define(text, json_number<int32_t>(id), "token");
 
     // --- byte-level alphabet
     const std::array<uint32_t, 256> alphabet = byte_to_code_point();
@@ -268,7 +269,7 @@ Tokenizer Tokenizer::from_json(const json& doc, const std::string& origin) {
     // --- added tokens
     for (const json& a : added) {
       const std::string content = field(a, "content", "an added token", origin).get<std::string>();
-      const int32_t id = a["id"].get<int32_t>();
+      const int32_t id = json_number<int32_t>(a["id"]);
       if (flag(a, "lstrip", false) || flag(a, "rstrip", false) || flag(a, "single_word", false) ||
           flag(a, "normalized", false))
         fail("{}: added token \"{}\" uses lstrip/rstrip/single_word/normalized, which are not supported", origin,
