@@ -68,6 +68,14 @@ TEST(GrammarSchema, Scalars) {
   EXPECT_TRUE(accepts(Json{{"type", "string"}}, " \"leading blank\""));  // whitespace before the value
 }
 
+TEST(GrammarSchema, IntegerEnumOfHugeFloats) {
+  // Whole floats are integers to JSON Schema however large (the check once cast 1e300 to int64).
+  const Json s = Json::parse(R"({"type": "integer", "enum": [1e300, 2.5, 3.0]})");
+  EXPECT_TRUE(accepts(s, Json::parse("1e300").dump()));
+  EXPECT_TRUE(accepts(s, "3.0"));
+  EXPECT_FALSE(accepts(s, "2.5"));
+}
+
 TEST(GrammarSchema, StringsEscapesAndUnicode) {
   const Json s = {{"type", "string"}};
   EXPECT_TRUE(accepts(s, R"("a \"quoted\" \\ \/ \b\f\n\r\t \u00e9 \uFFFF")"));

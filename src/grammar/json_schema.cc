@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -35,7 +36,8 @@ const std::map<std::string, std::string, std::less<>> kFormats = {
 bool is_type(const Json& v, std::string_view type) {
   if (type == "null") return v.is_null();
   if (type == "boolean") return v.is_boolean();
-  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>())));
+  // 2.0 is an integer to JSON Schema; std::trunc, not a cast, so 1e300 is one too and no cast overflows.
+  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
   if (type == "number") return v.is_number();
   if (type == "string") return v.is_string();
   if (type == "array") return v.is_array();
