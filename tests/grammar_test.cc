@@ -309,7 +309,9 @@ TEST(GrammarMask, NeverEmptyOnTheQwenVocabulary) {
       ASSERT_TRUE(test::valid_utf8(text)) << text;
       const Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       ASSERT_FALSE(parsed.is_discarded()) << text;
-      if (s.is_null()) EXPECT_TRUE(parsed.is_object()) << text;
+      if (s.is_null()) {
+        EXPECT_TRUE(parsed.is_object()) << text;
+      }
     }
   }
   EXPECT_GE(completed, 9);
