@@ -187,10 +187,21 @@ TEST(BoostersPlan, UprightRefusesWhatTheEngineDoesNotRun) {
                     .full_layers = split.chemistry.full_layers(),
                     .maps_expert_units = true,
                     .expert_units = split.expert_order.units};
-  EXPECT_TRUE(has(error_of([&] { check_plan(split, built); }), "the split engine is not built yet"));
+  EXPECT_TRUE(has(error_of([&] { check_plan(split, built); }), "the plan is split over 2 boosters, this engine was built for one"));
+  EngineBuild split_built = built;  // the host engine generated from the split plan
+  split_built.split_boosters = 2;
+  EXPECT_EQ(error_of([&] { check_plan(split, split_built); }), "");
+  Plan gpu_split = split;
+  gpu_split.booster = "h200";
+  split_built.booster = "h200";
+  EXPECT_TRUE(has(error_of([&] { check_plan(gpu_split, split_built); }), "the h200 one (NCCL all-to-all) is not built yet"));
   Plan ordered = split;  // the same blob as one replicated booster
   ordered.boosters = PlanBoosters{};
   EXPECT_EQ(error_of([&] { check_plan(ordered, built); }), "");
+  EXPECT_TRUE(has(error_of([&] { check_plan(ordered, EngineBuild{split_built.fingerprint, "host", built.blob_bytes,
+                                                                 built.arena_bytes, built.slots, built.pages_per_stream,
+                                                                 built.full_layers, true, built.expert_units, 2}); }),
+                  "the plan is one engine per booster, this engine was built split over 2 boosters"));
   EngineBuild unmapped = built;  // an engine whose kernels take unit = expert id (the h200's today)
   unmapped.maps_expert_units = false;
   unmapped.expert_units.clear();
@@ -221,8 +232,11 @@ TEST(BoostersTopology, LaunchNeedsThePlansBoosters) {
   EXPECT_TRUE(has(launch_mismatch(gpu, one), "the split engine: 2 h200 GPUs needed, this machine shows 1"));
   const Topology four{.kind = "h200", .devices = 4, .device_name = "NVIDIA H200", .why_none = ""};
   EXPECT_TRUE(has(launch_mismatch(gpu, four), "spans 2 GPUs, this machine shows 4"));
-  EXPECT_TRUE(has(unbuilt_arrangement(gpu), "split engine is not built"));
+  EXPECT_TRUE(has(unbuilt_arrangement(gpu), "the h200 one (NCCL all-to-all) is not built yet"));
   EXPECT_EQ(unbuilt_arrangement(host), "");
+  host.boosters.arrangement = kSplit;  // the host split engine exists
+  EXPECT_EQ(unbuilt_arrangement(host), "");
+  EXPECT_EQ(launch_mismatch(host, cpu), "");
 }
 
 TEST(BoostersTopology, FrontNeedsThePlansCount) {

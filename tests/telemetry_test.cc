@@ -146,6 +146,29 @@ TEST(Metrics, SeriesAreFixedWhateverTheRequests) {
   EXPECT_EQ(value(text, "rocket_info{booster=\"host\",chemistry=\"qwen3_5_moe\",fingerprint=\"abc123\"}"), 1);
 }
 
+TEST(Metrics, SplitStepsReportTheirExchange) {
+  Metrics m;
+  StepSplit one{.rows = 4};  // one booster: no exchange, no all_to_all observation
+  one[StepGroup::kMoe] = 0.002;
+  m.step(one);
+  std::string text = m.scrape({});
+  EXPECT_EQ(value(text, "rocket_step_seconds_count{kind=\"all_to_all\"}"), 0);
+  EXPECT_EQ(text.find("rocket_exchange_link_step_bytes{"), std::string::npos);
+
+  StepSplit split{.rows = 4, .boosters = 2};
+  split[StepGroup::kAllToAll] = 0.5;
+  split.link(0, 1) = 3000;
+  split.link(1, 0) = 1000;
+  m.step(split);
+  text = m.scrape({});
+  EXPECT_EQ(value(text, "rocket_step_seconds_count{kind=\"all_to_all\"}"), 1);
+  EXPECT_EQ(value(text, "rocket_exchange_link_step_bytes{from=\"0\",to=\"1\"}"), 3000);
+  EXPECT_EQ(value(text, "rocket_exchange_link_step_bytes{from=\"1\",to=\"0\"}"), 1000);
+  EXPECT_EQ(value(text, "rocket_exchange_link_bytes_per_second{from=\"0\",to=\"1\"}"), 6000);
+  EXPECT_EQ(value(text, "rocket_exchange_bytes_per_step_sum"), 4000);
+  EXPECT_EQ(text.find("from=\"0\",to=\"0\""), std::string::npos);  // a booster's own rows cross no link
+}
+
 TEST(Metrics, ExpositionNamesTheRequiredSeries) {
   Metrics m;
   m.set_info("abc123", "host", "qwen3_5_moe");

@@ -46,10 +46,11 @@ std::string device_mismatch(const Plan& plan, const Topology& m, int needed, con
 }  // namespace
 
 std::string unbuilt_arrangement(const Plan& plan) {
-  if (plan.boosters.arrangement != kSplit) return "";
-  return fmt::format("this plan is the split arrangement over {} boosters (one engine spanning them, each holding its "
-                     "share of the experts); the split engine is not built yet: build with --arrangement replicated (or "
-                     "without --boosters) to launch this fuel", plan.boosters.count);
+  if (plan.boosters.arrangement != kSplit || plan.booster == "host") return "";
+  return fmt::format("this plan is the split arrangement over {} {} boosters (one engine spanning them, each holding its "
+                     "share of the experts); the split engine exists for host boosters only, the {} one (NCCL all-to-all) "
+                     "is not built yet: build with --arrangement replicated (or without --boosters) to launch this fuel",
+                     plan.boosters.count, plan.booster, plan.booster);
 }
 
 std::string launch_mismatch(const Plan& plan, const Topology& m) {

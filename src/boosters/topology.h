@@ -23,9 +23,9 @@ struct Topology {
 // What this process sees of boosters of `kind`.
 Topology visible_topology(const std::string& kind);
 
-// Why no engine runs this plan yet ("" when one does): the split arrangement, whose engine (one
-// engine spanning the boosters) is not built. Upright, launch and the front refuse it with this,
-// rather than run it on one booster as another rocket.
+// Why no engine runs this plan yet ("" when one does): the split arrangement on h200 boosters, whose
+// engine (one engine spanning the GPUs over NCCL) is not built; the host booster's split engine is.
+// Upright, launch and the front refuse it with this, rather than run it on one booster as another rocket.
 std::string unbuilt_arrangement(const Plan& plan);
 
 // What one `launch` (one engine) needs of the machine; "" when it has it, else the mismatch naming

@@ -124,7 +124,7 @@ int cmd_build(const std::vector<std::string>& args) {
       ->capture_default_str();
   cli.add_option("--arrangement", b.arrangement,
                  "replicated: a full engine per booster behind `rocket front`; split: one engine over the boosters, "
-                 "each holding its share of the experts (placement in the plan; its engine is not built yet)")
+                 "each holding its share of the experts (placement in the plan; host boosters only so far)")
       ->check(CLI::IsMember({kReplicated, kSplit}))
       ->capture_default_str();
   cli.add_option("--coactivation", b.coactivation,

@@ -159,6 +159,11 @@ std::string generate_engine_header(const Plan& p) {
     line("  {" + row + "},");
   }
   line("};");
+  // Split: booster b holds units [b * kBoosterUnits, (b + 1) * kBoosterUnits) of every layer and the
+  // rows (streams) of its share of each call; one booster holds them all.
+  const int split = p.boosters.arrangement == kSplit ? p.boosters.count : 1;
+  line(fmt::format("constexpr int kSplitBoosters = {};", split));
+  line(fmt::format("constexpr int kBoosterUnits = {};", c.experts / split));
 
   line("constexpr LayerAt kLayer[kLayers] = {");
   for (int l = 0; l < c.layers; ++l) {

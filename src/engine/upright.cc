@@ -1,5 +1,7 @@
 #include "engine/upright.h"
 
+#include <fmt/format.h>
+
 #include "boosters/topology.h"
 #include "core/error.h"
 
@@ -7,6 +9,11 @@ namespace rocket {
 
 void check_plan(const Plan& plan, const EngineBuild& built) {
   if (const std::string why = unbuilt_arrangement(plan); !why.empty()) fail("upright: {}", why);
+  const int split = plan.boosters.arrangement == kSplit ? plan.boosters.count : 1;
+  if (split != built.split_boosters)
+    fail("upright: the plan is {}, this engine was built {} (rebuild the engine)",
+         split > 1 ? fmt::format("split over {} boosters", split) : std::string("one engine per booster"),
+         built.split_boosters > 1 ? fmt::format("split over {} boosters", built.split_boosters) : std::string("for one booster"));
   if (plan.fingerprint != built.fingerprint)
     fail("upright: plan chemistry {} does not match this engine's chemistry {} (rebuild the engine)", plan.fingerprint,
          built.fingerprint);

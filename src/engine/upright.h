@@ -24,11 +24,12 @@ struct EngineBuild {
   // runs only plans in the identity order.
   bool maps_expert_units = false;
   std::vector<std::vector<int>> expert_units;
+  int split_boosters = 1;  // kSplitBoosters: the boosters one engine spans (1: not split)
 };
 
 // Error("upright: …") naming the first of arrangement, chemistry, booster, memory map, KV pages or
-// expert order that differs. A split plan is refused: its engine (one engine spanning boosters) is
-// not built yet, and running it on one booster would silently be another rocket.
+// expert order that differs. A split plan runs only on an engine built split over its boosters (the
+// host's; the h200 split engine is not built yet): on one booster it would silently be another rocket.
 void check_plan(const Plan& plan, const EngineBuild& built);
 
 }  // namespace rocket

@@ -69,7 +69,8 @@ struct StaticFire {
 // The arrangements of a rocket's boosters (DESIGN.md, glossary: booster count is part of a rocket's
 // identity). Replicated: a full engine per booster on the same fuel, behind one front (src/front).
 // Split: one engine spans the boosters, each holding its share of every layer's routed experts and
-// exchanging the routed rows each MoE layer (the split engine is not built yet: upright refuses it).
+// exchanging the routed rows each MoE layer (host boosters run it; the h200 split engine is not built
+// yet: upright refuses it).
 constexpr const char* kReplicated = "replicated";
 constexpr const char* kSplit = "split";
 

@@ -27,6 +27,9 @@ const Histogram::BucketBoundaries kE2e = {0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5
 const Histogram::BucketBoundaries kQueue = {0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 const Histogram::BucketBoundaries kRestore = {1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1};
 const Histogram::BucketBoundaries kStep = {1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1, 3};
+// Bytes a split step exchanges: a tiny host fuel's few KiB to an a3b prefill chunk's hundreds of MiB.
+const Histogram::BucketBoundaries kExchangeBytes = {1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20,
+                                                    1 << 22, 1 << 24, 1 << 26, 1 << 28, 1 << 30, 4.0 * (1 << 30)};
 
 constexpr std::string_view kRefusalNames[kRefusals] = {"queue_full", "too_long", "bad_request", "kv_cache_full"};
 
@@ -91,6 +94,19 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                    .Help("Time of one sampled decode step in each kernel group, measured on the running engine.")
                    .Register(r);
   for (int k = 0; k < kStepGroups; ++k) step_[k] = &step.Add({{"kind", std::string(kStepGroupNames[size_t(k)])}}, kStep);
+  link_bytes_family_ = &prometheus::BuildGauge()
+                            .Name("rocket_exchange_link_step_bytes")
+                            .Help("Split boosters: bytes the last sampled decode step sent over the link from one "
+                                  "booster to another (routed rows out and results back, every MoE layer).")
+                            .Register(r);
+  link_rate_family_ = &prometheus::BuildGauge()
+                           .Name("rocket_exchange_link_bytes_per_second")
+                           .Help("Split boosters: the link's bytes in the last sampled step over that step's "
+                                 "all_to_all time: what the link carried while the boosters exchanged.")
+                           .Register(r);
+  exchange_bytes_ = histogram("rocket_exchange_bytes_per_step",
+                              "Split boosters: bytes one sampled decode step exchanged between boosters, all links.",
+                              kExchangeBytes);
   info_ = &prometheus::BuildGauge()
                .Name("rocket_info")
                .Help("The engine's identity as labels; value 1.")
@@ -140,7 +156,27 @@ void Metrics::succeeded(FinishReason reason, double e2e_seconds) {
 }
 
 void Metrics::step(const StepSplit& split) {
-  for (int k = 0; k < kStepGroups; ++k) step_[k]->Observe(split.seconds[size_t(k)]);
+  // An engine that exchanges nothing has no all_to_all time to report (its series stays empty).
+  for (int k = 0; k < kStepGroups; ++k)
+    if (StepGroup(k) != StepGroup::kAllToAll || split.boosters > 0) step_[k]->Observe(split.seconds[size_t(k)]);
+  if (split.boosters == 0) return;
+  const double seconds = split[StepGroup::kAllToAll];
+  uint64_t total = 0;
+  for (int from = 0; from < split.boosters; ++from)
+    for (int to = 0; to < split.boosters; ++to) {
+      if (from == to) continue;
+      const uint64_t bytes = split.link(from, to);
+      total += bytes;
+      const size_t i = size_t(from * kMaxSplitBoosters + to);
+      if (!link_bytes_[i]) {
+        const prometheus::Labels link = {{"from", std::to_string(from)}, {"to", std::to_string(to)}};
+        link_bytes_[i] = &link_bytes_family_->Add(link);
+        link_rate_[i] = &link_rate_family_->Add(link);
+      }
+      link_bytes_[i]->Set(double(bytes));
+      link_rate_[i]->Set(seconds > 0 ? double(bytes) / seconds : 0);
+    }
+  exchange_bytes_->Observe(double(total));
 }
 
 void Metrics::set_bytes_read_per_token(double bytes) { bytes_per_token_->Set(bytes); }

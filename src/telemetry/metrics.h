@@ -7,6 +7,7 @@
 // locked; the registry is built once, in the constructor).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -64,6 +65,7 @@ class Metrics {
   void next_token(double itl_seconds);
   // A request that ended with an answer: stop or length (tool calls are the server's reading of a stop).
   void succeeded(FinishReason reason, double e2e_seconds);
+  // A sampled decode step: its split by kernel group, and a split engine's exchange on each link.
   void step(const StepSplit& split);
   void set_bytes_read_per_token(double bytes);
   void span_dropped();
@@ -81,6 +83,11 @@ class Metrics {
   prometheus::Counter *prompt_tokens_, *generation_tokens_, *cache_queried_, *cache_hit_, *spans_dropped_;
   prometheus::Histogram *ttft_, *itl_, *e2e_, *queue_, *restore_, *step_[kStepGroups];
   prometheus::Family<prometheus::Gauge>* info_;
+  // Split engines: the last sampled step's bytes and rate on each link, added as links first carry
+  // bytes (by the one thread that reports steps); the exchanged bytes of every sampled step.
+  prometheus::Family<prometheus::Gauge>*link_bytes_family_, *link_rate_family_;
+  std::array<prometheus::Gauge*, kMaxSplitBoosters * kMaxSplitBoosters> link_bytes_{}, link_rate_{};
+  prometheus::Histogram* exchange_bytes_;
 };
 
 }  // namespace rocket

@@ -21,16 +21,25 @@ enum class StepGroup : uint8_t {
   kMoe,        // router, top-k, routed and shared experts
   kLmHead,
   kSampling,
+  kAllToAll,   // split boosters: routed rows to their experts' booster and the results back
 };
-inline constexpr int kStepGroups = 7;
+inline constexpr int kStepGroups = 8;
 inline constexpr std::array<std::string_view, kStepGroups> kStepGroupNames = {
-    "norm", "gdn", "attention", "dense", "moe", "lm_head", "sampling"};
+    "norm", "gdn", "attention", "dense", "moe", "lm_head", "sampling", "all_to_all"};
+// Split arrangements up to this many boosters report their links (one H200 host has at most 8 GPUs).
+inline constexpr int kMaxSplitBoosters = 8;
 inline std::string_view step_group_name(StepGroup g) { return kStepGroupNames[size_t(g)]; }
 
-// One measured step: seconds per kind, and the rows (bucket) it ran.
+// One measured step: seconds per kind, and the rows (bucket) it ran. A split engine also says the
+// bytes each link between two of its boosters carried during the step, both exchanges of every MoE
+// layer (boosters = 0 for an engine without exchanges: no all_to_all kind, no links).
 struct StepSplit {
   int rows = 0;
   std::array<double, kStepGroups> seconds{};
+  int boosters = 0;
+  std::array<uint64_t, kMaxSplitBoosters * kMaxSplitBoosters> link_bytes{};  // [from * boosters + to]
+  uint64_t& link(int from, int to) { return link_bytes[size_t(from * boosters + to)]; }
+  uint64_t link(int from, int to) const { return link_bytes[size_t(from * boosters + to)]; }
   double& operator[](StepGroup k) { return seconds[size_t(k)]; }
   double operator[](StepGroup k) const { return seconds[size_t(k)]; }
 };
@@ -65,6 +74,12 @@ class StepClock {
     last_ = now;
   }
   bool active() const { return active_; }
+  // A split engine's exchange: `bytes` from booster `from` to booster `to` (from != to).
+  void exchanged(int boosters, int from, int to, uint64_t bytes) {
+    if (!active_) return;
+    split_.boosters = boosters;
+    split_.link(from, to) += bytes;
+  }
   // Ends the step: its split, and the clock inactive until the next start().
   const StepSplit& stop() {
     active_ = false;

@@ -7,15 +7,17 @@ compiler takes from it, and the rocket's boosters in the plan (launch, front and
       chosen, pairs across groups never; the corpus' bad lines are refused naming the line;
   (b) built with that profile, each layer's blob order is the groups, most chosen first, members by
       id (compiler/placement.h's rule); built split over 2 boosters, every chosen group sits on one
-      booster, each booster holds 8 experts within the load bound; the reordered engine decodes the
-      identity engine's tokens exactly;
+      booster, each booster holds 8 experts within the load bound; the reordered engine and the split
+      one decode the identity engine's tokens exactly; the standard tiny fuel split over 4 boosters
+      without a profile decodes the one-booster engine's tokens and passes HF parity;
   (c) the standard tiny fuel built with the biased fuel's profile (another fuel of its shape): the
       build says so and stays correct (its HF parity and its greedy tokens are the identity engine's);
       a profile of another shape (8 layers) and an h200 build with an order are refused;
   (d) a default build (and one with --boosters 1 --arrangement replicated) writes the plan builds
       wrote before boosters existed, byte for byte (tests/fixtures/plans/tiny_host_bf16.json);
-  (e) a split plan refuses to launch, to generate and to be fronted, saying the split engine is not
-      built; a plan of 2 replicated boosters is fronted by 2 replicas by default (handshakes admitted,
+  (e) the split engine over 4 boosters serves concurrent streams the one-booster engine's greedy text
+      and /metrics shows its exchange (all_to_all time, each link's bytes in whole rows); a split plan
+      refuses to be fronted; a plan of 2 replicated boosters is fronted by 2 replicas by default (handshakes admitted,
       a request served, drain exit 0) and refuses --replicas 3; the front refuses replicas whose
       handshake differs from its plan (max_context), naming the field and both values; GET /handshake
       reports the plan's identity and the fuel fingerprint the profile recorded.
@@ -199,7 +201,8 @@ def expected_order(g_freq):
 
 built = dict(build_all(("ordered", at("fuels", "biased"), "--coactivation", profile),
                        ("split", at("fuels", "biased"), "--boosters", "2", "--arrangement", "split", "--coactivation", profile),
-                       ("other", tiny_fuel, "--coactivation", profile, "--golden", golden)))
+                       ("other", tiny_fuel, "--coactivation", profile, "--golden", golden),
+                       ("split4", tiny_fuel, "--boosters", "4", "--arrangement", "split")))
 ordered = plan_of("ordered")
 for l, units in enumerate(ordered["expert_order"]["units"]):
     order = sorted(range(16), key=lambda e: units[e])
@@ -226,9 +229,17 @@ inspect = run("inspect", at("split")).stdout
 check("2 x host, split" in inspect and "each holds 8 of 16 experts" in inspect, "inspect shows the arrangement",
       inspect[:800])
 
+one_booster = {}
 for prompt in PROMPTS:
-    check(generate(at("ordered"), prompt) == generate(at("biased"), prompt),
-          f"the reordered blob decodes the identity order's tokens: {prompt!r}")
+    want = generate(at("biased"), prompt)
+    check(generate(at("ordered"), prompt) == want, f"the reordered blob decodes the identity order's tokens: {prompt!r}")
+    check(generate(at("split"), prompt) == want, f"the split engine over 2 boosters decodes them too: {prompt!r}")
+    one_booster[prompt] = generate(tiny_engine, prompt)
+    check(generate(at("split4"), prompt) == one_booster[prompt],
+          f"split over 4 boosters without a profile decodes the one-booster engine's tokens: {prompt!r}")
+r = subprocess.run([at("split4", "bin", "rocket-engine"), "parity", "--golden", golden, "--tolerance", tolerance],
+                   capture_output=True, text=True, timeout=900)
+check(r.returncode == 0, "the split engine over 4 boosters passes HF parity", r.stdout[-600:] + r.stderr[-600:])
 
 # ---- (c) a profile of another fuel of the shape; of another shape; h200 ----
 note = built["other"].stderr
@@ -262,9 +273,36 @@ for name in ("default", "default-explicit"):
     check(text == fixture, f"{name}: plan.json byte for byte the plan before boosters")
 
 # ---- (e) launch, generate and front of the arrangements ----
-expect_refusal("launching a split plan", "the split engine is not built yet", run("launch", at("split"), "--port", str(free_port())))
-expect_refusal("generating on a split plan", "the split engine is not built yet",
-               run("generate", at("split"), "--prompt", "hi"))
+# The split engine serves: concurrent streams (their rows owned by both boosters) get the one-booster
+# engine's greedy text, and /metrics shows the exchange: all_to_all time and each link's bytes.
+port = free_port()
+log = open(at("split.log"), "w")
+engine = subprocess.Popen([rocket, "launch", at("split4"), "--port", str(port), "--step-sample", "1"], stdout=log,
+                          stderr=subprocess.STDOUT)
+try:
+    check(wait_health(port, engine) is not None, "the split engine launches (static fire included)")
+    body = lambda p: {"model": "split4", "prompt": p, "max_tokens": 24, "temperature": 0}
+    with ThreadPoolExecutor(max_workers=len(PROMPTS)) as pool:
+        answers = list(pool.map(lambda p: post(port, "/v1/completions", body(p)), PROMPTS))
+    texts = [json.loads(d)["choices"][0]["text"] if s == 200 else None for s, d in answers]
+    # `rocket generate` prints the prompt, its completion and a newline.
+    check([p + (t or "") + "\n" for p, t in zip(PROMPTS, texts)] == [one_booster[p] for p in PROMPTS],
+          "concurrent streams on the split engine get the one-booster engine's greedy text", (texts, one_booster))
+    status, data = get(port, "/metrics")
+    text = data.decode()
+    def sample(name):
+        m = re.search("^" + re.escape(name) + r" ([0-9.e+-]+)$", text, re.M)
+        return float(m.group(1)) if m else None
+    links = [(f, t) for f in range(4) for t in range(4) if f != t]
+    carried = [sample(f'rocket_exchange_link_step_bytes{{from="{f}",to="{t}"}}') for f, t in links]
+    check((sample('rocket_step_seconds_count{kind="all_to_all"}') or 0) >= 1 and
+          (sample('rocket_step_seconds_sum{kind="all_to_all"}') or 0) > 0, "/metrics: sampled steps measure all_to_all")
+    check(all(c is not None for c in carried) and sum(carried) > 0 and
+          all(c % (128 * 4) == 0 for c in carried), "/metrics: every link's bytes, whole 512-byte rows", carried)
+    check((sample("rocket_exchange_bytes_per_step_count") or 0) >= 1, "/metrics: bytes exchanged per step")
+finally:
+    check(stop(engine) == 0, "the split engine drains on SIGTERM and exits 0")
+    log.close()
 expect_refusal("fronting a split plan", "not replicas for a front", run("front", at("split"), "--port", str(free_port())))
 expect_refusal("fronting 3 replicas of a 2-booster plan", "a rocket of 2 replicated boosters; fronting 3 replicas",
                run("front", at("replicated2"), "--replicas", "3", "--port", str(free_port())))

@@ -1,5 +1,6 @@
 #include "engine/host/host_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -61,7 +62,8 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
                                 .pages_per_stream = kPagesPerStream,
                                 .full_layers = int(kFullLayers),
                                 .maps_expert_units = true,
-                                .expert_units = expert_unit_table()});
+                                .expert_units = expert_unit_table(),
+                                .split_boosters = kSplitBoosters});
   const HardwareProfile machine = probe_host_memory();
   budget_ = MemoryBudget{.free = machine.memory_free, .reserve = machine.reserve + reserve, .floor = machine.floor};
   budget_.admit(kArenaBytes, "host memory");
@@ -241,7 +243,7 @@ void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int6
     for (int i = 0; i < n; ++i)
       host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.post_norm), kHidden, kNormEps, hn + i * kHidden);
     clock_.lap(StepGroup::kNorm);
-    moe_block(l, n);
+    moe_block(l, n, slots);
     clock_.lap(StepGroup::kMoe);
     const float* moe_out = buf(kBuf_moe_out);
     for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += moe_out[j];
@@ -353,7 +355,7 @@ void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* 
   clock_.lap(StepGroup::kDense);
 }
 
-void HostEngine::moe_block(int l, int n) {
+void HostEngine::moe_block(int l, int n, const int* slots) {
   const uint8_t* blob = blob_->data();
   const LayerAt& L = kLayer[l];
   const float* hn = buf(kBuf_hn);
@@ -379,6 +381,17 @@ void HostEngine::moe_block(int l, int n) {
     for (int j = 0; j < kHidden; ++j) out[i * kHidden + j] *= s;
   }
 
+  if constexpr (kSplitBoosters > 1) routed_split(l, n, slots);
+  else routed(l, n);
+}
+
+void HostEngine::routed(int l, int n) {
+  const uint8_t* blob = blob_->data();
+  const LayerAt& L = kLayer[l];
+  const float* hn = buf(kBuf_hn);
+  const int* idx = buf<int>(kBuf_route_idx);
+  const float* w = buf(kBuf_route_w);
+  float* out = buf(kBuf_moe_out);
   // Routed experts, grouped: each selected expert's weights are read once for all rows routed to it
   // (exactly the rows routed, no padding to a fixed per-expert count).
   int count[kExperts] = {}, start[kExperts + 1];
@@ -389,28 +402,97 @@ void HostEngine::moe_block(int l, int n) {
   for (int e = 0; e < kExperts; ++e) fill[e] = start[e];
   for (int r = 0; r < n * kTopK; ++r) order[fill[idx[r]]++] = r;
   float* in = buf(kBuf_moe_in);
-  float* gate = buf(kBuf_moe_gate);
-  float* up = buf(kBuf_moe_up);
   float* down = buf(kBuf_moe_down);
   for (int r = 0; r < n * kTopK; ++r) std::memcpy(in + int64_t(r) * kHidden, hn + int64_t(order[r] / kTopK) * kHidden, sizeof(float) * kHidden);
-  for (int e = 0; e < kExperts; ++e) {
-    const int m = count[e];
-    if (!m) continue;
-    // The router's expert id names the expert; the plan's expert order says which unit holds it.
-    const uint8_t* unit = blob + L.experts + uint64_t(kExpertUnit[l][e]) * kExpertStride;
-    const float* x = in + int64_t(start[e]) * kHidden;
-    float* g = gate + int64_t(start[e]) * kMoeInter;
-    float* u = up + int64_t(start[e]) * kMoeInter;
-    host::linear(view(unit, kExpert.gate, kPrecisionExperts, kMoeInter, kHidden), x, m, g);
-    host::linear(view(unit, kExpert.up, kPrecisionExperts, kMoeInter, kHidden), x, m, u);
-    host::swiglu(g, u, m * kMoeInter, g);
-    host::linear(view(unit, kExpert.down, kPrecisionExperts, kHidden, kMoeInter), g, m, down + int64_t(start[e]) * kHidden);
-  }
+  for (int e = 0; e < kExperts; ++e)
+    if (count[e]) expert(blob + L.experts + uint64_t(kExpertUnit[l][e]) * kExpertStride, start[e], count[e]);
   for (int r = 0; r < n * kTopK; ++r) {
     const int row = order[r] / kTopK;
     const float wt = w[order[r]];
     const float* d = down + int64_t(r) * kHidden;
     for (int j = 0; j < kHidden; ++j) out[row * kHidden + j] += wt * d[j];
+  }
+}
+
+// One expert over the m dispatched rows at [first, first + m) of moe_in, into the same rows of moe_down.
+// The router's expert id names the expert; the plan's expert order says which unit (here `unit`) holds it.
+void HostEngine::expert(const uint8_t* unit, int first, int m) {
+  const float* x = buf(kBuf_moe_in) + int64_t(first) * kHidden;
+  float* g = buf(kBuf_moe_gate) + int64_t(first) * kMoeInter;
+  float* u = buf(kBuf_moe_up) + int64_t(first) * kMoeInter;
+  host::linear(view(unit, kExpert.gate, kPrecisionExperts, kMoeInter, kHidden), x, m, g);
+  host::linear(view(unit, kExpert.up, kPrecisionExperts, kMoeInter, kHidden), x, m, u);
+  host::swiglu(g, u, m * kMoeInter, g);
+  host::linear(view(unit, kExpert.down, kPrecisionExperts, kHidden, kMoeInter), g, m, buf(kBuf_moe_down) + int64_t(first) * kHidden);
+}
+
+// The split arrangement on host boosters. Booster b holds units [b * kBoosterUnits, (b + 1) *
+// kBoosterUnits) of every layer and owns the rows of the streams in slots s with s % kSplitBoosters ==
+// b (their attention and recurrent state live there). Dispatch: each routed row goes to the booster
+// holding its expert, into that booster's range of the exchange buffer (moe_in), exactly the rows
+// routed; each booster runs its own experts over what it received; combine: each result row goes back
+// to its owner (into moe_in again, by routed slot), which adds its rows' top-k results in expert-id
+// order, the order the one-booster engine adds them in, so the split engine's tokens are the
+// one-booster engine's bit for bit. The host's boosters are its cores taking turns: the exchange is a
+// copy between their ranges, measured (all_to_all) and counted per link as a GPU fabric would carry it.
+void HostEngine::routed_split(int l, int n, const int* slots) {
+  static_assert(kSplitBoosters <= kMaxSplitBoosters && kExperts % kSplitBoosters == 0);
+  const uint8_t* blob = blob_->data();
+  const LayerAt& L = kLayer[l];
+  const float* hn = buf(kBuf_hn);
+  const int* idx = buf<int>(kBuf_route_idx);
+  const float* w = buf(kBuf_route_w);
+  float* out = buf(kBuf_moe_out);
+  float* exchange = buf(kBuf_moe_in);
+  const float* down = buf(kBuf_moe_down);
+  const int routed = n * kTopK;
+  auto owner = [&](int r) { return slots[r / kTopK] % kSplitBoosters; };
+  // Units are grouped by booster, so ordering routed slots by unit groups them by destination booster
+  // and, within it, by expert; ties keep slot order.
+  int count[kExperts] = {}, start[kExperts + 1];
+  for (int r = 0; r < routed; ++r) ++count[kExpertUnit[l][idx[r]]];
+  start[0] = 0;
+  for (int u = 0; u < kExperts; ++u) start[u + 1] = start[u] + count[u];
+  int order[kMaxRows * kTopK], position[kMaxRows * kTopK], fill[kExperts];
+  for (int u = 0; u < kExperts; ++u) fill[u] = start[u];
+  for (int r = 0; r < routed; ++r) {
+    position[r] = fill[kExpertUnit[l][idx[r]]]++;
+    order[position[r]] = r;
+  }
+  clock_.lap(StepGroup::kMoe);
+
+  const uint64_t row_bytes = sizeof(float) * kHidden;
+  for (int p = 0; p < routed; ++p) {
+    const int r = order[p];
+    std::memcpy(exchange + int64_t(p) * kHidden, hn + int64_t(r / kTopK) * kHidden, row_bytes);
+    const int to = kExpertUnit[l][idx[r]] / kBoosterUnits;
+    if (owner(r) != to) clock_.exchanged(kSplitBoosters, owner(r), to, row_bytes);
+  }
+  clock_.lap(StepGroup::kAllToAll);
+
+  for (int b = 0; b < kSplitBoosters; ++b)
+    for (int u = b * kBoosterUnits; u < (b + 1) * kBoosterUnits; ++u)
+      if (count[u]) expert(blob + L.experts + uint64_t(u) * kExpertStride, start[u], count[u]);
+  clock_.lap(StepGroup::kMoe);
+
+  for (int r = 0; r < routed; ++r) {
+    std::memcpy(exchange + int64_t(r) * kHidden, down + int64_t(position[r]) * kHidden, row_bytes);
+    const int from = kExpertUnit[l][idx[r]] / kBoosterUnits;
+    if (from != owner(r)) clock_.exchanged(kSplitBoosters, from, owner(r), row_bytes);
+  }
+  clock_.lap(StepGroup::kAllToAll);
+
+  for (int row = 0; row < n; ++row) {
+    int k_order[kTopK];
+    for (int k = 0; k < kTopK; ++k) k_order[k] = k;
+    const int* e = idx + row * kTopK;
+    std::sort(k_order, k_order + kTopK, [&](int a, int b) { return e[a] < e[b]; });
+    for (int k : k_order) {
+      const int r = row * kTopK + k;
+      const float wt = w[r];
+      const float* d = exchange + int64_t(r) * kHidden;
+      for (int j = 0; j < kHidden; ++j) out[row * kHidden + j] += wt * d[j];
+    }
   }
 }
 

@@ -89,7 +89,10 @@ class HostEngine {
                int first_logit_row);
   void gdn_layer(int l, int n, const int* slots, bool independent);
   void attention_layer(int l, int n, const int* slots, const int64_t* pos, bool independent);
-  void moe_block(int l, int n);
+  void moe_block(int l, int n, const int* slots);
+  void routed(int l, int n);
+  void routed_split(int l, int n, const int* slots);
+  void expert(const uint8_t* unit, int first, int m);
 
   template <typename T = float>
   T* buf(uint64_t offset) const { return reinterpret_cast<T*>(runtime_ + (offset - engine::kBlobBytes)); }
