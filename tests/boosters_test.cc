@@ -206,6 +206,10 @@ TEST(BoostersPlan, UprightRefusesWhatTheEngineDoesNotRun) {
   unmapped.maps_expert_units = false;
   unmapped.expert_units.clear();
   EXPECT_TRUE(has(error_of([&] { check_plan(ordered, unmapped); }), "does not map expert ids to units"));
+  Plan h200_ordered = ordered;  // its blob's routers choose units (Plan::router_in_unit_order)
+  h200_ordered.booster = unmapped.booster = "h200";
+  EXPECT_EQ(error_of([&] { check_plan(h200_ordered, unmapped); }), "");
+  unmapped.booster = "host";
   EngineBuild other = built;  // an engine generated from another order
   std::swap(other.expert_units[1][0], other.expert_units[1][1]);
   EXPECT_TRUE(has(error_of([&] { check_plan(ordered, other); }), "layer 1's expert 0 at unit"));

@@ -7,12 +7,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <iterator>
 
+#include "boosters/handshake.h"
 #include "compiler/compiler.h"
 #include "compiler/condition.h"
 #include "compiler/memory_map.h"
 #include "core/error.h"
+#include "fuel/coactivation.h"
 #include "fuel/forge.h"
 #include "fuel/fuel.h"
 #include "test_paths.h"
@@ -142,6 +145,46 @@ TEST_F(CheckpointLayoutTest, H200BuildRefusesBlockFp8NamingTheWeightFamilies) {
     EXPECT_EQ(msg.find("lm_head"), std::string::npos) << "the LM head is bf16 in an fp8 fuel: " << msg;
   }
   EXPECT_FALSE(fs::exists(dir_ / "engine"));
+}
+
+// An h200 plan with an expert order stores each router in unit order (its kernels take the router's
+// choice as the unit); a host plan keeps the checkpoint's rows (its engine maps ids to units). The
+// blob's fuel fingerprint is the fuel's either way.
+TEST_F(CheckpointLayoutTest, H200RoutersFollowTheExpertOrder) {
+  const std::string dir = forge_fuel(WeightFormat::kBF16, Layout::kText, ExpertLayout::kPerExpert);
+  const Fuel fuel = Fuel::open(dir);
+  const Chemistry& c = fuel.chemistry();
+  std::vector<std::vector<int>> units(size_t(c.layers));
+  for (int l = 0; l < c.layers; ++l)
+    for (int e = 0; e < c.experts; ++e) units[size_t(l)].push_back((e * 5 + l + 3) % c.experts);  // a permutation per layer
+  const std::string want = fuel_fingerprint(c, [&](const std::string& n) {
+    const TensorView v = fuel.tensor(n);
+    return std::span<const uint8_t>(v.data, v.nbytes);
+  });
+  for (const char* booster : {"h200", "host"}) {
+    SCOPED_TRACE(booster);
+    PlanOptions po;
+    po.booster = booster;
+    po.expert_units = units;
+    const Plan plan = plan_memory(c, po);
+    EXPECT_EQ(plan.router_in_unit_order(), std::string(booster) == "h200");
+    const fs::path path = dir_ / "ordered.blob";
+    condition_weights(fuel, plan, path.string());
+    std::ifstream f(path, std::ios::binary);
+    const std::vector<uint8_t> blob((std::istreambuf_iterator<char>(f)), {});
+    for (int l = 0; l < c.layers; ++l) {
+      const TensorView src = fuel.tensor(Plan::router_name(l));
+      const PlanTensor& t = plan.tensor(Plan::router_name(l));
+      const uint64_t row = t.bytes / uint64_t(c.experts);
+      for (int e = 0; e < c.experts; ++e) {
+        const uint64_t stored = plan.router_in_unit_order() ? uint64_t(units[size_t(l)][size_t(e)]) : uint64_t(e);
+        EXPECT_EQ(std::memcmp(blob.data() + t.offset + stored * row, src.data + uint64_t(e) * row, row), 0)
+            << "layer " << l << " expert " << e;
+      }
+    }
+    EXPECT_EQ(blob_fuel_fingerprint(plan, path), want);
+    fs::remove(path);
+  }
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ std::string blob_fuel_fingerprint(const Plan& plan, const std::filesystem::path&
     }
   } f{::open(blob_path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) fail("{}: cannot open: {}", blob_path.string(), std::strerror(errno));
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes, by_id;
   return fuel_fingerprint(plan.chemistry, [&](const std::string& name) {
     const PlanTensor& t = plan.tensor(name);
     bytes.resize(size_t(t.bytes));
@@ -78,7 +78,17 @@ std::string blob_fuel_fingerprint(const Plan& plan, const std::filesystem::path&
       if (n <= 0) fail("{}: reading {} failed: {}", blob_path.string(), name, n == 0 ? "end of file" : std::strerror(errno));
       done += uint64_t(n);
     }
-    return std::span<const uint8_t>(bytes);
+    if (!plan.router_in_unit_order()) return std::span<const uint8_t>(bytes);
+    int l = 0;
+    while (l < plan.chemistry.layers && Plan::router_name(l) != name) ++l;
+    CHECK(l < plan.chemistry.layers, "fuel_fingerprint reads routers only");
+    // The checkpoint's row order again: the fingerprint names the fuel, not the blob's order.
+    const int E = plan.chemistry.experts;
+    const uint64_t row = t.bytes / uint64_t(E);
+    by_id.resize(bytes.size());
+    for (int e = 0; e < E; ++e)
+      std::memcpy(by_id.data() + uint64_t(e) * row, bytes.data() + uint64_t(plan.expert_unit(l, e)) * row, row);
+    return std::span<const uint8_t>(by_id);
   });
 }
 

@@ -200,10 +200,6 @@ Placement place(const BuildOptions& opt, const Chemistry& chem, const Fuel* fuel
       }
   }
   if (reordered) pl.units = std::move(units);
-  if (reordered && opt.booster == "h200")
-    fail("build: the co-activation order puts experts at other units than their ids in {} of {} layers, and the h200 "
-         "engine does not map expert ids to units yet (its kernels take unit = expert id): build the h200 engine without "
-         "--coactivation", reordered, chem.layers);
   if (opt.booster == "h200" && pl.boosters.present()) pl.boosters.device_name = hw.device_name;
   if (profile)
     std::fprintf(stderr, "experts: %d of %d layers ordered by co-activation%s\n", reordered, chem.layers,

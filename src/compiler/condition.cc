@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "compiler/nvfp4_code.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -15,14 +17,23 @@ namespace rocket {
 namespace {
 
 // What conditioning does to one part. An h200 plan's NVFP4 parts (packed e2m1 `weight` with an e4m3
-// `weight_scale` sibling) go into the register code its kernels decode (nvfp4_code.h); every other
-// part, and every part of a host plan, is the checkpoint's bytes.
-enum class Coding { kAsIs, kNvfp4Weights, kNvfp4Scales };
+// `weight_scale` sibling) go into the register code its kernels decode (nvfp4_code.h), and its routers
+// into unit order when it orders the experts (Plan::router_in_unit_order); every other part, and
+// every part of a host plan, is the checkpoint's bytes.
+enum class Coding { kAsIs, kNvfp4Weights, kNvfp4Scales, kRouterInUnitOrder };
 
 constexpr std::string_view kScaleSuffix = "_scale";
 
+// The layer whose router `name` is, or -1.
+int router_layer(const Plan& plan, const std::string& name) {
+  for (int l = 0; l < plan.chemistry.layers; ++l)
+    if (name == Plan::router_name(l)) return l;
+  return -1;
+}
+
 Coding coding_of(const Plan& plan, const PlanTensor& t) {
   if (plan.booster != "h200") return Coding::kAsIs;
+  if (plan.router_in_unit_order() && router_layer(plan, t.name) >= 0) return Coding::kRouterInUnitOrder;
   if (t.dtype == DType::kU8) {
     const PlanTensor* s = plan.find_tensor(t.name + std::string(kScaleSuffix));
     if (s && s->dtype == DType::kF8E4M3) return Coding::kNvfp4Weights;
@@ -93,10 +104,17 @@ void condition_weights(const Fuel& fuel, const Plan& plan, const std::string& bl
         done += uint64_t(w);
       }
     };
-    if (const Coding c = coding_of(plan, t); c == Coding::kAsIs)
+    if (const Coding c = coding_of(plan, t); c == Coding::kAsIs) {
       write(v.data, 0, t.bytes);
-    else
+    } else if (c == Coding::kRouterInUnitOrder) {
+      const int l = router_layer(plan, t.name), E = plan.chemistry.experts;
+      if (t.shape.size() != 2 || t.shape[0] != E || t.bytes % uint64_t(E) != 0)
+        fail("{}: a router of shape {} is not [{} experts][hidden]", t.name, fmt::join(t.shape, "x"), E);
+      const uint64_t row = t.bytes / uint64_t(E);
+      for (int e = 0; e < E; ++e) write(v.data + uint64_t(e) * row, uint64_t(plan.expert_unit(l, e)) * row, row);
+    } else {
       encode_nvfp4(fuel, t, c, write);
+    }
     progress.advance(t.bytes);
   }
   if (::fsync(file.fd) != 0) io_fail("fsync failed");

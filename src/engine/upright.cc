@@ -27,7 +27,8 @@ void check_plan(const Plan& plan, const EngineBuild& built) {
     fail("upright: the plan's {} KV pages are not {} slots x {} pages x {} layer pages", plan.kv_pages, built.slots,
          built.pages_per_stream, 2 * built.full_layers);
   if (!built.maps_expert_units) {
-    if (!plan.expert_order.units.empty())
+    // Unless the blob's routers already choose units (Plan::router_in_unit_order).
+    if (!plan.expert_order.units.empty() && !plan.router_in_unit_order())
       fail("upright: the plan orders the experts in the blob (expert_order, from {}), and this engine does not map expert "
            "ids to units: rebuild without --coactivation", plan.expert_order.source);
     return;

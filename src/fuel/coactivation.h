@@ -88,7 +88,8 @@ class CoactivationProfile {
 
 // The identity of a fuel's weights as far as routing goes, cheap enough to compute at every profile,
 // build and handshake: FNV-1a 64 of the chemistry fingerprint and every layer's router weight
-// (layers.L.mlp.gate.weight, stored as-is in every blob), as 16 hex digits. Two fuels that route a
+// (layers.L.mlp.gate.weight in the checkpoint's row order; an h200 blob with an expert order stores
+// it in unit order, and blob_fuel_fingerprint reads it back by id), as 16 hex digits. Two fuels that route a
 // token differently almost surely differ in some router; a fine-tune that leaves every router alone
 // shares it (its profile then differs only through the hidden states feeding the routers).
 // `router(name)` returns the bytes of a canonical tensor.

@@ -83,6 +83,8 @@ int Plan::expert_unit(int layer, int expert) const {
   return expert_order.units.empty() ? expert : expert_order.units[size_t(layer)][size_t(expert)];
 }
 
+std::string Plan::router_name(int layer) { return fmt::format("layers.{}.mlp.gate.weight", layer); }
+
 std::string Plan::plan_fingerprint() const {
   json j = to_json();
   for (const char* informational : {"fuel_dir", "fuel_layout", "unused_tensors"}) j.erase(informational);

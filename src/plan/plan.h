@@ -147,6 +147,14 @@ struct Plan {
 
   // The unit of expert e in `layer` (e itself without an expert order).
   int expert_unit(int layer, int expert) const;
+  // Whether the blob stores each layer's router rows in unit order (row u: the router row of the expert
+  // at unit u). An h200 plan with an expert order does, so its kernels, which take the router's choice
+  // as the unit, run it unchanged: relabelling experts is a symmetry of the MoE (the logits change only
+  // by float summation order, and an exact tie breaks to the lower unit rather than the lower id).
+  // The host engine maps ids to units itself (engine.h kExpertUnit) and reads the checkpoint's router.
+  bool router_in_unit_order() const { return booster == "h200" && !expert_order.units.empty(); }
+  // The router tensor of `layer` (conditioning and fingerprints find it by this name).
+  static std::string router_name(int layer);
   // A digest of everything the engine runs from (to_json less the informational fields: fuel_dir,
   // fuel_layout, unused_tensors, static_fire.source, expert_order.source), 16 hex digits: two
   // replicas with the same plan fingerprint run the same plan.
