@@ -31,7 +31,9 @@
 #include "front/exposition.h"
 #include "front/replica.h"
 #include "front/route.h"
+#include "http/bounded_server.h"
 #include "http/connection.h"
+#include "http/server.h"
 #include "http/sse.h"
 #include "openai/protocol_error.h"
 #include "plan/plan.h"
@@ -177,6 +179,7 @@ class Front {
   Front(const FrontOptions& o, std::vector<std::unique_ptr<Replica>> replicas, Admission& admission)
       : options_(o), replicas_(std::move(replicas)), admission_(admission) {
     server_.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(n); };
+    server_.set_payload_max_length(o.max_body_bytes);
     server_.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& s) {
       completion(q, s, "/v1/chat/completions");
     });
@@ -360,8 +363,7 @@ class Front {
         throw ProtocolError(503, "the replicas are not launched yet; retry later", "", "server_error", "not_launched");
       const httplib::Headers headers = upstream_headers(req);
       std::vector<ReplicaReport> reports = gather_reports(path, headers, req.body);
-      constexpr int kUnknown = -2;
-      int fd = kUnknown;  // the client's socket, found once a wait is long enough to poll it
+      const int fd = BoundedServer::current_socket();
       for (;;) {
         const std::optional<size_t> pick = choose_replica(reports, rotate_.fetch_add(1));
         if (!pick) break;
@@ -373,7 +375,6 @@ class Front {
         // A non-streamed answer's headers come only with its body: a client that hangs up meanwhile is
         // seen by polling its socket every 200 ms, as the replica's own server does.
         while (!relay->cv.wait_for(lock, 200ms, [&] { return relay->headers || relay->finished; })) {
-          if (fd == kUnknown) fd = connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
           if (fd < 0 || !peer_closed(fd)) continue;
           lock.unlock();
           relay->abandon();
@@ -526,7 +527,7 @@ class Front {
       return fmt::format("unreadable handshake: {}", e.what());
     }
   };
-  httplib::Server server_;
+  BoundedServer server_;
   std::thread server_thread_, health_thread_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -584,6 +585,7 @@ int front_main(const std::filesystem::path& engine_exe, const std::vector<std::s
   if (o.replicas > 0) machine = visible_topology(plan.booster);
   if (const std::string m = front_mismatch(plan, replicas, o.replicas > 0 ? &machine : nullptr); !m.empty())
     fail("front: {}", m);
+  if (!o.max_body_bytes) o.max_body_bytes = default_max_body_bytes(plan.max_context);
   if (o.replicas > 0) {
     o.replica_args.push_back("--drain-timeout");
     o.replica_args.push_back(fmt::format("{}", o.drain_timeout));

@@ -64,6 +64,7 @@ std::optional<int> parse_front_command(CLI::App& cmd, FrontOptions& o, const std
   LaunchOptions lo;
   add_launch_options(launch_cli, lo);
   if (const auto rc = parse_command(launch_cli, o.replica_args)) return *rc == 0 ? 2 : *rc;
+  o.max_body_bytes = lo.max_body_bytes;  // a body the replicas would refuse is refused here, unread
   return std::nullopt;
 }
 

@@ -21,6 +21,7 @@ struct FrontOptions {
   double drain_timeout = 30;               // SIGTERM: seconds the replicas get to finish (forwarded)
   double startup_timeout = 600;            // seconds spawned replicas get to reach launch
   size_t http_threads = 256;               // as ServerOptions::http_threads: one per open client
+  size_t max_body_bytes = 0;               // the replicas' --max-body-bytes; 0: launch's default for the plan
 };
 
 // Declares the front's flags on `cmd`.

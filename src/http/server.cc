@@ -18,6 +18,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "http/bounded_server.h"
 #include "http/connection.h"
 #include "http/sse.h"
 #include "openai/output_parser.h"
@@ -148,7 +149,7 @@ struct Choices {
 
 struct HttpServer::Impl {
   ServerOptions options;
-  httplib::Server server;
+  BoundedServer server;
   std::thread thread;
   std::mutex mu;
   std::condition_variable stopped_cv;
@@ -223,7 +224,7 @@ struct HttpServer::Impl {
   void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
     // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
     constexpr auto kPoll = std::chrono::milliseconds(200);
-    const int fd = connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+    const int fd = BoundedServer::current_socket();
     auto next_poll = std::chrono::steady_clock::now() + kPoll;
     std::vector<Json> choices(all.each.size());
     for (;;) {
@@ -440,20 +441,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   Impl& im = *impl_;
   im.server.new_task_queue = [n = im.options.http_threads] { return new httplib::ThreadPool(n); };
   im.server.set_payload_max_length(im.options.max_body_bytes);
-  // httplib answers an oversized body (413) and a malformed request line or headers (400) itself, with
-  // no body; give those OpenAI's error shape too. Responses this file wrote already have a body.
-  im.server.set_error_handler(httplib::Server::HandlerWithResponse([&im](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 413)
-      send_error(res, ProtocolError(413, fmt::format("The request body is larger than this server's limit of {} bytes.",
-                                                     im.options.max_body_bytes),
-                                    "", "invalid_request_error", "request_too_large"));
-    else
-      send_error(res, ProtocolError(res.status, fmt::format("HTTP {}: the server could not handle this request.",
-                                                            res.status),
-                                    "", res.status >= 500 ? "server_error" : "invalid_request_error"));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  // httplib's own refusals (413, 400, and the head's 431/408/415) get OpenAI's error shape from
+  // BoundedServer.
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });

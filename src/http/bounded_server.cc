@@ -1,0 +1,284 @@
+#include "http/bounded_server.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "http/connection.h"
+#include "openai/protocol_error.h"
+
+namespace rocket {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+thread_local int t_socket = -1;
+
+// Why the request this thread reads had its head refused (status 0: it was not); the error handler,
+// which runs on the same thread, writes it.
+struct HeadRefusal {
+  int status = 0;
+  std::string message, code;
+};
+thread_local HeadRefusal t_refusal;
+
+// One connection: its socket and what was received but not yet read (a pipelined next request).
+struct Connection {
+  int sock;
+  std::array<char, 16384> buf;
+  size_t off = 0, len = 0;
+  bool buffered() const { return off < len; }
+};
+
+int poll_one(int sock, short events, int timeout_ms) {
+  pollfd p{sock, events, 0};
+  for (;;) {
+    const int r = ::poll(&p, 1, timeout_ms);
+    if (r >= 0 || errno != EINTR) return r;
+  }
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  return int(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// Why a complete head is refused before its body is read, or status 0. httplib would read and drop a
+// body over the payload limit before it answered 413 (until the client stopped sending), parse a
+// negative Content-Length as a huge one, and inflate a compressed body without limit.
+HeadRefusal head_refusal(std::string_view head, size_t max_body_bytes) {
+  std::string length;
+  size_t at = head.find('\n');
+  while (at != std::string_view::npos && at + 1 < head.size()) {
+    const size_t end = head.find('\n', at + 1);
+    const std::string_view line = head.substr(at + 1, end == std::string_view::npos ? head.npos : end - at - 1);
+    at = end;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string name = lower(trim(line.substr(0, colon)));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (name == "content-encoding" && !value.empty() && lower(value) != "identity")
+      return {415, fmt::format("Content-Encoding '{}' is not accepted: send the request body uncompressed.", value),
+              "unsupported_content_encoding"};
+    if (name != "content-length") continue;
+    if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string_view::npos ||
+        (!length.empty() && length != value))
+      return {400, fmt::format("Invalid Content-Length '{}'.", value.substr(0, 40)), "invalid_content_length"};
+    length = value;
+  }
+  if (!length.empty() && std::stoull(length) > max_body_bytes)
+    return {413, fmt::format("The request body is larger than this server's limit of {} bytes.", max_body_bytes),
+            "request_too_large"};
+  return {};
+}
+
+void numeric_address(const sockaddr_storage& a, socklen_t len, std::string& ip, int& port) {
+  char host[NI_MAXHOST];
+  ip.clear();
+  port = -1;
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) return;
+  ip = host;
+  port = a.ss_family == AF_INET    ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
+         : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
+                                   : -1;
+}
+
+// One request's reads and its response's writes. Until the blank line that ends the head, bytes are
+// handed out up to that line only and counted against the limits; the body is read as it comes (httplib
+// checks its length against the payload limit).
+class RequestStream final : public httplib::Stream {
+ public:
+  RequestStream(Connection& c, const HeadLimits& limits, size_t max_body_bytes, int read_timeout_ms, int write_timeout_ms)
+      : c_(c), limits_(limits), max_body_bytes_(max_body_bytes), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms),
+        head_deadline_(Clock::now() + std::chrono::seconds(limits.head_seconds)) {}
+
+  bool refused() const { return refused_; }
+
+  bool is_readable() const override { return c_.buffered() || poll_one(c_.sock, POLLIN, read_timeout_ms_) > 0; }
+
+  bool is_writable() const override {
+    return poll_one(c_.sock, POLLOUT, write_timeout_ms_) > 0 && !peer_closed(c_.sock);
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (refused_ || size == 0) return refused_ ? -1 : 0;
+    if (!c_.buffered() && !fill()) return -1;
+    if (!in_head_) {
+      const size_t n = std::min(size, c_.len - c_.off);
+      std::copy_n(c_.buf.data() + c_.off, n, ptr);
+      c_.off += n;
+      return ssize_t(n);
+    }
+    size_t n = 0;
+    while (n < size && c_.buffered()) {
+      const char ch = c_.buf[c_.off];
+      head_.push_back(ch);
+      if (head_.size() > limits_.head_bytes)
+        return refuse(431, fmt::format("The request line and headers exceed this server's limit of {} bytes.", limits_.head_bytes),
+                      "request_header_fields_too_large");
+      if (head_.ends_with("\r\n\r\n")) {  // httplib ends a head only there too
+        in_head_ = false;
+        if (HeadRefusal why = head_refusal(head_, max_body_bytes_); why.status)
+          return refuse(why.status, std::move(why.message), std::move(why.code));
+      }
+      ptr[n++] = ch;
+      ++c_.off;
+      if (!in_head_) break;
+    }
+    return ssize_t(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    for (;;) {
+      const ssize_t n = ::send(c_.sock, ptr, size, MSG_NOSIGNAL);
+      if (n >= 0 || errno != EINTR) return n;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (getpeername(c_.sock, reinterpret_cast<sockaddr*>(&a), &len) == 0) return numeric_address(a, len, ip, port);
+    ip.clear(), port = -1;
+  }
+
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (getsockname(c_.sock, reinterpret_cast<sockaddr*>(&a), &len) == 0) return numeric_address(a, len, ip, port);
+    ip.clear(), port = -1;
+  }
+
+  socket_t socket() const override { return c_.sock; }
+
+ private:
+  // Receives more bytes: within the read timeout, and while in the head within its deadline too.
+  bool fill() {
+    int timeout = read_timeout_ms_;
+    if (in_head_) timeout = std::min(timeout, remaining_ms(head_deadline_));
+    if (poll_one(c_.sock, POLLIN, timeout) <= 0) {
+      if (in_head_ && Clock::now() >= head_deadline_)
+        refuse(408, fmt::format("The request line and headers did not arrive within {} s.", limits_.head_seconds), "request_timeout");
+      return false;
+    }
+    ssize_t n;
+    do n = ::recv(c_.sock, c_.buf.data(), c_.buf.size(), 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return false;
+    c_.off = 0, c_.len = size_t(n);
+    return true;
+  }
+
+  ssize_t refuse(int status, std::string message, std::string code) {
+    refused_ = true;
+    t_refusal = {status, std::move(message), std::move(code)};
+    return -1;
+  }
+
+  Connection& c_;
+  const HeadLimits& limits_;
+  size_t max_body_bytes_;
+  int read_timeout_ms_, write_timeout_ms_;
+  Clock::time_point head_deadline_;
+  bool in_head_ = true, refused_ = false;
+  std::string head_;
+};
+
+// Waits for the first byte of the connection's next request: false when the client closed, the
+// keep-alive timeout passed, or the server stopped (it closes its listening socket).
+bool await_request(const Connection& c, int keep_alive_seconds, const std::atomic<socket_t>& listening) {
+  if (c.buffered()) return true;
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(keep_alive_seconds);
+  while (listening != INVALID_SOCKET) {
+    const int left = remaining_ms(deadline);
+    const int r = poll_one(c.sock, POLLIN, std::min(left, 100));
+    if (r != 0) return r > 0;
+    if (left == 0) return false;
+  }
+  return false;
+}
+
+// After a refusal the client may still be sending the body or headers it was refused for; closing
+// with them unread would reset the connection, and a client that writes its whole request before it
+// reads (most do) would see the reset instead of the answer. So, as nginx's lingering close: the answer
+// is followed by a FIN, and what still comes is read and dropped, for at most 2 s and 64 MiB.
+void linger(int sock) {
+  ::shutdown(sock, SHUT_WR);
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(2);
+  std::array<char, 65536> scratch;
+  for (size_t dropped = 0; dropped < (size_t(64) << 20);) {
+    if (poll_one(sock, POLLIN, remaining_ms(deadline)) <= 0) return;
+    const ssize_t n = ::recv(sock, scratch.data(), scratch.size(), 0);
+    if (n <= 0 && errno != EINTR) return;
+    dropped += size_t(std::max<ssize_t>(n, 0));
+  }
+}
+
+}  // namespace
+
+BoundedServer::BoundedServer(HeadLimits limits) : limits_(limits) {
+  set_error_handler(HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return HandlerResponse::Unhandled;  // a handler's own answer
+    ProtocolError e(res.status, fmt::format("HTTP {}: the server could not handle this request.", res.status), "",
+                    res.status >= 500 ? "server_error" : "invalid_request_error");
+    if (t_refusal.status) {
+      res.status = t_refusal.status;
+      res.set_header("Connection", "close");  // its body, if any, is not read
+      e = ProtocolError(t_refusal.status, t_refusal.message, "", "invalid_request_error", t_refusal.code);
+    } else if (res.status == 413) {
+      e = ProtocolError(413, fmt::format("The request body is larger than this server's limit of {} bytes.", payload_max_length_),
+                        "", "invalid_request_error", "request_too_large");
+    }
+    res.set_content(error_body(e).dump(), "application/json");
+    return HandlerResponse::Handled;
+  }));
+}
+
+int BoundedServer::current_socket() { return t_socket; }
+
+bool BoundedServer::process_and_close_socket(socket_t sock) {
+  Connection c{sock, {}};
+  t_socket = sock;
+  bool ret = false;
+  const int read_ms = int(read_timeout_sec_ * 1000 + read_timeout_usec_ / 1000);
+  const int write_ms = int(write_timeout_sec_ * 1000 + write_timeout_usec_ / 1000);
+  for (size_t left = keep_alive_max_count_; left > 0 && await_request(c, int(keep_alive_timeout_sec_), svr_sock_); --left) {
+    t_refusal = {};
+    RequestStream strm(c, limits_, payload_max_length_, read_ms, write_ms);
+    bool closed = false;
+    ret = process_request(strm, /*close_connection=*/left == 1 || strm.refused(), closed, nullptr);
+    if (!ret || closed || strm.refused()) break;  // a refused head leaves its body unread: close
+  }
+  t_socket = -1;
+  if (t_refusal.status) linger(sock);
+  t_refusal = {};
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ret;
+}
+
+}  // namespace rocket
