@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1);
     std::vector<double> times, cpu;
     size_t complete = 0;
+    uint64_t max_work = 0;
     for (const Json& s : agent_schemas()) {
       const auto g = cache.get(s);
       for (int w = 0; w < walks; ++w) {
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
           const int n = m.fill_mask(mask);
           cpu.push_back(cpu_us() - c0);
           times.push_back(us_since(t0));
-          if (n == 0) {
+          max_work = std::max(max_work, m.last_work());
+          if (n <= 0) {
             std::fprintf(stderr, "empty mask\n");
             return 1;
           }
@@ -145,9 +147,69 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("mask per token per stream, %s: wall median %.1f us, p99 %.1f us, max %.1f us; thread CPU median %.1f us, "
-                "p99 %.1f us, max %.1f us; over %zu tokens (%zu of %zu walks complete)\n",
+                "p99 %.1f us, max %.1f us; over %zu tokens (%zu of %zu walks complete); largest mask work %llu "
+                "(budget %llu)\n",
                 pass, percentile(times, 0.5), percentile(times, 0.99), percentile(times, 1.0), percentile(cpu, 0.5),
-                percentile(cpu, 0.99), percentile(cpu, 1.0), times.size(), complete, size_t(walks) * agent_schemas().size());
+                percentile(cpu, 0.99), percentile(cpu, 1.0), times.size(), complete, size_t(walks) * agent_schemas().size(),
+                (unsigned long long)max_work, (unsigned long long)grammar::Matcher::kMaskWork);
+  }
+
+  // Hostile schemas: thousands of alternatives at one point. Each walk takes random allowed tokens (a
+  // fresh cache: cold) until a mask is refused as too complex, or 64 tokens; the largest mask's work
+  // and CPU time show what the budget bounds.
+  const auto many = [](int n, bool required) {
+    Json props = Json::object(), req = Json::array();
+    for (int i = 0; i < n; ++i) props["p" + std::to_string(i)] = Json{{"type", "string"}}, req.push_back("p" + std::to_string(i));
+    Json s = {{"type", "object"}, {"properties", props}};
+    if (required) s["required"] = req;
+    return s;
+  };
+  Json big_enum = Json::array();
+  for (int i = 0; i < 100000; ++i) big_enum.push_back("v" + std::to_string(i));
+  const std::vector<std::pair<std::string, Json>> hostile = {
+      {"256 required properties", many(256, true)},   {"1,000 required properties", many(1000, true)},
+      {"3,000 required properties", many(3000, true)}, {"3,000 optional properties", many(3000, false)},
+      {"enum of 100,000 strings", Json{{"enum", big_enum}}}};
+  grammar::GrammarCache fresh(grammar::Vocabulary{v.trie, v.eos});
+  std::mt19937 rng(7);
+  for (const auto& [name, schema] : hostile) {
+    t0 = Clock::now();
+    std::shared_ptr<const grammar::CompiledGrammar> g;
+    try {
+      g = fresh.get(schema);
+    } catch (const grammar::SchemaError& e) {
+      std::printf("hostile, %s: refused at compile in %.1f ms (%s: %s)\n", name.c_str(), us_since(t0) / 1000,
+                  e.path().c_str(), e.message().c_str());
+      continue;
+    }
+    const double compile_ms = us_since(t0) / 1000;
+    grammar::Matcher m(g);
+    uint64_t top_work = 0;
+    double top_cpu = 0, total_cpu = 0;
+    int tokens = 0, n = 1;
+    for (; tokens < 64 && !m.done(); ++tokens) {
+      const double c0 = cpu_us();
+      n = m.fill_mask(mask);
+      const double c = cpu_us() - c0;
+      total_cpu += c;
+      if (m.last_work() > top_work) top_work = m.last_work(), top_cpu = c;
+      if (n <= 0) break;
+      // Tokens that are not only whitespace, so the walk goes into the object rather than around it.
+      std::vector<int32_t> ok, text;
+      for (int32_t id = 0; id < kVocab; ++id) {
+        if (!(mask[size_t(id) / 32] >> (id % 32) & 1u)) continue;
+        ok.push_back(id);
+        const std::string_view b = v.trie.token_bytes(id);
+        if (b.find_first_not_of(" \t\n\r") != std::string_view::npos) text.push_back(id);
+      }
+      const std::vector<int32_t>& from = text.empty() ? ok : text;
+      m.advance(from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)]);
+    }
+    std::printf("hostile, %s: compiled in %.1f ms (%zu nodes); %s after %d tokens; largest mask work %llu in %.1f ms "
+                "CPU; %.1f ms CPU in all\n",
+                name.c_str(), compile_ms, g->automaton().node_count(),
+                n == grammar::Matcher::kTooComplex ? "refused as too complex" : "not refused", tokens,
+                (unsigned long long)top_work, top_cpu / 1000, total_cpu / 1000);
   }
   return 0;
 }

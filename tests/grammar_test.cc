@@ -317,6 +317,65 @@ TEST(GrammarMask, NeverEmptyOnTheQwenVocabulary) {
   EXPECT_GE(completed, 9);
 }
 
+// Thousands of alternatives at one point, found by tests/e2e/hostile.py against the server.
+Json many_properties(int n, bool required) {
+  Json props = Json::object(), names = Json::array();
+  for (int i = 0; i < n; ++i) props["p" + std::to_string(i)] = Json{{"type", "string"}}, names.push_back("p" + std::to_string(i));
+  Json s = {{"type", "object"}, {"properties", props}, {"additionalProperties", false}};
+  if (required) s["required"] = names;
+  return s;
+}
+
+TEST(GrammarSchema, ManyRequiredPropertiesCompileInLinearTime) {
+  // Automaton::check settled productive nodes by sweeping all nodes per property (71 s at 3,000): now
+  // one pass over reversed edges. A regression is this test running into ctest's timeout.
+  const Json s = many_properties(3000, true);
+  std::string text = "{";
+  for (int i = 0; i < 3000; ++i) text += (i ? ",\"p" : "\"p") + std::to_string(i) + "\":\"x\"";
+  text += "}";
+  EXPECT_TRUE(accepts(s, text));
+  EXPECT_FALSE(accepts(s, text.substr(0, text.find(",\"p2999\"")) + "}"));  // the last one missing
+}
+
+TEST(GrammarSchema, HugeEnumIsRefusedAtCompile) {
+  Json values = Json::array();
+  for (int i = 0; i < 100000; ++i) values.push_back("v" + std::to_string(i));
+  EXPECT_NE(refusal(Json{{"enum", values}}).find("too large to compile"), std::string::npos);
+}
+
+TEST(GrammarMask, TooComplexAMaskIsRefusedNotComputed) {
+  // An object of 3,000 optional properties offers 3,000 keys after each member: on the Qwen vocabulary
+  // a mask there costs ~0.2-0.4 s of the engine loop, and a walk into it soon meets one past
+  // Matcher::kMaskWork, which fill_mask refuses instead of finishing. A walk over ten properties never
+  // comes near the budget.
+  const Tokenizer& tok = test::qwen();
+  std::vector<uint32_t> mask(size_t(TokenTrie::build(tok, 151936).mask_words()));
+  auto walk = [&](const Json& schema, uint64_t& largest) {
+    GrammarCache cache(Vocabulary{TokenTrie::build(tok, 151936), {*tok.token_id("<|im_end|>")}});
+    Matcher m(cache.get(schema));
+    std::mt19937 rng(7);
+    largest = 0;
+    for (int step = 0; step < 64 && !m.done(); ++step) {
+      const int n = m.fill_mask(mask);
+      largest = std::max(largest, m.last_work());
+      if (n <= 0) return n;
+      std::vector<int32_t> text;  // allowed tokens that are not only whitespace: into the object
+      for (int32_t id = 0; id < 151936; ++id)
+        if (mask[size_t(id) / 32] >> (id % 32) & 1u)
+          if (const std::string_view b = tok.token_bytes(id); b.find_first_not_of(" \t\n\r") != std::string_view::npos)
+            text.push_back(id);
+      if (text.empty()) break;
+      EXPECT_TRUE(m.advance(text[std::uniform_int_distribution<size_t>(0, text.size() - 1)(rng)]));
+    }
+    return 1;
+  };
+  uint64_t largest = 0;
+  EXPECT_EQ(walk(many_properties(3000, false), largest), Matcher::kTooComplex);
+  EXPECT_GT(largest, Matcher::kMaskWork);
+  EXPECT_EQ(walk(many_properties(10, false), largest), 1);
+  EXPECT_LT(largest, Matcher::kMaskWork);
+}
+
 TEST(GrammarMask, EosOnlyWhenComplete) {
   auto g = std::make_shared<const CompiledGrammar>(compile_schema(Json{{"type", "boolean"}}), bytes_only());
   Matcher m(g);

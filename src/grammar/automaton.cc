@@ -22,20 +22,37 @@ void Automaton::check() const {
   auto fail = [&](int32_t rule, const std::string& what) {
     throw SchemaError(rule_name_[size_t(rule)], what);
   };
-  // Productive nodes (some path from them ends the rule), to a fixpoint.
+  // Productive nodes (some path from them ends the rule): backwards from the final nodes over reversed
+  // edges, each node settled once. A call edge makes its node productive once both the called rule's
+  // start and the return node are. (Sweeping all nodes to a fixpoint took a sweep per property of an
+  // object, whose comma edges lead back to older nodes: 71 s for 3,000 required properties.)
   std::vector<char> productive(n, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < n; ++i) {
-      if (productive[i]) continue;
-      const Node& v = nodes_[i];
-      bool p = v.final;
-      for (const ByteEdge& e : v.bytes) p = p || productive[size_t(e.to)];
-      for (int32_t e : v.eps) p = p || productive[size_t(e)];
-      for (const CallEdge& c : v.calls) p = p || (productive[size_t(rule_start_[size_t(c.rule)])] && productive[size_t(c.ret)]);
-      if (p) productive[i] = 1, changed = true;
+  std::vector<std::vector<int32_t>> before(n);  // before[t]: nodes with an edge to t (calls: to start and return)
+  std::vector<int32_t> work;
+  for (size_t i = 0; i < n; ++i) {
+    const Node& v = nodes_[i];
+    for (const ByteEdge& e : v.bytes) before[size_t(e.to)].push_back(int32_t(i));
+    for (int32_t e : v.eps) before[size_t(e)].push_back(int32_t(i));
+    for (const CallEdge& c : v.calls) {
+      before[size_t(rule_start_[size_t(c.rule)])].push_back(int32_t(i));
+      before[size_t(c.ret)].push_back(int32_t(i));
     }
+    if (v.final) productive[i] = 1, work.push_back(int32_t(i));
   }
+  auto settles = [&](const Node& v) {
+    for (const ByteEdge& e : v.bytes) if (productive[size_t(e.to)]) return true;
+    for (int32_t e : v.eps) if (productive[size_t(e)]) return true;
+    for (const CallEdge& c : v.calls)
+      if (productive[size_t(rule_start_[size_t(c.rule)])] && productive[size_t(c.ret)]) return true;
+    return false;
+  };
+  while (!work.empty()) {
+    const int32_t t = work.back();
+    work.pop_back();
+    for (int32_t u : before[size_t(t)])
+      if (!productive[size_t(u)] && settles(nodes_[size_t(u)])) productive[size_t(u)] = 1, work.push_back(u);
+  }
+  before = {};
   // Which rule owns each node, by walking each rule's body from its start (calls stay outside).
   std::vector<int32_t> owner(n, -1);
   for (size_t r = 0; r < rules; ++r) {
@@ -59,10 +76,11 @@ void Automaton::check() const {
   // No rule may end without consuming (epsilon-reachable final node from its start), and the rules a
   // rule can call before consuming form no cycle.
   std::vector<std::vector<int32_t>> first_calls(rules);
+  std::vector<uint32_t> seen(n, 0);  // seen[i] == r + 1: reached from rule r's start (a stamp, not a clear per rule)
   for (size_t r = 0; r < rules; ++r) {
-    std::vector<char> seen(n, 0);
+    const uint32_t stamp = uint32_t(r + 1);
     std::vector<int32_t> work{rule_start_[r]};
-    seen[size_t(rule_start_[r])] = 1;
+    seen[size_t(rule_start_[r])] = stamp;
     while (!work.empty()) {
       const Node& v = nodes_[size_t(work.back())];
       work.pop_back();
@@ -71,7 +89,7 @@ void Automaton::check() const {
       if (v.final && int32_t(r) != root_) fail(int32_t(r), "this part of the schema matches an empty value");
       for (const CallEdge& c : v.calls) first_calls[r].push_back(c.rule);
       for (int32_t e : v.eps)
-        if (!seen[size_t(e)]) seen[size_t(e)] = 1, work.push_back(e);
+        if (seen[size_t(e)] != stamp) seen[size_t(e)] = stamp, work.push_back(e);
     }
   }
   std::vector<int> color(rules, 0);  // 0 unvisited, 1 on the path, 2 done

@@ -74,6 +74,9 @@ class SchemaCompiler {
 
  private:
   std::shared_ptr<const Automaton> finish() {
+    // value() checks the size before each part; a part's own nodes (an enum, a pattern) are checked as
+    // they are built, and the whole here.
+    if (a_.node_count() > kMaxNodes) refuse("$", "the schema is too large to compile");
     a_.check();
     return std::make_shared<const Automaton>(std::move(a_));
   }
@@ -128,6 +131,7 @@ class SchemaCompiler {
       for (const Json& v : values) {
         const bool typed = types.empty() || std::any_of(types.begin(), types.end(), [&](const std::string& t) { return is_type(v, t); });
         if (typed) alts.push_back(f_.literal(v.dump()));
+        if (a_.node_count() > kMaxNodes) refuse(path + "." + key, "the schema is too large to compile");
       }
       if (alts.empty()) refuse(path + "." + key, "no value here has the schema's type");
       return f_.choice(alts);

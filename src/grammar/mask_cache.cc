@@ -4,10 +4,10 @@
 
 namespace rocket::grammar {
 
-const NodeMask& MaskCache::get(int32_t node) {
+const NodeMask& MaskCache::get(int32_t node, uint64_t& work) {
   std::lock_guard<std::mutex> lock(mu_);
   std::unique_ptr<NodeMask>& e = entries_[size_t(node)];
-  if (!e) e = compute(node);
+  if (!e) e = compute(node, work);
   return *e;
 }
 
@@ -18,7 +18,7 @@ size_t MaskCache::computed() const {
   return n;
 }
 
-std::unique_ptr<NodeMask> MaskCache::compute(int32_t node) const {
+std::unique_ptr<NodeMask> MaskCache::compute(int32_t node, uint64_t& work) const {
   auto out = std::make_unique<NodeMask>();
   out->accepted.assign(size_t(trie_.mask_words()), 0);
   StackPool pool;
@@ -43,6 +43,7 @@ std::unique_ptr<NodeMask> MaskCache::compute(int32_t node) const {
     for (int32_t id : trie_.tokens(t)) out->accepted[size_t(id) / 32] |= 1u << (id % 32);
     ++i;
   }
+  work += stepper.work();
   return out;
 }
 

@@ -35,13 +35,13 @@ class MaskCache {
   MaskCache(const Automaton& automaton, const TokenTrie& trie)
       : a_(automaton), trie_(trie), entries_(automaton.node_count()) {}
 
-  // REQUIRES: `node` has byte edges.
-  const NodeMask& get(int32_t node);
+  // REQUIRES: `node` has byte edges. Adds the stepper work it took to `work` (0 when cached).
+  const NodeMask& get(int32_t node, uint64_t& work);
   // Entries computed so far (for the benchmark and tests).
   size_t computed() const;
 
  private:
-  std::unique_ptr<NodeMask> compute(int32_t node) const;
+  std::unique_ptr<NodeMask> compute(int32_t node, uint64_t& work) const;
 
   const Automaton& a_;
   const TokenTrie& trie_;

@@ -16,6 +16,7 @@ int Matcher::fill_mask(std::span<uint32_t> mask) {
     std::fill(mask.begin(), mask.end(), 0u);
     return 0;
   }
+  last_work_ = 0;
   for (const Memo& m : memo_) {
     if (m.mask.size() == mask.size() && m.accept == state_.accept && m.tops == state_.tops) {
       std::copy(m.mask.begin(), m.mask.end(), mask.begin());
@@ -24,10 +25,15 @@ int Matcher::fill_mask(std::span<uint32_t> mask) {
   }
   std::fill(mask.begin(), mask.end(), 0u);
   MaskCache& cache = grammar_->masks();
+  uint64_t& work = last_work_;
+  work = state_.tops.size();
   for (int32_t top : state_.tops) {
-    const NodeMask& m = cache.get(pool_[top].node);
+    const NodeMask& m = cache.get(pool_[top].node, work);
+    work += mask.size() / 8;  // the OR below, in units of about a frame's cost
     for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.accepted[w];
-    for (int32_t root : m.uncertain) walk_uncertain(top, root, mask);
+    for (int32_t root : m.uncertain)
+      if (!walk_uncertain(top, root, mask, work)) return kTooComplex;
+    if (work > kMaskWork) return kTooComplex;
   }
   if (state_.accept)
     for (int32_t id : grammar_->vocabulary().eos) mask[size_t(id) / 32] |= 1u << (id % 32);
@@ -41,7 +47,8 @@ int Matcher::fill_mask(std::span<uint32_t> mask) {
   return n;
 }
 
-void Matcher::walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask) {
+bool Matcher::walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask, uint64_t& work) {
+  const uint64_t work0 = stepper_.work();
   const TokenTrie& trie = grammar_->vocabulary().trie;
   const auto& nodes = trie.nodes();
   const TokenTrie::TrieNode& r = nodes[size_t(root)];
@@ -50,7 +57,7 @@ void Matcher::walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask
   at.tops.assign(1, top);
   for (char c : trie.prefix(r.parent)) {
     stepper_.step(at, uint8_t(c), next_);
-    if (next_.empty()) return;
+    if (next_.empty()) return true;
     std::swap(at, next_);
   }
   if (walk_.size() <= size_t(r.depth)) walk_.resize(size_t(r.depth) + 1);
@@ -60,6 +67,10 @@ void Matcher::walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask
     const size_t d = size_t(t.depth);
     if (walk_.size() <= d) walk_.resize(d + 1);
     stepper_.step(walk_[d - 1], t.byte, walk_[d]);
+    if (work + (stepper_.work() - work0) > kMaskWork) {
+      work += stepper_.work() - work0;
+      return false;
+    }
     if (walk_[d].empty() && !walk_[d].accept) {
       i = t.end;
       continue;
@@ -67,6 +78,8 @@ void Matcher::walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask
     for (int32_t id : trie.tokens(t)) mask[size_t(id) / 32] |= 1u << (id % 32);
     ++i;
   }
+  work += stepper_.work() - work0;
+  return true;
 }
 
 bool Matcher::advance(int32_t token) {

@@ -26,9 +26,20 @@ class Matcher {
   Matcher(const Matcher&) = delete;
   Matcher& operator=(const Matcher&) = delete;
 
+  // The parser work (Stepper::work) one mask may take. A schema with thousands of alternatives at one
+  // point (3,000 required properties: ~3 s a token; an enum of 100,000 strings) would otherwise stall
+  // every stream of the engine loop, which computes masks, for seconds per token. A unit is ~25 ns on
+  // a 2.6 GHz Xeon core, so the budget is ~0.25 s; the largest mask of the agent schemas of
+  // bench/grammar_bench.cc takes 4.7M (a cold first mask, which fills the mask cache's root node).
+  static constexpr uint64_t kMaskWork = 10'000'000;
+  static constexpr int kTooComplex = -1;
+
   // Writes the allowed tokens into `mask` (vocabulary().trie.mask_words() words, bit t of word t/32).
-  // Returns how many are allowed; 0 means no token of the vocabulary can continue the output.
+  // Returns how many are allowed; 0 means no token of the vocabulary can continue the output, and
+  // kTooComplex that the mask would take more than kMaskWork (the mask is then incomplete).
   int fill_mask(std::span<uint32_t> mask);
+  // The work the last fill_mask took (0 when its memo answered).
+  uint64_t last_work() const { return last_work_; }
   // Takes a token: false (nothing changes) when the grammar does not allow it. Eos is allowed when
   // accepting(), and ends the matcher (done()).
   bool advance(int32_t token);
@@ -44,7 +55,8 @@ class Matcher {
 
  private:
   // Adds the tokens of trie subtree `root` that `top` (a frame of this matcher's pool) can take.
-  void walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask);
+  // False once the mask's work passed kMaskWork.
+  bool walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask, uint64_t& work);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   StackPool pool_;
@@ -61,6 +73,7 @@ class Matcher {
   std::array<Memo, kMemos> memo_;
   size_t memo_next_ = 0;  // the slot the next new state takes (round robin)
   size_t position_ = 0;
+  uint64_t last_work_ = 0;
   bool done_ = false;
 };
 

@@ -24,6 +24,7 @@ void Stepper::step(const StackSet& from, uint8_t byte, StackSet& out) {
   work_.clear();
   for (int32_t f : from.tops) {
     const StackPool::Frame fr = pool_[f];
+    work_done_ += a_.node(fr.node).bytes.size();
     for (const ByteEdge& e : a_.node(fr.node).bytes)
       if (byte >= e.lo && byte <= e.hi) work_.push_back(pool_.intern(e.to, fr.parent));
   }
@@ -38,6 +39,7 @@ void Stepper::close(StackSet& out) {
   while (!work_.empty()) {
     const int32_t f = work_.back();
     work_.pop_back();
+    ++work_done_;
     if (size_t(f) >= seen_.size()) seen_.resize(std::max(size_t(f) + 1, 2 * seen_.size()), 0u);
     if (seen_[size_t(f)] == epoch_) continue;
     seen_[size_t(f)] = epoch_;

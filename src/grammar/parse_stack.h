@@ -54,6 +54,8 @@ class Stepper {
   void start(int32_t node, int32_t parent, StackSet& out);
   // The states after `from` consumes `byte`, closed. `out` must not alias `from`.
   void step(const StackSet& from, uint8_t byte, StackSet& out);
+  // Frames expanded and byte edges tried so far: the stepper's work, a deterministic measure of time.
+  uint64_t work() const { return work_done_; }
 
  private:
   void close(StackSet& out);
@@ -66,6 +68,7 @@ class Stepper {
   // fuzzer's `(a...|b)*+++...` spent minutes in a linear scan there).
   std::vector<uint32_t> seen_;
   uint32_t epoch_ = 0;
+  uint64_t work_done_ = 0;
 };
 
 }  // namespace rocket::grammar

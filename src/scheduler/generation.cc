@@ -100,7 +100,15 @@ void Generation::constrain(std::shared_ptr<const grammar::CompiledGrammar> gramm
 const uint32_t* Generation::token_mask() {
   CHECK(!finished_, "token_mask() on a finished generation");
   if (!matcher_ || grammar_after_) return nullptr;
-  if (matcher_->fill_mask(mask_) == 0) {
+  const int allowed = matcher_->fill_mask(mask_);
+  if (allowed == grammar::Matcher::kTooComplex) {
+    fail(fmt::format("structured output: the grammar is too complex to enforce at speed: after {} bytes of output, the "
+                     "next token's mask needed more than {} parser steps (a schema with thousands of alternatives at "
+                     "one point: properties, enum values or anyOf branches); simplify the schema or the tools",
+                     matcher_->position(), grammar::Matcher::kMaskWork));
+    return nullptr;
+  }
+  if (allowed == 0) {
     fail(fmt::format("structured output: no token of the vocabulary can continue the response format after {} bytes "
                      "of output", matcher_->position()));
     return nullptr;
