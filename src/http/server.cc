@@ -240,7 +240,7 @@ struct HttpServer::Impl {
       if (!ev) continue;
       if (!ev->error.empty()) {
         sink.cancel();  // the other choices stop too: the response is an error
-        throw ProtocolError(500, ev->error, "", "server_error");
+        throw ProtocolError(ev->error_status, ev->error, "", ev->error_status < 500 ? "invalid_request_error" : "server_error");
       }
       Response& s = all.of(*ev);
       if (!ev->done) {
@@ -306,7 +306,7 @@ struct HttpServer::Impl {
           *idle = 0;
           if (!ev->error.empty()) {
             sink->cancel();  // the other choices stop too: the stream ends with the error
-            send(error_body(ProtocolError(500, ev->error, "", "server_error")));
+            send(error_body(ProtocolError(ev->error_status, ev->error, "", ev->error_status < 500 ? "invalid_request_error" : "server_error")));
             out.write(kSseDone.data(), kSseDone.size());
             out.done();
             return true;

@@ -105,7 +105,8 @@ const uint32_t* Generation::token_mask() {
     fail(fmt::format("structured output: the grammar is too complex to enforce at speed: after {} bytes of output, the "
                      "next token's mask needed more than {} parser steps (a schema with thousands of alternatives at "
                      "one point: properties, enum values or anyOf branches); simplify the schema or the tools",
-                     matcher_->position(), grammar::Matcher::kMaskWork));
+                     matcher_->position(), grammar::Matcher::kMaskWork),
+         400);
     return nullptr;
   }
   if (allowed == 0) {
@@ -219,7 +220,7 @@ void Generation::emit(std::string text, bool stopped) {
   if (!e.text.empty() || !e.logprobs.empty()) sink_->push(std::move(e));
 }
 
-void Generation::fail(std::string_view message) {
+void Generation::fail(std::string_view message, int status) {
   CHECK(!finished_, "fail() on a finished generation");
   finished_ = true;
   answered_ = true;
@@ -229,6 +230,7 @@ void Generation::fail(std::string_view message) {
   e.choice = choice_;
   e.done = true;
   e.error = std::string(message);
+  e.error_status = status;
   sink_->push(std::move(e));
 }
 

@@ -53,6 +53,7 @@ struct TokenEvent {
   FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
   Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens, of this choice
   std::string error;  // non-empty: the request failed in the engine
+  int error_status = 500;  // the HTTP status of `error`: 400 where the request itself is at fault
 };
 
 // The per-request channel between the loop thread (push) and the HTTP thread (pop, cancel), shared by
@@ -159,7 +160,7 @@ class Generation {
   void set_cached_tokens(int64_t n) { usage_.cached_tokens = n; }
 
   // The engine failed on this request: pushes an error event and finishes. REQUIRES: not finished.
-  void fail(std::string_view message);
+  void fail(std::string_view message, int status = 500);
 
  private:
   // A token's logprobs, and where its text lies in the decoder's output.

@@ -320,6 +320,9 @@ print(out.split(b" ")[1].decode() if out.startswith(b"HTTP/") else "none", round
     expect("object of 5,000 required properties", schema({"type": "object", "properties": {
         f"p{i}": {"type": "string"} for i in range(5000)}, "required": [f"p{i}" for i in range(5000)]}),
            (200, 400), seconds=20)
+    expect("3,000 optional properties (a mask past the work budget)", schema({"type": "object", "properties": {
+        f"p{i}": {"type": "string"} for i in range(3000)}, "additionalProperties": False}) | {"max_tokens": 64, "seed": 7,
+        "temperature": 1.0, "logit_bias": {"220": -100, "198": -100, "197": -100}}, (200, 400), seconds=30)
     expect("1,000 tools required", chat("x", tool_choice="required", tools=[
         {"type": "function", "function": {"name": f"tool_{i}", "parameters": {
             "type": "object", "properties": {"a": {"type": "string", "enum": [f"e{j}" for j in range(50)]}}}}}
