@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "http/connection.h"
+#include "http/request_head.h"
 #include "openai/protocol_error.h"
 
 namespace rocket {
@@ -28,11 +29,7 @@ thread_local int t_socket = -1;
 
 // Why the request this thread reads had its head refused (status 0: it was not); the error handler,
 // which runs on the same thread, writes it.
-struct HeadRefusal {
-  int status = 0;
-  std::string message, code;
-};
-thread_local HeadRefusal t_refusal;
+thread_local HeadVerdict t_refusal;
 
 // One connection: its socket and what was received but not yet read (a pipelined next request).
 struct Connection {
@@ -52,47 +49,6 @@ int poll_one(int sock, short events, int timeout_ms) {
 
 int remaining_ms(Clock::time_point deadline) {
   return int(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-// Why a complete head is refused before its body is read, or status 0. httplib would read and drop a
-// body over the payload limit before it answered 413 (until the client stopped sending), parse a
-// negative Content-Length as a huge one, and inflate a compressed body without limit.
-HeadRefusal head_refusal(std::string_view head, size_t max_body_bytes) {
-  std::string length;
-  size_t at = head.find('\n');
-  while (at != std::string_view::npos && at + 1 < head.size()) {
-    const size_t end = head.find('\n', at + 1);
-    const std::string_view line = head.substr(at + 1, end == std::string_view::npos ? head.npos : end - at - 1);
-    at = end;
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string name = lower(trim(line.substr(0, colon)));
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (name == "content-encoding" && !value.empty() && lower(value) != "identity")
-      return {415, fmt::format("Content-Encoding '{}' is not accepted: send the request body uncompressed.", value),
-              "unsupported_content_encoding"};
-    if (name != "content-length") continue;
-    if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string_view::npos ||
-        (!length.empty() && length != value))
-      return {400, fmt::format("Invalid Content-Length '{}'.", value.substr(0, 40)), "invalid_content_length"};
-    length = value;
-  }
-  if (!length.empty() && std::stoull(length) > max_body_bytes)
-    return {413, fmt::format("The request body is larger than this server's limit of {} bytes.", max_body_bytes),
-            "request_too_large"};
-  return {};
 }
 
 void numeric_address(const sockaddr_storage& a, socklen_t len, std::string& ip, int& port) {
@@ -141,7 +97,7 @@ class RequestStream final : public httplib::Stream {
                       "request_header_fields_too_large");
       if (head_.ends_with("\r\n\r\n")) {  // httplib ends a head only there too
         in_head_ = false;
-        if (HeadRefusal why = head_refusal(head_, max_body_bytes_); why.status)
+        if (HeadVerdict why = check_request_head(head_, max_body_bytes_); why.status)
           return refuse(why.status, std::move(why.message), std::move(why.code));
       }
       ptr[n++] = ch;

@@ -10,7 +10,7 @@
 # harness, JOBS each); SEED0 offsets the processes' seeds, so runs that are summed never repeat a seed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-names=(openai_request chat_template tokenizer safetensors plan output_parser traceparent grammar)
+names=(openai_request chat_template tokenizer safetensors plan output_parser traceparent grammar request_head)
 case ${1:?usage: fuzz_long.sh pack [BUILD] | run SECONDS} in
   pack)
     build=${2:-build/fuzz}
