@@ -97,8 +97,12 @@ class RequestStream final : public httplib::Stream {
                       "request_header_fields_too_large");
       if (head_.ends_with("\r\n\r\n")) {  // httplib ends a head only there too
         in_head_ = false;
-        if (HeadVerdict why = check_request_head(head_, max_body_bytes_); why.status)
-          return refuse(why.status, std::move(why.message), std::move(why.code));
+        HeadVerdict why = check_request_head(head_, max_body_bytes_);
+        if (why.status) return refuse(why.status, std::move(why.message), std::move(why.code));
+        // A chunked body (no length) may be as large as the limit.
+        const size_t body = why.body_bytes >= 0 ? size_t(why.body_bytes) : max_body_bytes_;
+        body_deadline_ = Clock::now() + std::chrono::seconds(limits_.head_seconds) +
+                         std::chrono::seconds(body / std::max<size_t>(limits_.body_bytes_per_second, 1));
       }
       ptr[n++] = ch;
       ++c_.off;
@@ -107,7 +111,11 @@ class RequestStream final : public httplib::Stream {
     return ssize_t(n);
   }
 
+  // Something of a response was written (httplib writes none when the request line itself fails).
+  bool wrote() const { return wrote_; }
+
   ssize_t write(const char* ptr, size_t size) override {
+    wrote_ = true;
     if (!is_writable()) return -1;
     for (;;) {
       const ssize_t n = ::send(c_.sock, ptr, size, MSG_NOSIGNAL);
@@ -134,11 +142,13 @@ class RequestStream final : public httplib::Stream {
  private:
   // Receives more bytes: within the read timeout, and while in the head within its deadline too.
   bool fill() {
-    int timeout = read_timeout_ms_;
-    if (in_head_) timeout = std::min(timeout, remaining_ms(head_deadline_));
-    if (poll_one(c_.sock, POLLIN, timeout) <= 0) {
-      if (in_head_ && Clock::now() >= head_deadline_)
-        refuse(408, fmt::format("The request line and headers did not arrive within {} s.", limits_.head_seconds), "request_timeout");
+    const Clock::time_point deadline = in_head_ ? head_deadline_ : body_deadline_;
+    if (poll_one(c_.sock, POLLIN, std::min(read_timeout_ms_, remaining_ms(deadline))) <= 0) {
+      if (Clock::now() >= deadline)
+        refuse(408, in_head_ ? fmt::format("The request line and headers did not arrive within {} s.", limits_.head_seconds)
+                             : fmt::format("The request body did not arrive in time (at least {} KiB/s after its first {} s).",
+                                           limits_.body_bytes_per_second >> 10, limits_.head_seconds),
+               "request_timeout");
       return false;
     }
     ssize_t n;
@@ -159,8 +169,8 @@ class RequestStream final : public httplib::Stream {
   const HeadLimits& limits_;
   size_t max_body_bytes_;
   int read_timeout_ms_, write_timeout_ms_;
-  Clock::time_point head_deadline_;
-  bool in_head_ = true, refused_ = false;
+  Clock::time_point head_deadline_, body_deadline_;
+  bool in_head_ = true, refused_ = false, wrote_ = false;
   std::string head_;
 };
 
@@ -176,6 +186,22 @@ bool await_request(const Connection& c, int keep_alive_seconds, const std::atomi
     if (left == 0) return false;
   }
   return false;
+}
+
+// The refusal's answer, written here when httplib wrote none (a request line cut short by the head's
+// limits ends its request without an answer).
+void write_refusal(int sock, const HeadVerdict& why) {
+  const char* reason = why.status == 408 ? "Request Timeout" : why.status == 431 ? "Request Header Fields Too Large" : "Bad Request";
+  const std::string body = error_body(ProtocolError(why.status, why.message, "", "invalid_request_error", why.code)).dump();
+  const std::string out = fmt::format("HTTP/1.1 {} {}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                                      "Content-Length: {}\r\n\r\n{}",
+                                      why.status, reason, body.size(), body);
+  for (size_t at = 0; at < out.size();) {
+    if (poll_one(sock, POLLOUT, 1000) <= 0) return;
+    const ssize_t n = ::send(sock, out.data() + at, out.size() - at, MSG_NOSIGNAL);
+    if (n <= 0 && errno != EINTR) return;
+    at += size_t(std::max<ssize_t>(n, 0));
+  }
 }
 
 // After a refusal the client may still be sending the body or headers it was refused for; closing
@@ -227,6 +253,7 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     RequestStream strm(c, limits_, payload_max_length_, read_ms, write_ms);
     bool closed = false;
     ret = process_request(strm, /*close_connection=*/left == 1 || strm.refused(), closed, nullptr);
+    if (strm.refused() && !strm.wrote()) write_refusal(sock, t_refusal);
     if (!ret || closed || strm.refused()) break;  // a refused head leaves its body unread: close
   }
   t_socket = -1;

@@ -3,7 +3,9 @@
 //  - headers: it caps each line at 8 KiB but not their number, so one client streaming short header
 //    lines grows the server by ~100 bytes a line until memory runs out (3M lines: +300 MiB). Here the
 //    head (request line and headers) is at most `head_bytes` (431) and must arrive within
-//    `head_seconds` of its first byte (408), so a slow-loris client frees its thread too;
+//    `head_seconds` of its first byte (408), and the body within `head_seconds` more plus a second per
+//    `body_bytes_per_second` of it (408): httplib's only bound is 5 s between two reads, so a client
+//    sending a byte every 4 s held one of its threads for days;
 //  - bodies: over the payload limit it reads and drops the whole body before answering 413 (as long as
 //    the client sends), reads "Content-Length: -5" as a huge length, and, built with zlib and brotli,
 //    inflates a Content-Encoding body with no limit past the length it checked (a 0.5 MB gzip body of
@@ -28,6 +30,7 @@ namespace rocket {
 struct HeadLimits {
   size_t head_bytes = 64 << 10;
   int head_seconds = 30;
+  size_t body_bytes_per_second = 64 << 10;  // the slowest average a body may arrive at, past head_seconds
 };
 
 class BoundedServer : public httplib::Server {

@@ -50,10 +50,11 @@ HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes) {
       return {400, fmt::format("Invalid Content-Length '{}'.", quoted(value)), "invalid_content_length"};
     length = value;
   }
-  if (!length.empty() && std::stoull(length) > max_body_bytes)
+  if (length.empty()) return {};
+  if (std::stoull(length) > max_body_bytes)
     return {413, fmt::format("The request body is larger than this server's limit of {} bytes.", max_body_bytes),
             "request_too_large"};
-  return {};
+  return {0, "", "", int64_t(std::stoull(length))};
 }
 
 }  // namespace rocket

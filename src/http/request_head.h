@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,7 @@ namespace rocket {
 struct HeadVerdict {
   int status = 0;  // 0: read the body; else the HTTP status to refuse with
   std::string message, code;
+  int64_t body_bytes = -1;  // the declared Content-Length; -1: none (no body, or chunked)
 };
 
 // 415 for a Content-Encoding other than identity; 400 for a Content-Length that is not a decimal of at
