@@ -47,8 +47,9 @@ int poll_one(int sock, short events, int timeout_ms) {
   }
 }
 
+// Rounded up: a poll that waits this long ends at or past the deadline, not a fraction before it.
 int remaining_ms(Clock::time_point deadline) {
-  return int(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  return int(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count()));
 }
 
 void numeric_address(const sockaddr_storage& a, socklen_t len, std::string& ip, int& port) {
