@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <string>
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -189,11 +188,15 @@ bool await_request(const Connection& c, int keep_alive_seconds, const std::atomi
   return false;
 }
 
+ProtocolError refusal_error(const HeadVerdict& why) {
+  return ProtocolError(why.status, why.message, "", "invalid_request_error", why.code);
+}
+
 // The refusal's answer, written here when httplib wrote none (a request line cut short by the head's
 // limits ends its request without an answer).
 void write_refusal(int sock, const HeadVerdict& why) {
   const char* reason = why.status == 408 ? "Request Timeout" : why.status == 431 ? "Request Header Fields Too Large" : "Bad Request";
-  const std::string body = error_body(ProtocolError(why.status, why.message, "", "invalid_request_error", why.code)).dump();
+  const std::string body = error_body(refusal_error(why)).dump();
   const std::string out = fmt::format("HTTP/1.1 {} {}\r\nConnection: close\r\nContent-Type: application/json\r\n"
                                       "Content-Length: {}\r\n\r\n{}",
                                       why.status, reason, body.size(), body);
@@ -231,7 +234,7 @@ BoundedServer::BoundedServer(HeadLimits limits) : limits_(limits) {
     if (t_refusal.status) {
       res.status = t_refusal.status;
       res.set_header("Connection", "close");  // its body, if any, is not read
-      e = ProtocolError(t_refusal.status, t_refusal.message, "", "invalid_request_error", t_refusal.code);
+      e = refusal_error(t_refusal);
     } else if (res.status == 413) {
       e = ProtocolError(413, fmt::format("The request body is larger than this server's limit of {} bytes.", payload_max_length_),
                         "", "invalid_request_error", "request_too_large");

@@ -51,10 +51,11 @@ HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes) {
     length = value;
   }
   if (length.empty()) return {};
-  if (std::stoull(length) > max_body_bytes)
+  const uint64_t bytes = std::stoull(length);  // at most 19 digits: fits
+  if (bytes > max_body_bytes)
     return {413, fmt::format("The request body is larger than this server's limit of {} bytes.", max_body_bytes),
             "request_too_large"};
-  return {0, "", "", int64_t(std::stoull(length))};
+  return {0, "", "", int64_t(bytes)};
 }
 
 }  // namespace rocket

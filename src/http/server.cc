@@ -39,6 +39,11 @@ std::mt19937_64& id_rng() {
   return rng;
 }
 
+// A request that failed in the engine loop, as the error its client gets.
+ProtocolError engine_error(const TokenEvent& ev) {
+  return ProtocolError(ev.error_status, ev.error, "", ev.error_status < 500 ? "invalid_request_error" : "server_error");
+}
+
 void send_error(httplib::Response& res, const ProtocolError& e) {
   res.status = e.status();
   if (e.status() == 503) res.set_header("Retry-After", "1");
@@ -240,7 +245,7 @@ struct HttpServer::Impl {
       if (!ev) continue;
       if (!ev->error.empty()) {
         sink.cancel();  // the other choices stop too: the response is an error
-        throw ProtocolError(ev->error_status, ev->error, "", ev->error_status < 500 ? "invalid_request_error" : "server_error");
+        throw engine_error(*ev);
       }
       Response& s = all.of(*ev);
       if (!ev->done) {
@@ -306,7 +311,7 @@ struct HttpServer::Impl {
           *idle = 0;
           if (!ev->error.empty()) {
             sink->cancel();  // the other choices stop too: the stream ends with the error
-            send(error_body(ProtocolError(ev->error_status, ev->error, "", ev->error_status < 500 ? "invalid_request_error" : "server_error")));
+            send(error_body(engine_error(*ev)));
             out.write(kSseDone.data(), kSseDone.size());
             out.done();
             return true;

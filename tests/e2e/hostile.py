@@ -10,7 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -103,10 +102,10 @@ def alive(after):
         return False
 
 
-def error_shape(data, status):
+def error_shape(data):
     try:
         e = json.loads(data)["error"]
-        return isinstance(e["message"], str) and "type" in e and str(e.get("code")) is not None
+        return isinstance(e["message"], str) and isinstance(e["type"], str) and "code" in e
     except Exception:  # noqa: BLE001
         return False
 
@@ -120,7 +119,7 @@ def expect(name, body, want, contains=None, seconds=5.0, path="/v1/chat/completi
         return
     msg = d[:400].decode("utf-8", "replace")
     wants = want if isinstance(want, tuple) else (want,)
-    shaped = error_shape(d, s) if s >= 400 else s == 200 and "choices" in json.loads(d)
+    shaped = error_shape(d) if s >= 400 else s == 200 and "choices" in json.loads(d)
     good = s in wants and shaped and t < seconds and (contains is None or contains in msg)
     said = f" ({json.loads(d)['error']['message'][:90]!r})" if good and s >= 400 else ""
     check(good, f"{name}: {s} in {t:.2f} s{said}",
