@@ -233,8 +233,18 @@ bool time_piece(int n, std::mt19937& rng) {
   const double records = std::ceil(double(n) / C) * S::kVHeads * double(tiling::gdn_chunk_floats(S::kKDim, S::kVDim)) * 4;
   const double bytes = double(n) * (S::kConvDim + 2 * S::kVHeads + 2 * S::kValueDim) * 2 +
                        2.0 * S::kVHeads * S::kKDim * S::kVDim * 4 + records * 2 + double(n) * S::kValueDim * 4 * 2;
-  std::printf("a3b    n=%-5d median %8.1f us  %7.2f M tokens/s  %6.2f TFLOP/s  %6.0f GB/s  %s\n", n, t * 1e6, n / t / 1e6,
-              piece_flops<S>(n) / t / 1e12, bytes / t / 1e9, finite ? "" : "NON-FINITE OUTPUT");
+  // Each kernel alone, after the whole (the scan moves the state on each run, which changes no cost).
+  double part[3];
+  int k = 0;
+  for (auto* launch : {&rocket::cuda::gdn_chunk_prepare<S>, &rocket::cuda::gdn_chunk_scan<S>, &rocket::cuda::gdn_chunk_norm<S>}) {
+    std::vector<float> pm;
+    for (int i = 0; i < 21; ++i) pm.push_back(elapsed_ms(nullptr, [&] { launch(p, nullptr); }));
+    std::sort(pm.begin(), pm.end());
+    part[k++] = pm[pm.size() / 2] * 1e3;
+  }
+  std::printf("a3b    n=%-5d median %8.1f us  %7.2f M tokens/s  %6.2f TFLOP/s  %6.0f GB/s  (prepare %.1f scan %.1f norm %.1f us)  %s\n",
+              n, t * 1e6, n / t / 1e6, piece_flops<S>(n) / t / 1e12, bytes / t / 1e9, part[0], part[1], part[2],
+              finite ? "" : "NON-FINITE OUTPUT");
   return finite;
 }
 

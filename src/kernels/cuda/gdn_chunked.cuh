@@ -426,30 +426,52 @@ __global__ void __launch_bounds__(256) gdn_chunk_norm_kernel(const __grid_consta
 // ---------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// One stream's piece: p.tokens (>= 1) tokens from absolute position p.pos0, state in and out at p.state.
+// The three kernels one at a time (a check times them apart); gdn_chunked runs all three in order.
 template <class S>
-void gdn_chunked(const GdnChunkedParams& p, cudaStream_t stream) {
+void gdn_chunk_prepare(const GdnChunkedParams& p, cudaStream_t stream) {
   using T = GdnChunkedShape<S>;
   CHECK(p.tokens >= 1 && p.pos0 >= 0, "gdn chunked: needs at least one token at a position >= 0");
   CHECK(tiling::gdn_chunked_workspace_floats(S::kKHeads, S::kVHeads, T::kKd, T::kVd, p.tokens) <= p.workspace_floats,
         "gdn chunked: the workspace is smaller than the piece needs");
-  CHECK(p.capture_at == nullptr || p.snapshot_state != nullptr, "gdn chunked: captures need the snapshot state");
-  constexpr int kPrepareSmem = sizeof(GdnPrepareSmem<S>), kScanSmem = sizeof(GdnScanSmem<S>);
-  static const bool attributes_set = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(gdn_chunk_prepare_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kPrepareSmem));
-    CUDA_CHECK(cudaFuncSetAttribute(gdn_chunk_scan_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kScanSmem));
+  constexpr int kSmem = sizeof(GdnPrepareSmem<S>);
+  static const bool attribute_set = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(gdn_chunk_prepare_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     return true;
   }();
-  (void)attributes_set;
+  (void)attribute_set;
   const int first = T::C - p.pos0 % T::C;
   const int chunks = p.tokens <= first ? 1 : 1 + (p.tokens - first + T::C - 1) / T::C;
-  gdn_chunk_prepare_kernel<S><<<dim3(chunks, S::kVHeads), T::kThreads, kPrepareSmem, stream>>>(p);
+  gdn_chunk_prepare_kernel<S><<<dim3(chunks, S::kVHeads), T::kThreads, kSmem, stream>>>(p);
   CUDA_CHECK(cudaGetLastError());
-  gdn_chunk_scan_kernel<S><<<dim3(T::kSplit, S::kVHeads), T::kThreads, kScanSmem, stream>>>(p);
+}
+
+template <class S>
+void gdn_chunk_scan(const GdnChunkedParams& p, cudaStream_t stream) {
+  using T = GdnChunkedShape<S>;
+  CHECK(p.capture_at == nullptr || p.snapshot_state != nullptr, "gdn chunked: captures need the snapshot state");
+  constexpr int kSmem = sizeof(GdnScanSmem<S>);
+  static const bool attribute_set = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(gdn_chunk_scan_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    return true;
+  }();
+  (void)attribute_set;
+  gdn_chunk_scan_kernel<S><<<dim3(T::kSplit, S::kVHeads), T::kThreads, kSmem, stream>>>(p);
   CUDA_CHECK(cudaGetLastError());
+}
+
+template <class S>
+void gdn_chunk_norm(const GdnChunkedParams& p, cudaStream_t stream) {
   const int warps = p.tokens * S::kVHeads;
   gdn_chunk_norm_kernel<S><<<(warps + 7) / 8, 256, 0, stream>>>(p);
   CUDA_CHECK(cudaGetLastError());
+}
+
+// One stream's piece: p.tokens (>= 1) tokens from absolute position p.pos0, state in and out at p.state.
+template <class S>
+void gdn_chunked(const GdnChunkedParams& p, cudaStream_t stream) {
+  gdn_chunk_prepare<S>(p, stream);
+  gdn_chunk_scan<S>(p, stream);
+  gdn_chunk_norm<S>(p, stream);
 }
 
 }  // namespace rocket::cuda
