@@ -13,14 +13,22 @@
 //     K Kᵀ, [W | U] by forward substitution (one column per thread, in registers), into the workspace.
 //  2. scan: one block per (value head, kGdnChunkedColumns columns), the chunks in order. The columns of
 //     S are independent (only sums over Kd couple rows), so each block keeps its Kd x 32 slice in shared
-//     memory for the whole piece and runs the three products per chunk as small fp32 GEMMs; the next
+//     memory for the whole piece and runs the three products per chunk on the tensor cores; the next
 //     chunk's operands stream in with cp.async behind the current chunk's products. It writes the state
 //     after chunk j to snapshot slot capture_at[j] (when >= 0) and the final state back.
 //  3. norm: one warp per (token, value head): the gated norm needs sums over all Vd, which kernel 2
 //     splits over blocks.
 //
-// FP32 CUDA-core math throughout: the products feed a state carried over thousands of tokens, and
-// tf32 tensor cores would round operands to 11 bits.
+// Precision: fp32 throughout. The scan's products feed a state carried over thousands of tokens, where
+// tf32's 11-bit operands would not do, so they are 3xTF32 (mma.m16n8k8.tf32 on each operand's big and
+// small tf32 parts, the small x small term dropped): ~2^-21 of each product, within a few units of fp32
+// rounding. Kernel 1 stays on the CUDA cores (its forward substitution is a dependent chain).
+// NOTE: measured (h200-prefill.md, 2026-12-05): the tensor-core scan is only ~7% faster than the fp32
+// CUDA-core one (a3b, 2048 tokens: 336 -> 313 us). Both are issue-bound at one block of 8 warps per SM
+// (ncu: 0.53 issued warps per scheduler, 12.5% occupancy); here most instructions are the operand splits
+// (two cvt and a subtract per element, redone at every fragment load), and a deeper cp.async prefetch
+// changed nothing. What would pay: operands split once (s at its update, the records by kernel 1) and
+// more warps per block.
 //
 // State layout: as gdn.cuh, fp32 [Hv][Kd][Vd] for this layer of the stream's slot (the caller passes the
 // pointer); a snapshot slot holds the same layer at snapshot_state + slot * snapshot_stride.
@@ -65,9 +73,16 @@ struct GdnChunkedShape {
   static constexpr int kCols = tiling::kGdnChunkedColumns;  // columns of S per scan block
   static constexpr int kSplit = kVd / kCols;                 // scan blocks per value head
   static constexpr int kThreads = 256;
-  // Scan products: thread (ty, tx) of 16 x 16 owns rows 4ty..4ty+3 of the C x kCols outputs (U', O) and
-  // rows ty*kSRows.. of the Kd x kCols state, columns 2tx, 2tx+1.
-  static constexpr int kSRows = kKd / 16;
+  // Scan products as m16n8k8 tiles: warp w owns rows 16 (w / 2).. and columns 16 (w % 2).. of the C x kCols
+  // outputs (U', O), and kStateTiles 16 x 8 tiles of the Kd x kCols state (a3b: rows 16 w.., all columns).
+  // Operand pitches are 8 mod 32 floats, so a fragment's 32 lanes (row c / c + 4, column g) read 32
+  // distinct banks.
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kStateRowTiles = kKd / 16, kWarpsPerRowTile = kWarps / kStateRowTiles;
+  static constexpr int kStateTiles = kStateRowTiles * (kCols / 8) / kWarps;  // n-tiles of one row tile per warp
+  static constexpr int kColPitch = kCols + 8;  // s, u: [row][column]
+  static constexpr int kTokPitch = C + 8;      // Wᵀ, (G ⊙ Q)ᵀ, Pᵀ: [Kd or C][token]
+  static constexpr int kKeyPitch = kKd + 8;    // K ⊙ G_C/G: [token][Kd]
   static constexpr int kQkPitch = kKd + 4;  // q, k rows in shared memory: float4 reads of 8 rows, no bank conflict
   static constexpr int kPPitch = C + 1;     // Q Kᵀ read by column when transposed
 
@@ -85,9 +100,9 @@ struct GdnChunkedShape {
                 "gdn chunked: output offset differs from the tiling's chunk count");
 
   static_assert(kGc + 4 == kRecord, "gdn chunked: workspace record layout");
-  static_assert(C == 64 && kCols == 32 && kThreads == 256, "the scan's 16 x 16 thread grid covers 64 x 32 outputs");
+  static_assert(C == 64 && kCols == 32 && kThreads == 256, "the scan's 8 warps tile 64 x 32 outputs as 4 x 2 of 16 x 16");
+  static_assert(kKd % 16 == 0 && kWarps % kStateRowTiles == 0 && kStateTiles >= 1, "the scan's warps share the state tiles evenly");
   static_assert(kVd % kCols == 0, "value columns split evenly over scan blocks");
-  static_assert(kKd % 64 == 0 || kKd == 32, "state rows per scan thread are a float2 or float4 multiple");
   static_assert(kKd % 32 == 0 && kVd % 32 == 0, "q/k norms and the gated norm are warp sums");
 };
 
@@ -105,12 +120,12 @@ struct GdnPrepareSmem {
 template <class S>
 struct GdnScanSmem {
   using T = GdnChunkedShape<S>;
-  float s[T::kKd][T::kCols];     // this block's state slice
-  float wt[T::kKd][T::C];        // Wᵀ
-  float qgt[T::kKd][T::C];       // (G ⊙ Q)ᵀ
-  float kend[T::C][T::kKd];      // K ⊙ G_C/G
-  float pt[T::C][T::C];          // masked (Q Kᵀ ⊙ G_t/G_i)ᵀ
-  float u[2][T::C][T::kCols];    // U, then U' in place; two chunks in flight
+  float s[T::kKd][T::kColPitch];     // this block's state slice
+  float wt[T::kKd][T::kTokPitch];    // Wᵀ
+  float qgt[T::kKd][T::kTokPitch];   // (G ⊙ Q)ᵀ
+  float kend[T::C][T::kKeyPitch];    // K ⊙ G_C/G
+  float pt[T::C][T::kTokPitch];      // masked (Q Kᵀ ⊙ G_t/G_i)ᵀ
+  float u[2][T::C][T::kColPitch];    // U, then U' in place; two chunks in flight
 };
 
 // Chunk j of a piece starting at absolute position pos0: first local token and token count.
@@ -133,10 +148,53 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
 
-// n floats (a multiple of 4, 16-byte aligned both sides) from global to shared memory by the whole block.
-template <int kThreads>
-__device__ __forceinline__ void cp_async_floats(float* smem, const float* global, int n, int tid) {
-  for (int i = 4 * tid; i < n; i += 4 * kThreads) cp_async16(smem + i, global + i);
+// rows x cols floats (cols a multiple of 4, 16-byte aligned rows) from global (pitch gpitch) to shared
+// memory (pitch spitch) by the whole block.
+template <int kThreads, int kCols>
+__device__ __forceinline__ void cp_async_rows(float* smem, int spitch, const float* global, int64_t gpitch, int rows, int tid) {
+  constexpr int kVecs = kCols / 4;
+  for (int i = tid; i < rows * kVecs; i += kThreads) cp_async16(smem + (i / kVecs) * spitch + 4 * (i % kVecs), global + (i / kVecs) * gpitch + 4 * (i % kVecs));
+}
+
+// 3xTF32: an fp32 operand as big + small tf32 parts (big = x rounded to tf32, small = the rest rounded).
+struct Tf32Split {
+  uint32_t big, small;
+};
+__device__ __forceinline__ Tf32Split tf32_split(float x) {
+  Tf32Split r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.small) : "f"(x - __uint_as_float(r.big)));
+  return r;
+}
+__device__ __forceinline__ void mma_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// The m16n8k8 A fragment of rows m0.., columns k0.. of a matrix stored transposed (at[k][m], pitch P):
+// lane (g, c) holds (g, c), (g + 8, c), (g, c + 4), (g + 8, c + 4).
+struct FragA {
+  Tf32Split x[4];
+};
+template <int P>
+__device__ __forceinline__ FragA frag_a_t(const float* at, int m0, int k0, int g, int c) {
+  const float* p = at + (k0 + c) * P + m0 + g;
+  return FragA{{tf32_split(p[0]), tf32_split(p[8]), tf32_split(p[4 * P]), tf32_split(p[4 * P + 8])}};
+}
+// The B fragment of rows (k) k0.., columns n0.. of b[k][n] (pitch P): lane (g, c) holds (c, g), (c + 4, g).
+struct FragB {
+  Tf32Split x[2];
+};
+template <int P>
+__device__ __forceinline__ FragB frag_b(const float* b, int k0, int n0, int g, int c) {
+  const float* p = b + (k0 + c) * P + n0 + g;
+  return FragB{{tf32_split(p[0]), tf32_split(p[4 * P])}};
+}
+// d += a · b in 3xTF32: the two small cross terms first, the big product last.
+__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const FragA& a, const FragB& b) {
+  mma_tf32(d, a.x[0].small, a.x[1].small, a.x[2].small, a.x[3].small, b.x[0].big, b.x[1].big);
+  mma_tf32(d, a.x[0].big, a.x[1].big, a.x[2].big, a.x[3].big, b.x[0].small, b.x[1].small);
+  mma_tf32(d, a.x[0].big, a.x[1].big, a.x[2].big, a.x[3].big, b.x[0].big, b.x[1].big);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -280,121 +338,128 @@ __global__ void __launch_bounds__(GdnChunkedShape<S>::kThreads, 2) gdn_chunk_pre
 template <class S>
 __global__ void __launch_bounds__(GdnChunkedShape<S>::kThreads, 1) gdn_chunk_scan_kernel(const __grid_constant__ GdnChunkedParams p) {
   using T = GdnChunkedShape<S>;
-  constexpr int C = T::C, Kd = T::kKd, Vd = T::kVd, N = T::kCols, R = T::kSRows;
+  constexpr int C = T::C, Kd = T::kKd, Vd = T::kVd, N = T::kCols;
+  constexpr int kCP = T::kColPitch, kTP = T::kTokPitch, kKP = T::kKeyPitch;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   GdnScanSmem<S>& sm = *reinterpret_cast<GdnScanSmem<S>*>(smem_raw);
   const int h = blockIdx.y, col0 = blockIdx.x * N;
-  const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
   const int chunks = p.pos0 % C + p.tokens <= C ? 1 : 1 + (p.tokens - (C - p.pos0 % C) + C - 1) / C;
   const float* ws = p.workspace + int64_t(h) * T::kRecord;
   const int64_t chunk_stride = int64_t(S::kVHeads) * T::kRecord;
   float* state = p.state + int64_t(h) * Kd * Vd + col0;
+  // This warp's tiles: rows m0.. and columns n0, n0 + 8 of U' and O; rows d0.., columns s0.. of the state.
+  const int m0 = 16 * (warp / 2), n0 = 16 * (warp % 2);
+  const int d0 = 16 * (warp / T::kWarpsPerRowTile), s0 = 8 * T::kStateTiles * (warp % T::kWarpsPerRowTile);
 
-  // Chunk j's operands in two groups: X = Wᵀ and U (step a), Y = (G ⊙ Q)ᵀ, P and K ⊙ G_C/G (steps b, c).
+  // Chunk j's operands in three groups, each issued as soon as the previous chunk is done with its
+  // buffers, so each has two products' time to land: X = Wᵀ and U (step a; U double-buffered), Q =
+  // (G ⊙ Q)ᵀ and P (step b), K = K ⊙ G_C/G (step c).
   const auto issue_x = [&](int j) {
     if (j < chunks) {
       const float* rec = ws + j * chunk_stride;
-      cp_async_floats<T::kThreads>(&sm.wt[0][0], rec + T::kWt, Kd * C, tid);
-      for (int i = tid; i < C * N / 4; i += T::kThreads)
-        cp_async16(&sm.u[j % 2][0][0] + 4 * i, rec + T::kU + int64_t(i / (N / 4)) * Vd + col0 + 4 * (i % (N / 4)));
+      cp_async_rows<T::kThreads, C>(&sm.wt[0][0], kTP, rec + T::kWt, C, Kd, tid);
+      cp_async_rows<T::kThreads, N>(&sm.u[j % 2][0][0], kCP, rec + T::kU + col0, Vd, C, tid);
     }
     cp_async_commit();
   };
-  const auto issue_y = [&](int j) {
+  const auto issue_q = [&](int j) {
     if (j < chunks) {
       const float* rec = ws + j * chunk_stride;
-      cp_async_floats<T::kThreads>(&sm.qgt[0][0], rec + T::kQgT, Kd * C, tid);
-      cp_async_floats<T::kThreads>(&sm.kend[0][0], rec + T::kKend, C * Kd, tid);
-      cp_async_floats<T::kThreads>(&sm.pt[0][0], rec + T::kPT, C * C, tid);
+      cp_async_rows<T::kThreads, C>(&sm.qgt[0][0], kTP, rec + T::kQgT, C, Kd, tid);
+      cp_async_rows<T::kThreads, C>(&sm.pt[0][0], kTP, rec + T::kPT, C, C, tid);
     }
+    cp_async_commit();
+  };
+  const auto issue_k = [&](int j) {
+    if (j < chunks) cp_async_rows<T::kThreads, Kd>(&sm.kend[0][0], kKP, ws + j * chunk_stride + T::kKend, Kd, C, tid);
     cp_async_commit();
   };
   issue_x(0);
-  issue_y(0);
-  for (int i = tid; i < Kd * N / 4; i += T::kThreads)
-    cp_async16(&sm.s[0][0] + 4 * i, state + int64_t(i / (N / 4)) * Vd + 4 * (i % (N / 4)));
+  issue_q(0);
+  issue_k(0);
+  cp_async_rows<T::kThreads, N>(&sm.s[0][0], kCP, state, Vd, Kd, tid);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
 
   for (int j = 0; j < chunks; ++j) {
     const ChunkSpan span = chunk_span(j, p.pos0, p.tokens);
-    float (*u)[N] = sm.u[j % 2];
-    // Step a: U' = U - W S (rows 4ty.., columns 2tx, 2tx+1).
+    float (*u)[kCP] = sm.u[j % 2];
+    // Step a: U' = U - W S.
     {
-      float acc[4][2] = {};
+      float acc[2][4] = {};
 #pragma unroll 4
-      for (int d = 0; d < Kd; ++d) {
-        const float4 w = *reinterpret_cast<const float4*>(&sm.wt[d][4 * ty]);
-        const float2 s = *reinterpret_cast<const float2*>(&sm.s[d][2 * tx]);
-        acc[0][0] += w.x * s.x, acc[0][1] += w.x * s.y, acc[1][0] += w.y * s.x, acc[1][1] += w.y * s.y;
-        acc[2][0] += w.z * s.x, acc[2][1] += w.z * s.y, acc[3][0] += w.w * s.x, acc[3][1] += w.w * s.y;
+      for (int k0 = 0; k0 < Kd; k0 += 8) {
+        const FragA a = frag_a_t<kTP>(&sm.wt[0][0], m0, k0, g, c);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) mma_3xtf32(acc[nt], a, frag_b<kCP>(&sm.s[0][0], k0, n0 + 8 * nt, g, c));
       }
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        float2& ut = *reinterpret_cast<float2*>(&u[4 * ty + r][2 * tx]);
-        ut = make_float2(ut.x - acc[r][0], ut.y - acc[r][1]);
-      }
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float2& ut = *reinterpret_cast<float2*>(&u[m0 + g + 8 * half][n0 + 8 * nt + 2 * c]);
+          ut = make_float2(ut.x - acc[nt][2 * half], ut.y - acc[nt][2 * half + 1]);
+        }
     }
     __syncthreads();
-    issue_x(j + 1);     // Wᵀ is free now; U goes to the other buffer
-    cp_async_wait<1>();  // Y of chunk j has landed (X of chunk j + 1 may still fly)
+    issue_x(j + 1);      // Wᵀ is free now; U goes to the other buffer
+    cp_async_wait<2>();  // Q of chunk j has landed (K of j and X of j + 1 may still fly)
     __syncthreads();
-    // Step b: O = (G ⊙ Q) S + P U' (P is zero above the diagonal: i runs to the thread's last row).
+    // Step b: O = (G ⊙ Q) S + P U' (P is zero above the diagonal: k runs to the tile's last row).
     {
-      float acc[4][2] = {};
+      float acc[2][4] = {};
 #pragma unroll 4
-      for (int d = 0; d < Kd; ++d) {
-        const float4 q = *reinterpret_cast<const float4*>(&sm.qgt[d][4 * ty]);
-        const float2 s = *reinterpret_cast<const float2*>(&sm.s[d][2 * tx]);
-        acc[0][0] += q.x * s.x, acc[0][1] += q.x * s.y, acc[1][0] += q.y * s.x, acc[1][1] += q.y * s.y;
-        acc[2][0] += q.z * s.x, acc[2][1] += q.z * s.y, acc[3][0] += q.w * s.x, acc[3][1] += q.w * s.y;
+      for (int k0 = 0; k0 < Kd; k0 += 8) {
+        const FragA a = frag_a_t<kTP>(&sm.qgt[0][0], m0, k0, g, c);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) mma_3xtf32(acc[nt], a, frag_b<kCP>(&sm.s[0][0], k0, n0 + 8 * nt, g, c));
       }
-      for (int i = 0; i < 4 * ty + 4; ++i) {
-        const float4 pp = *reinterpret_cast<const float4*>(&sm.pt[i][4 * ty]);
-        const float2 du = *reinterpret_cast<const float2*>(&u[i][2 * tx]);
-        acc[0][0] += pp.x * du.x, acc[0][1] += pp.x * du.y, acc[1][0] += pp.y * du.x, acc[1][1] += pp.y * du.y;
-        acc[2][0] += pp.z * du.x, acc[2][1] += pp.z * du.y, acc[3][0] += pp.w * du.x, acc[3][1] += pp.w * du.y;
+      for (int k0 = 0; k0 < m0 + 16; k0 += 8) {
+        const FragA a = frag_a_t<kTP>(&sm.pt[0][0], m0, k0, g, c);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) mma_3xtf32(acc[nt], a, frag_b<kCP>(&u[0][0], k0, n0 + 8 * nt, g, c));
       }
       float* o = p.workspace + T::output_offset(p.tokens);
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int t = 4 * ty + r;
+      for (int half = 0; half < 2; ++half) {
+        const int t = m0 + g + 8 * half;
         if (t < span.count)
-          *reinterpret_cast<float2*>(o + ((int64_t(span.start) + t) * S::kVHeads + h) * Vd + col0 + 2 * tx) =
-              make_float2(acc[r][0], acc[r][1]);
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt)
+            *reinterpret_cast<float2*>(o + ((int64_t(span.start) + t) * S::kVHeads + h) * Vd + col0 + n0 + 8 * nt + 2 * c) =
+                make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
       }
     }
-    // Step c: S <- G_C S + (K ⊙ G_C/G)ᵀ U' (rows ty*R.., columns 2tx, 2tx+1), written after every read of S.
-    float acc[R][2] = {};
+    __syncthreads();
+    issue_q(j + 1);      // (G ⊙ Q)ᵀ and P are free
+    cp_async_wait<2>();  // K of chunk j has landed
+    __syncthreads();
+    // Step c: S <- G_C S + (K ⊙ G_C/G)ᵀ U', written after every read of S.
+    float acc[T::kStateTiles][4] = {};
 #pragma unroll 2
-    for (int i = 0; i < C; ++i) {
-      const float2 du = *reinterpret_cast<const float2*>(&u[i][2 * tx]);
-      float kv[R];
-      if constexpr (R % 4 == 0) {
+    for (int k0 = 0; k0 < C; k0 += 8) {
+      const FragA a = frag_a_t<kKP>(&sm.kend[0][0], d0, k0, g, c);  // A[d][t] = kend[t][d]
 #pragma unroll
-        for (int r = 0; r < R; r += 4) *reinterpret_cast<float4*>(&kv[r]) = *reinterpret_cast<const float4*>(&sm.kend[i][ty * R + r]);
-      } else {
-#pragma unroll
-        for (int r = 0; r < R; r += 2) *reinterpret_cast<float2*>(&kv[r]) = *reinterpret_cast<const float2*>(&sm.kend[i][ty * R + r]);
-      }
-#pragma unroll
-      for (int r = 0; r < R; ++r) acc[r][0] += kv[r] * du.x, acc[r][1] += kv[r] * du.y;
+      for (int nt = 0; nt < T::kStateTiles; ++nt) mma_3xtf32(acc[nt], a, frag_b<kCP>(&u[0][0], k0, s0 + 8 * nt, g, c));
     }
     const float gC = ws[j * chunk_stride + T::kGc];
     __syncthreads();
     const int32_t snap = p.capture_at ? p.capture_at[j] : -1;
     float* snapshot = snap >= 0 ? p.snapshot_state + int64_t(snap) * p.snapshot_stride + int64_t(h) * Kd * Vd + col0 : nullptr;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int d = ty * R + r;
-      float2& s = *reinterpret_cast<float2*>(&sm.s[d][2 * tx]);
-      s = make_float2(gC * s.x + acc[r][0], gC * s.y + acc[r][1]);
-      if (snapshot) *reinterpret_cast<float2*>(snapshot + int64_t(d) * Vd + 2 * tx) = s;
-      if (j == chunks - 1) *reinterpret_cast<float2*>(state + int64_t(d) * Vd + 2 * tx) = s;
-    }
-    issue_y(j + 1);      // (G ⊙ Q)ᵀ, P, K ⊙ G_C/G are free: every thread passed the sync above
-    cp_async_wait<1>();  // X of chunk j + 1 has landed
+    for (int nt = 0; nt < T::kStateTiles; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int d = d0 + g + 8 * half, col = s0 + 8 * nt + 2 * c;
+        float2& st = *reinterpret_cast<float2*>(&sm.s[d][col]);
+        st = make_float2(gC * st.x + acc[nt][2 * half], gC * st.y + acc[nt][2 * half + 1]);
+        if (snapshot) *reinterpret_cast<float2*>(snapshot + int64_t(d) * Vd + col) = st;
+        if (j == chunks - 1) *reinterpret_cast<float2*>(state + int64_t(d) * Vd + col) = st;
+      }
+    issue_k(j + 1);      // K ⊙ G_C/G is free: every thread passed the sync above
+    cp_async_wait<2>();  // X of chunk j + 1 has landed
     __syncthreads();
   }
   cp_async_wait<0>();
