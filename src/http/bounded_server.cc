@@ -51,11 +51,18 @@ int remaining_ms(Clock::time_point deadline) {
   return int(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count()));
 }
 
-void numeric_address(const sockaddr_storage& a, socklen_t len, std::string& ip, int& port) {
+// The numeric address of one end of a socket (getpeername or getsockname); ip empty and port -1 when
+// there is none.
+using SocketName = int (*)(int, sockaddr*, socklen_t*);
+void numeric_address(SocketName name, int sock, std::string& ip, int& port) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
   char host[NI_MAXHOST];
   ip.clear();
   port = -1;
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) return;
+  if (name(sock, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+      getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
+    return;
   ip = host;
   port = a.ss_family == AF_INET    ? ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port)
          : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port)
@@ -123,19 +130,8 @@ class RequestStream final : public httplib::Stream {
     }
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage a{};
-    socklen_t len = sizeof a;
-    if (getpeername(c_.sock, reinterpret_cast<sockaddr*>(&a), &len) == 0) return numeric_address(a, len, ip, port);
-    ip.clear(), port = -1;
-  }
-
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage a{};
-    socklen_t len = sizeof a;
-    if (getsockname(c_.sock, reinterpret_cast<sockaddr*>(&a), &len) == 0) return numeric_address(a, len, ip, port);
-    ip.clear(), port = -1;
-  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { numeric_address(getpeername, c_.sock, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { numeric_address(getsockname, c_.sock, ip, port); }
 
   socket_t socket() const override { return c_.sock; }
 
@@ -236,8 +232,7 @@ BoundedServer::BoundedServer(HeadLimits limits) : limits_(limits) {
       res.set_header("Connection", "close");  // its body, if any, is not read
       e = refusal_error(t_refusal);
     } else if (res.status == 413) {
-      e = ProtocolError(413, fmt::format("The request body is larger than this server's limit of {} bytes.", payload_max_length_),
-                        "", "invalid_request_error", "request_too_large");
+      e = refusal_error(body_too_large(payload_max_length_));
     }
     res.set_content(error_body(e).dump(), "application/json");
     return HandlerResponse::Handled;

@@ -52,10 +52,13 @@ HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes) {
   }
   if (length.empty()) return {};
   const uint64_t bytes = std::stoull(length);  // at most 19 digits: fits
-  if (bytes > max_body_bytes)
-    return {413, fmt::format("The request body is larger than this server's limit of {} bytes.", max_body_bytes),
-            "request_too_large"};
+  if (bytes > max_body_bytes) return body_too_large(max_body_bytes);
   return {0, "", "", int64_t(bytes)};
+}
+
+HeadVerdict body_too_large(size_t max_body_bytes) {
+  return {413, fmt::format("The request body is larger than this server's limit of {} bytes.", max_body_bytes),
+          "request_too_large"};
 }
 
 }  // namespace rocket

@@ -22,4 +22,8 @@ struct HeadVerdict {
 // without case, values without surrounding blanks.
 HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes);
 
+// The 413 for a body over `max_body_bytes` (check_request_head's, and httplib's own when a chunked body
+// grows past the limit).
+HeadVerdict body_too_large(size_t max_body_bytes);
+
 }  // namespace rocket
