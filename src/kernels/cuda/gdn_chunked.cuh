@@ -24,8 +24,8 @@
 // small tf32 parts, the small x small term dropped): ~2^-21 of each product, within a few units of fp32
 // rounding. Kernel 1 stays on the CUDA cores (its forward substitution is a dependent chain).
 // NOTE: measured (h200-prefill.md, 2026-12-05): the tensor-core scan is only ~7% faster than the fp32
-// CUDA-core one (a3b, 2048 tokens: 336 -> 313 us). Both are issue-bound at one block of 8 warps per SM
-// (ncu: 0.53 issued warps per scheduler, 12.5% occupancy); here most instructions are the operand splits
+// CUDA-core one (a3b, 2048 tokens: 336 -> 313 us). It is issue-bound at one block of 8 warps per SM
+// (ncu: 0.53 issued warps per scheduler, 12.5% occupancy), and most instructions are the operand splits
 // (two cvt and a subtract per element, redone at every fragment load), and a deeper cp.async prefetch
 // changed nothing. What would pay: operands split once (s at its update, the records by kernel 1) and
 // more warps per block.
