@@ -221,11 +221,15 @@ bool time_piece(int n, std::mt19937& rng) {
                                          .a_log = bf(dalog.ptr), .dt_bias = bf(ddt.ptr), .norm_w = bf(dnw.ptr),
                                          .state = dstate.ptr, .workspace = dws.ptr, .workspace_floats = ws_floats,
                                          .out = bf(dout.ptr), .tokens = n, .pos0 = 0, .eps = kEps};
+  // Median of 21 runs, in seconds (the scan moves the state on each run, which changes no cost).
+  const auto median_s = [&](void (*launch)(const rocket::cuda::GdnChunkedParams&, cudaStream_t)) {
+    std::vector<float> ms;
+    for (int i = 0; i < 21; ++i) ms.push_back(elapsed_ms(nullptr, [&] { launch(p, nullptr); }));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2] * 1e-3;
+  };
   for (int i = 0; i < 3; ++i) rocket::cuda::gdn_chunked<S>(p, nullptr);
-  std::vector<float> ms;
-  for (int i = 0; i < 21; ++i) ms.push_back(elapsed_ms(nullptr, [&] { rocket::cuda::gdn_chunked<S>(p, nullptr); }));
-  std::sort(ms.begin(), ms.end());
-  const double t = ms[ms.size() / 2] * 1e-3;
+  const double t = median_s(&rocket::cuda::gdn_chunked<S>);
   const std::vector<float> out = check::bf16_to_f32(dout.download());
   const bool finite = std::all_of(out.begin(), out.end(), [](float x) { return std::isfinite(x); });
   // Bytes: inputs, output, the state in and out, and the workspace records written once and read by
@@ -233,15 +237,9 @@ bool time_piece(int n, std::mt19937& rng) {
   const double records = std::ceil(double(n) / C) * S::kVHeads * double(tiling::gdn_chunk_floats(S::kKDim, S::kVDim)) * 4;
   const double bytes = double(n) * (S::kConvDim + 2 * S::kVHeads + 2 * S::kValueDim) * 2 +
                        2.0 * S::kVHeads * S::kKDim * S::kVDim * 4 + records * 2 + double(n) * S::kValueDim * 4 * 2;
-  // Each kernel alone, after the whole (the scan moves the state on each run, which changes no cost).
-  double part[3];
-  int k = 0;
-  for (auto* launch : {&rocket::cuda::gdn_chunk_prepare<S>, &rocket::cuda::gdn_chunk_scan<S>, &rocket::cuda::gdn_chunk_norm<S>}) {
-    std::vector<float> pm;
-    for (int i = 0; i < 21; ++i) pm.push_back(elapsed_ms(nullptr, [&] { launch(p, nullptr); }));
-    std::sort(pm.begin(), pm.end());
-    part[k++] = pm[pm.size() / 2] * 1e3;
-  }
+  // Each kernel alone, after the whole.
+  const double part[3] = {median_s(&rocket::cuda::gdn_chunk_prepare<S>) * 1e6, median_s(&rocket::cuda::gdn_chunk_scan<S>) * 1e6,
+                          median_s(&rocket::cuda::gdn_chunk_norm<S>) * 1e6};
   std::printf("a3b    n=%-5d median %8.1f us  %7.2f M tokens/s  %6.2f TFLOP/s  %6.0f GB/s  (prepare %.1f scan %.1f norm %.1f us)  %s\n",
               n, t * 1e6, n / t / 1e6, piece_flops<S>(n) / t / 1e12, bytes / t / 1e9, part[0], part[1], part[2],
               finite ? "" : "NON-FINITE OUTPUT");

@@ -13,8 +13,9 @@ cd "$ROOT"
 OUT=${OUT:-$ROOT/out/prefill_ab}
 CHECK=${CHECK:-gdn_chunked_check}
 mkdir -p "$OUT"
-if [[ -n ${RUNS-plan:6 grammar:6} ]]; then
-  (RUNS=${RUNS-plan:6 grammar:6} SEED0=${SEED0:-700} OUT=/tmp/fuzz-out timeout $((${FUZZ_S:-240} + 60)) \
+RUNS=${RUNS-plan:6 grammar:6}  # empty: no fuzzing
+if [[ -n $RUNS ]]; then
+  (RUNS=$RUNS SEED0=${SEED0:-700} OUT=/tmp/fuzz-out timeout $((${FUZZ_S:-240} + 60)) \
     bash tools/device/fuzz_long.sh run "${FUZZ_S:-240}" >"$OUT/fuzz.log" 2>&1) &
 fi
 FUZZ=${!:-}
