@@ -27,6 +27,13 @@
 // the same bf16 products). Lane (g, c) holds kO consecutive octets (8 columns) of its rows per step,
 // and reads the activations of exactly those columns (the k order inside an mma is free as long as A
 // and B agree), as weight_tile.cuh does in registers.
+// NOTE: measured (h200-prefill.md, 2026-12-05, H100): the SASS of the first version spent most of its
+// instructions outside the mma: each stage's copies were generic strided loops (loop control and
+// remainder branches around every cp.async), and each 8-token group recomputed its swizzled address
+// and ran its four mma back to back on two accumulators behind its own branch. Copies at compile-time
+// counts and token groups in pairs (one address per octet, four independent accumulators between an
+// accumulator's two mma) took gate_up from 505 to 385 us and down from 259 to 197 us at 2048 tokens,
+// with bit-identical outputs.
 //
 // Graph-capturable, no host synchronisation: grids depend on n only (sized for the most items n tokens
 // can make); blocks past the piece's item count exit at once. Deterministic: no float atomics, fixed
@@ -182,7 +189,8 @@ __device__ __forceinline__ int chunk_at(int row, int q) {
 // One piece GEMM of a block: acc[m][j] (m: weight half, j: token group of 8) = rows 16w.. of half m
 // (w0 / w1: global row 0 of each half; NVFP4 block scales at s0 / s1) times the kTokens activation rows
 // rows_s[] of x (pitch K; -1: a row past the item, read as zeros and never stored), over all of K.
-// jmax: token groups holding real rows (the mma of the others is skipped). piece_smem: G::kSmemBytes.
+// jmax: token groups holding real rows (the mma of the pairs past them are skipped). piece_smem:
+// G::kSmemBytes.
 template <class G>
 __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1, const uint8_t* s0, const uint8_t* s1,
                                            const __nv_bfloat16* x, const int* rows_s, int jmax, uint8_t* piece_smem,
@@ -195,31 +203,37 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[m][j][q] = 0.0f;
 
-  auto load_step = [&](int buf, int kt) {
+  // Each thread's copies of a stage are fixed for the whole K loop (compile-time counts, no loop
+  // control): a weight chunk q of rows r0 + i * kWStep (the first kWChunks / 2 in the first half), one
+  // scale row, activation chunk q of token rows r0 + i * kXStep. Steps are even, so a row's swizzle
+  // parity is its first row's.
+  constexpr int kWChunks = G::kWRowBytes / 16, kWStep = G::kThreads / kWChunks, kWCopies = 2 * G::kRows / kWStep;
+  constexpr int kXStep = G::kThreads / G::kQ, kXCopies = G::kTokens / kXStep;
+  static_assert(G::kThreads % kWChunks == 0 && G::kRows % kWStep == 0 && kWStep % 2 == 0, "piece gemm: weight copies tile the stage");
+  static_assert(G::kThreads % G::kQ == 0 && G::kTokens % kXStep == 0 && kXStep % 2 == 0, "piece gemm: activation copies tile the stage");
+  static_assert(!G::kNvfp4 || 2 * G::kRows == G::kThreads, "piece gemm: one scale row per thread");
+  const int wq = tid % kWChunks, wr = tid / kWChunks, xq = tid % G::kQ, xr = tid / G::kQ;
+  const int wdst = wr * G::kWRowBytes + (G::kNvfp4 ? wq : chunk_at<G::kQ>(wr, wq)) * 16;
+  const int xdst = xr * G::kXRowBytes + chunk_at<G::kQ>(xr, xq) * 16;
+  const auto load_step = [&](int buf, int kt) {
     uint8_t* ws = piece_smem + buf * G::kStageBytes;
     uint8_t* ss = ws + G::kWBytes;
     uint8_t* xs = ss + G::kSBytes;
-    constexpr int kWChunks = G::kWRowBytes / 16;
 #pragma unroll
-    for (int i = tid; i < 2 * G::kRows * kWChunks; i += G::kThreads) {
-      const int r = i / kWChunks, q = i % kWChunks;
-      const uint8_t* src = (r < G::kRows ? w0 + size_t(r) * G::kGlobalRowBytes : w1 + size_t(r - G::kRows) * G::kGlobalRowBytes) +
-                           kt * G::kWRowBytes + q * 16;
-      cp_async16(ws + r * G::kWRowBytes + (G::kNvfp4 ? q : chunk_at<G::kQ>(r, q)) * 16, src);
+    for (int i = 0; i < kWCopies; ++i) {
+      const int r = wr + (i % (G::kRows / kWStep)) * kWStep;
+      const uint8_t* w = i < G::kRows / kWStep ? w0 : w1;
+      cp_async16(ws + wdst + i * kWStep * G::kWRowBytes, w + size_t(r) * G::kGlobalRowBytes + kt * G::kWRowBytes + wq * 16);
     }
     if constexpr (G::kNvfp4) {
-      for (int r = tid; r < 2 * G::kRows; r += G::kThreads) {
-        const uint8_t* src = (r < G::kRows ? s0 + size_t(r) * G::kGlobalScaleRowBytes : s1 + size_t(r - G::kRows) * G::kGlobalScaleRowBytes) +
-                             kt * G::kSRowBytes;
-        cp_async_small<G::kSRowBytes>(ss + r * G::kSRowBytes, src);
-      }
+      const uint8_t* src = tid < G::kRows ? s0 + size_t(tid) * G::kGlobalScaleRowBytes : s1 + size_t(tid - G::kRows) * G::kGlobalScaleRowBytes;
+      cp_async_small<G::kSRowBytes>(ss + tid * G::kSRowBytes, src + kt * G::kSRowBytes);
     }
 #pragma unroll
-    for (int i = tid; i < G::kTokens * G::kQ; i += G::kThreads) {
-      const int r = i / G::kQ, q = i % G::kQ;
-      const int row = rows_s[r];
-      const __nv_bfloat16* src = x + size_t(row < 0 ? 0 : row) * (G::kBK * G::kSteps) + kt * G::kBK + q * 8;
-      cp_async16(xs + r * G::kXRowBytes + chunk_at<G::kQ>(r, q) * 16, src, row >= 0);
+    for (int i = 0; i < kXCopies; ++i) {
+      const int row = rows_s[xr + i * kXStep];
+      const __nv_bfloat16* src = x + size_t(row < 0 ? 0 : row) * (G::kBK * G::kSteps) + kt * G::kBK + xq * 8;
+      cp_async16(xs + xdst + i * kXStep * G::kXRowBytes, src, row >= 0);
     }
   };
 
@@ -281,18 +295,23 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
             a[m][h][0] = v.x, a[m][h][1] = v.y, a[m][h][2] = v.z, a[m][h][3] = v.w;
           }
         }
+      // Token groups in pairs: the rows of a group past the item are zeros, so a pair may run one
+      // group more than jmax. Each accumulator still sees its k in the same order (half 0, then 1); the
+      // other three tiles of the pair sit between its two mma, so none waits on the one before.
+      const uint8_t* xo = xs + g * G::kXRowBytes + chunk_at<G::kQ>(g, c * G::kO + o) * 16;  // rows 8j + g share g's parity
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 8; j += 2) {
         if (j < jmax) {
-          const int r = 8 * j + g;
-          const uint4 xv = lds128(xs + r * G::kXRowBytes + chunk_at<G::kQ>(r, c * G::kO + o) * 16);
-          const uint32_t b[2][2] = {{xv.x, xv.y}, {xv.z, xv.w}};
+          const uint4 x0 = *reinterpret_cast<const uint4*>(xo + 8 * j * G::kXRowBytes);
+          const uint4 x1 = *reinterpret_cast<const uint4*>(xo + 8 * (j + 1) * G::kXRowBytes);
+          const uint32_t b[2][2][2] = {{{x0.x, x0.y}, {x0.z, x0.w}}, {{x1.x, x1.y}, {x1.z, x1.w}}};  // [group][half][reg]
 #pragma unroll
-          for (int m = 0; m < 2; ++m)
+          for (int half = 0; half < 2; ++half)
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
+            for (int m = 0; m < 2; ++m) {
               const uint32_t frag[4] = {a[m][0][2 * half], a[m][1][2 * half], a[m][0][2 * half + 1], a[m][1][2 * half + 1]};
-              mma_bf16_16816(acc[m][j], frag, b[half][0], b[half][1]);
+#pragma unroll
+              for (int jj = 0; jj < 2; ++jj) mma_bf16_16816(acc[m][j + jj], frag, b[jj][half][0], b[jj][half][1]);
             }
         }
       }
