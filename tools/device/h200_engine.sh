@@ -72,11 +72,22 @@ unxz_to "$CARRY/tokenizer/tokenizer.json.xz" "$TOKENIZER/tokenizer.json"
 ENGINE_LIB=/tmp/rocket-engine-lib
 rm -rf "$ENGINE_LIB" && mkdir -p "$ENGINE_LIB"
 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/engine-lib.tar.xz" "$ENGINE_LIB"
+# A weights.blob an earlier call on this machine wrote stays when the carried plan is byte-identical to
+# the one it was written for (the weights step below then keeps it unless the fuel was forged since):
+# the second call of a split run does not spend minutes rewriting 22 GB.
 for e in "$CARRY"/engines/*; do
-  rm -rf "$ENGINES/${e##*/}" && cp -r "$e" "$ENGINES/" && unxz_to "$e/plan.json.xz" "$ENGINES/${e##*/}/plan.json"
-  rm "$ENGINES/${e##*/}/plan.json.xz"
-  cp -r "$ENGINE_LIB" "$ENGINES/${e##*/}/lib"
-  cp "$TOKENIZER/tokenizer.json" "$ENGINES/${e##*/}/"
+  name=${e##*/} dst=$ENGINES/${e##*/} kept=""
+  unxz_to "$e/plan.json.xz" "/tmp/rocket-plan-$name.json"
+  if [[ -f $dst/weights.blob && -f $dst/plan.json ]] && cmp -s "/tmp/rocket-plan-$name.json" "$dst/plan.json"; then
+    mv "$dst/weights.blob" "/tmp/rocket-kept-$name.blob" && kept=1
+  fi
+  rm -rf "$dst" && cp -r "$e" "$ENGINES/" && mv "/tmp/rocket-plan-$name.json" "$dst/plan.json" && rm "$dst/plan.json.xz"
+  [[ -n $kept ]] && mv "/tmp/rocket-kept-$name.blob" "$dst/weights.blob"
+  if [[ -f $dst/bin/rocket-engine.xz ]]; then  # prepare_h200.sh carries the binaries compressed
+    unxz_to "$dst/bin/rocket-engine.xz" "$dst/bin/rocket-engine" && rm "$dst/bin/rocket-engine.xz"
+  fi
+  cp -r "$ENGINE_LIB" "$dst/lib"
+  cp "$TOKENIZER/tokenizer.json" "$dst/"
 done
 chmod +x "$ENGINES"/*/bin/rocket-engine
 
@@ -127,10 +138,11 @@ forge() {  # forge NAME ARGS...: the command that forges $FUELS/NAME
   shift
   echo "rm -rf '$FUELS/$name' && '$ROCKET' forge $* --tokenizer '$TOKENIZER' --out '$FUELS/$name' && du -sh '$FUELS/$name'"
 }
-weights() {  # weights NAME: the engine's weights.blob from the fuel (into the copy made above)
-  local name=$1
+weights() {  # weights NAME: the engine's weights.blob from the fuel (into the copy made above), or the one kept
+  local name=$1 blob=$ENGINES/$1/weights.blob
   echo "test -f '$FUELS/$name/config.json' || { echo 'no fuel $name'; exit 90; }; \
-    '$ROCKET' build '$FUELS/$name' --booster h200 --out '$ENGINES/$name' --weights-only && ls -la '$ENGINES/$name'"
+    if [[ -f '$blob' && '$blob' -nt '$FUELS/$name/config.json' ]]; then echo 'weights.blob kept: same plan, fuel not forged since'; \
+    else '$ROCKET' build '$FUELS/$name' --booster h200 --out '$ENGINES/$name' --weights-only; fi && ls -la '$ENGINES/$name'"
 }
 engine() {  # engine NAME COMMAND ARGS...
   local name=$1

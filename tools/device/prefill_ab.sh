@@ -26,9 +26,6 @@ for v in base ""; do
   echo "rc $?"
   grep -E "FAIL|median|time a3b|check (PASS|FAIL)" "$OUT/$CHECK${v:+_$v}.txt"
 done
-for z in .carry/h200/engines/*/bin/rocket-engine.xz; do  # carried compressed, to fit a call
-  [[ -f $z ]] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "${z%.xz}" && rm "$z"
-done
 ONLY="env forge_a3b8_nvfp4 wait_forge_a3b8_nvfp4 weights_a3b8_nvfp4 prefill_check_a3b8_nvfp4 prefill_bench_a3b8_nvfp4" \
   BUDGET_S=${BUDGET_S:-300} OUT="$OUT/engine" bash tools/device/h200_engine.sh >"$OUT/engine.log" 2>&1
 grep -E "^=== \[|^\| [0-9]|peak|PASS|FAIL|worst" "$OUT/engine.log" | cut -c1-200

@@ -5,7 +5,7 @@
 #   lib/libgomp.so.1        the one shared library rocket needs beyond libc (forge is OpenMP)
 #   tokenizer/              tokenizer_config.json + tokenizer.json.xz (forge copies them into fuels)
 #   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json
-#                           (as plan.json.xz), engine.h, bin/rocket-engine, config files; no weights, no
+#                           (as plan.json.xz), engine.h, bin/rocket-engine (as .xz), config files; no weights, no
 #                           tokenizer.json (h200_engine.sh puts tokenizer/ back), no lib/
 #   engine-lib.tar.xz       the shared libraries every engine's lib/ holds (cpp-httplib and what it
 #                           needs beyond libc; the same for every engine): h200_engine.sh puts them back
@@ -52,6 +52,7 @@ for row in "${engines[@]}"; do
   # shellcheck disable=SC2086
   "$BUILD/rocket" build "$CONFIGS/$name" --booster h200 --out "$CARRY/engines/$name" --no-weights --force $build_flags
   strip "$CARRY/engines/$name/bin/rocket-engine"
+  xz -9 -T"$JOBS" "$CARRY/engines/$name/bin/rocket-engine"  # ~9 MB each: five engines fit a call only compressed
   rm "$CARRY/engines/$name/tokenizer.json"  # 11 MB each: carried once, in tokenizer/
   rm -rf "$CARRY/engine-lib" && mv "$CARRY/engines/$name/lib" "$CARRY/engine-lib"
   xz -9 "$CARRY/engines/$name/plan.json"    # a3b: one entry per tensor part, ~25 MB of JSON
