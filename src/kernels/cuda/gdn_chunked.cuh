@@ -21,7 +21,7 @@
 //
 // Precision: fp32 throughout. The scan's products feed a state carried over thousands of tokens, where
 // tf32's 11-bit operands would not do, so they are 3xTF32 (mma.m16n8k8.tf32 on each operand's big and
-// small tf32 parts, the small x small term dropped): ~2^-21 of each product, within a few units of fp32
+// small tf32 parts, the small x small term dropped): ~2^-20 of each product, within a few units of fp32
 // rounding. Kernel 1 stays on the CUDA cores (its forward substitution is a dependent chain).
 // NOTE: measured (h200-prefill.md, 2026-12-05): the tensor-core scan is only ~7% faster than the fp32
 // CUDA-core one (a3b, 2048 tokens: 336 -> 313 us). It is issue-bound at one block of 8 warps per SM
@@ -29,6 +29,9 @@
 // (two cvt and a subtract per element, redone at every fragment load), and a deeper cp.async prefetch
 // changed nothing. What would pay: operands split once (s at its update, the records by kernel 1) and
 // more warps per block.
+// Since then, compiled and not yet run on a GPU: the splits by truncation (tf32_split) and the copies at
+// compile-time counts (cp_async_rows) take the a3b scan from 2680 to 1304 SASS instructions (static
+// count of the cubin's .text).
 //
 // State layout: as gdn.cuh, fp32 [Hv][Kd][Vd] for this layer of the stream's slot (the caller passes the
 // pointer); a snapshot slot holds the same layer at snapshot_state + slot * snapshot_stride.
@@ -148,22 +151,37 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
 
-// rows x cols floats (cols a multiple of 4, 16-byte aligned rows) from global (pitch gpitch) to shared
-// memory (pitch spitch) by the whole block.
-template <int kThreads, int kCols>
-__device__ __forceinline__ void cp_async_rows(float* smem, int spitch, const float* global, int64_t gpitch, int rows, int tid) {
-  constexpr int kVecs = kCols / 4;
-  for (int i = tid; i < rows * kVecs; i += kThreads) cp_async16(smem + (i / kVecs) * spitch + 4 * (i % kVecs), global + (i / kVecs) * gpitch + 4 * (i % kVecs));
+// kRows x kCols floats (kCols a multiple of 4, 16-byte aligned rows) from global (pitch kGPitch) to
+// shared memory (pitch kSPitch) by the whole block. Everything is a compile-time constant, so a thread's
+// copies are straight-line code: its column stays put and its row steps by kThreads / (kCols / 4).
+// NOTE: a loop over `i = tid; i < rows * cols / 4; i += threads` compiled to loop control and remainder
+// branches around every copy (the MoE piece GEMM's SASS showed it; moe_piece.cuh).
+template <int kThreads, int kRows, int kCols, int kSPitch, int kGPitch>
+__device__ __forceinline__ void cp_async_rows(float* smem, const float* global, int tid) {
+  constexpr int kVecs = kCols / 4, kTotal = kRows * kVecs, kRowStep = kThreads / kVecs;
+  static_assert(kCols % 4 == 0 && kThreads % kVecs == 0, "gdn chunked: a thread keeps one 16-byte column");
+  const int r0 = tid / kVecs, col = 4 * (tid % kVecs);
+#pragma unroll
+  for (int i = 0; i < (kTotal + kThreads - 1) / kThreads; ++i)
+    if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal)
+      cp_async16(smem + (r0 + i * kRowStep) * kSPitch + col, global + int64_t(r0 + i * kRowStep) * kGPitch + col);
 }
 
-// 3xTF32: an fp32 operand as big + small tf32 parts (big = x rounded to tf32, small = the rest rounded).
+// 3xTF32: an fp32 operand as big + small tf32 parts, both by truncation: big = x's top 19 bits, small
+// = the rest (x - big, exact in fp32) truncated. An a·b then misses a_small·b_small and small's
+// truncation, each within 2^-20 of |a||b|.
+// NOTE: not cvt.rna.tf32.f32, which sm_90a has no instruction for: ptxas emulates it with a finiteness
+// test, an add, a select and a mask (the SASS of c2c147e), about eight instructions per element split
+// against three here, and the splits were most of the scan's instructions. Truncation also keeps NaN
+// and infinity visible, where adding half an ulp to the bits of a NaN can wrap it to -0.
 struct Tf32Split {
   uint32_t big, small;
 };
 __device__ __forceinline__ Tf32Split tf32_split(float x) {
+  constexpr uint32_t kTf32 = 0xffffe000u;  // sign, exponent and the 10 mantissa bits tf32 keeps
   Tf32Split r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.small) : "f"(x - __uint_as_float(r.big)));
+  r.big = __float_as_uint(x) & kTf32;
+  r.small = __float_as_uint(x - __uint_as_float(r.big)) & kTf32;
   return r;
 }
 __device__ __forceinline__ void mma_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
@@ -358,27 +376,27 @@ __global__ void __launch_bounds__(GdnChunkedShape<S>::kThreads, 1) gdn_chunk_sca
   const auto issue_x = [&](int j) {
     if (j < chunks) {
       const float* rec = ws + j * chunk_stride;
-      cp_async_rows<T::kThreads, C>(&sm.wt[0][0], kTP, rec + T::kWt, C, Kd, tid);
-      cp_async_rows<T::kThreads, N>(&sm.u[j % 2][0][0], kCP, rec + T::kU + col0, Vd, C, tid);
+      cp_async_rows<T::kThreads, Kd, C, kTP, C>(&sm.wt[0][0], rec + T::kWt, tid);
+      cp_async_rows<T::kThreads, C, N, kCP, Vd>(&sm.u[j % 2][0][0], rec + T::kU + col0, tid);
     }
     cp_async_commit();
   };
   const auto issue_q = [&](int j) {
     if (j < chunks) {
       const float* rec = ws + j * chunk_stride;
-      cp_async_rows<T::kThreads, C>(&sm.qgt[0][0], kTP, rec + T::kQgT, C, Kd, tid);
-      cp_async_rows<T::kThreads, C>(&sm.pt[0][0], kTP, rec + T::kPT, C, C, tid);
+      cp_async_rows<T::kThreads, Kd, C, kTP, C>(&sm.qgt[0][0], rec + T::kQgT, tid);
+      cp_async_rows<T::kThreads, C, C, kTP, C>(&sm.pt[0][0], rec + T::kPT, tid);
     }
     cp_async_commit();
   };
   const auto issue_k = [&](int j) {
-    if (j < chunks) cp_async_rows<T::kThreads, Kd>(&sm.kend[0][0], kKP, ws + j * chunk_stride + T::kKend, Kd, C, tid);
+    if (j < chunks) cp_async_rows<T::kThreads, C, Kd, kKP, Kd>(&sm.kend[0][0], ws + j * chunk_stride + T::kKend, tid);
     cp_async_commit();
   };
   issue_x(0);
   issue_q(0);
   issue_k(0);
-  cp_async_rows<T::kThreads, N>(&sm.s[0][0], kCP, state, Vd, Kd, tid);
+  cp_async_rows<T::kThreads, Kd, N, kCP, Vd>(&sm.s[0][0], state, tid);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
