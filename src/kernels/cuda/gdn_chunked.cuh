@@ -30,7 +30,7 @@
 // changed nothing. What would pay: operands split once (s at its update, the records by kernel 1) and
 // more warps per block.
 // Since then, compiled and not yet run on a GPU: the splits by truncation (tf32_split) and the copies at
-// compile-time counts (cp_async_rows) take the a3b scan from 2680 to 1304 SASS instructions (static
+// compile-time counts (cp_async_rows) take the a3b scan from 2680 to 1416 SASS instructions (static
 // count of the cubin's .text).
 //
 // State layout: as gdn.cuh, fp32 [Hv][Kd][Vd] for this layer of the stream's slot (the caller passes the
@@ -167,20 +167,20 @@ __device__ __forceinline__ void cp_async_rows(float* smem, const float* global, 
       cp_async16(smem + (r0 + i * kRowStep) * kSPitch + col, global + int64_t(r0 + i * kRowStep) * kGPitch + col);
 }
 
-// 3xTF32: an fp32 operand as big + small tf32 parts, both by truncation: big = x's top 19 bits, small
-// = the rest (x - big, exact in fp32) truncated. An a·b then misses a_small·b_small and small's
-// truncation, each within 2^-20 of |a||b|.
+// 3xTF32: an fp32 operand as big + small tf32 parts. big = x rounded to its top 19 bits (half a tf32
+// ulp added to the bits, then masked: cvt.rna's result for every finite x); small = the rest (x - big,
+// exact in fp32), truncated. An a·b then misses a_small·b_small (< 2^-22 |a||b|) and small's truncation
+// (< 2^-21 in each cross term), ~2^-20 in all. A NaN whose bits wrap to -0 in big stays in small, so it still propagates.
 // NOTE: not cvt.rna.tf32.f32, which sm_90a has no instruction for: ptxas emulates it with a finiteness
 // test, an add, a select and a mask (the SASS of c2c147e), about eight instructions per element split
-// against three here, and the splits were most of the scan's instructions. Truncation also keeps NaN
-// and infinity visible, where adding half an ulp to the bits of a NaN can wrap it to -0.
+// against four here, and the splits were most of the scan's instructions.
 struct Tf32Split {
   uint32_t big, small;
 };
 __device__ __forceinline__ Tf32Split tf32_split(float x) {
   constexpr uint32_t kTf32 = 0xffffe000u;  // sign, exponent and the 10 mantissa bits tf32 keeps
   Tf32Split r;
-  r.big = __float_as_uint(x) & kTf32;
+  r.big = (__float_as_uint(x) + 0x1000u) & kTf32;
   r.small = __float_as_uint(x - __uint_as_float(r.big)) & kTf32;
   return r;
 }
