@@ -170,7 +170,8 @@ __device__ __forceinline__ void cp_async_rows(float* smem, const float* global, 
 // 3xTF32: an fp32 operand as big + small tf32 parts. big = x rounded to its top 19 bits (half a tf32
 // ulp added to the bits, then masked: cvt.rna's result for every finite x); small = the rest (x - big,
 // exact in fp32), truncated. An a·b then misses a_small·b_small (< 2^-22 |a||b|) and small's truncation
-// (< 2^-21 in each cross term), ~2^-20 in all. A NaN whose bits wrap to -0 in big stays in small, so it still propagates.
+// (< 2^-21 in each cross term), ~2^-20 in all. A NaN whose bits wrap to -0 in big stays in small, so
+// it still propagates.
 // NOTE: not cvt.rna.tf32.f32, which sm_90a has no instruction for: ptxas emulates it with a finiteness
 // test, an add, a select and a mask (the SASS of c2c147e), about eight instructions per element split
 // against four here, and the splits were most of the scan's instructions.
