@@ -118,6 +118,7 @@ struct GdnPrepareSmem {
   float p[T::C][T::kPPitch];    // Q Kᵀ ⊙ G_t/G_i on and below the diagonal, zero above
   double gc[T::C];              // cumulative log decay
   float g[T::C], beta[T::C], G[T::C];
+  float to_end[T::C];           // G_C / G_t
 };
 
 template <class S>
@@ -269,7 +270,10 @@ __global__ void __launch_bounds__(GdnChunkedShape<S>::kThreads, 2) gdn_chunk_pre
     for (int t = 0; t < C; ++t) sm.gc[t] = cum += double(sm.g[t]);
   }
   __syncthreads();
-  if (tid < C) sm.G[tid] = expf(float(sm.gc[tid]));
+  if (tid < C) {
+    sm.G[tid] = expf(float(sm.gc[tid]));
+    sm.to_end[tid] = expf(float(sm.gc[C - 1] - sm.gc[tid]));
+  }
 
   // Q Kᵀ and K Kᵀ (C x C, Kd-term dot products): thread (ty, tx) owns rows ty + 16r and columns tx + 16c,
   // so the 8 rows a quarter warp reads as float4 fall in distinct banks (pitch Kd + 4).
@@ -338,17 +342,21 @@ __global__ void __launch_bounds__(GdnChunkedShape<S>::kThreads, 2) gdn_chunk_pre
     }
   }
 
-  // (G ⊙ Q)ᵀ, K ⊙ G_C/G, the transposed masked P, and G_C.
-  for (int i = tid; i < Kd * C; i += T::kThreads) {
-    const int d = i / C, t = i % C;
+  // (G ⊙ Q)ᵀ, K ⊙ G_C/G, the transposed masked P, and G_C, at compile-time counts (no loop control).
+  static_assert(Kd * C % T::kThreads == 0 && C * C % T::kThreads == 0, "gdn chunked: records split evenly over threads");
+#pragma unroll 8
+  for (int n = 0; n < Kd * C / T::kThreads; ++n) {
+    const int i = tid + n * T::kThreads, d = i / C, t = i % C;
     rec[T::kQgT + i] = sm.qn[t][d] * sm.G[t];
   }
-  for (int i = tid; i < C * Kd; i += T::kThreads) {
-    const int t = i / Kd, d = i % Kd;
-    rec[T::kKend + i] = sm.kn[t][d] * expf(float(sm.gc[C - 1] - sm.gc[t]));
+#pragma unroll 8
+  for (int n = 0; n < C * Kd / T::kThreads; ++n) {
+    const int i = tid + n * T::kThreads, t = i / Kd, d = i % Kd;
+    rec[T::kKend + i] = sm.kn[t][d] * sm.to_end[t];
   }
-  for (int i = tid; i < C * C; i += T::kThreads) {
-    const int s = i / C, t = i % C;  // PT[s][t] = P[t][s]
+#pragma unroll 8
+  for (int n = 0; n < C * C / T::kThreads; ++n) {
+    const int i = tid + n * T::kThreads, s = i / C, t = i % C;  // PT[s][t] = P[t][s]
     rec[T::kPT + i] = sm.p[t][s];
   }
   if (tid == 0) rec[T::kGc] = sm.G[C - 1];
