@@ -29,9 +29,9 @@ class Matcher {
   // The parser work (Stepper::work) one mask may take. A schema with thousands of alternatives at one
   // point (3,000 optional properties: ~0.4 s a token; an enum of 100,000 strings, now refused at
   // compile, ~0.6 s) would otherwise stall every stream of the engine loop, which computes masks, that
-  // long every token. A unit is ~25 ns on
-  // a 2.6 GHz Xeon core, so the budget is ~0.25 s; the largest mask of the agent schemas of
-  // bench/grammar_bench.cc takes 4.7M (a cold first mask, which fills the mask cache's root node).
+  // long every token. A unit is ~25 ns on a 2.6 GHz Xeon core, so the budget is ~0.25 s; the largest
+  // mask of the agent schemas of bench/grammar_bench.cc takes 4.7M (a cold first mask, which fills the
+  // mask cache's root node).
   static constexpr uint64_t kMaskWork = 10'000'000;
   static constexpr int kTooComplex = -1;
 

@@ -29,7 +29,7 @@
 // (two cvt and a subtract per element, redone at every fragment load), and a deeper cp.async prefetch
 // changed nothing. What would pay: operands split once (s at its update, the records by kernel 1) and
 // more warps per block.
-// Since then, compiled and not yet run on a GPU: the splits by truncation (tf32_split) and the copies at
+// Since then, compiled and not yet run on a GPU: the splits without cvt (tf32_split) and the copies at
 // compile-time counts (cp_async_rows) take the a3b scan from 2680 to 1416 SASS instructions (static
 // count of the cubin's .text).
 //
