@@ -40,6 +40,7 @@
 
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/primitives/bulk_copy.cuh"
+#include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -99,16 +100,6 @@ __device__ __forceinline__ uint32_t swizzled(int r, int c) {
   return uint32_t(r * kChunks * 16 + ((c ^ ((r / kRowsPerLine) & kMask)) * 16));
 }
 
-// 16 bytes global -> shared, bypassing L1; valid false writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -141,7 +132,7 @@ __device__ __forceinline__ void load_kv_tile(uint32_t dst, const __nv_bfloat16* 
     if (valid)
       src += int64_t(__ldg(p.page_table + t / S::kPageTokens)) * p.page_stride +
              (int64_t(t % S::kPageTokens) * S::kKvHeads + kvh) * S::kHeadDim + c * 8;
-    cp_async_16(dst + swizzled<T::kChunks>(r, c), src, valid);
+    cp_async16(dst + swizzled<T::kChunks>(r, c), src, valid);
   }
 }
 

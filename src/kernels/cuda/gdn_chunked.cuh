@@ -42,6 +42,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/gdn.cuh"
+#include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/reduce.cuh"
 #include "kernels/tiling/gdn.h"
@@ -143,14 +144,6 @@ __device__ __forceinline__ ChunkSpan chunk_span(int j, int pos0, int tokens) {
   const int end = min(tokens, j == 0 ? first : start + C);
   return {start, end - start};
 }
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* global) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(global));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
 
 // kRows x kCols floats (kCols a multiple of 4, 16-byte aligned rows) from global (pitch kGPitch) to
 // shared memory (pitch kSPitch) by the whole block. Everything is a compile-time constant, so a thread's

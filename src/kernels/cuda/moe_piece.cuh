@@ -49,6 +49,7 @@
 #include "fuel/chemistry.h"
 #include "kernels/cuda/booster.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/nvfp4.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
@@ -154,26 +155,9 @@ struct MoePieceTraits {
 
 namespace piece {
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-// 16 bytes global -> shared, or zeros when !valid (src must still be a mapped address).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid = true) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-template <int kBytes>
-__device__ __forceinline__ void cp_async_small(void* dst, const void* src) {
-  static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(smem_u32(dst)), "l"(src), "n"(kBytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
 __device__ __forceinline__ uint4 lds128(const void* p) {
   uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_u32(p)));
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(shared_address(p)));
   return v;
 }
 
