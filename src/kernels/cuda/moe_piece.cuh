@@ -104,11 +104,9 @@ struct PieceGemmTraits {
   static constexpr int kTokens = 64;
   static constexpr int kBK = tiling::moe_piece_bk(kNvfp4, K);
   static constexpr int kSteps = K / kBK;
-  static constexpr int kStages = tiling::moe_piece_stages(kNvfp4, K);
-  static constexpr int kCK = kNvfp4 ? 64 : kBK;  // columns per compute sub-step (a lane's code registers)
-  static constexpr int kSub = kBK / kCK;
+  static constexpr int kStages = tiling::moe_piece_stages(kNvfp4);
   static constexpr int kQ = kBK / 8;  // 16-byte chunks of a staged activation row (bf16 weight rows too)
-  static constexpr int kO = kCK / 32;  // octets per lane per sub-step
+  static constexpr int kO = kQ / 4;   // octets per lane per step
   static constexpr int kWRowBytes = kNvfp4 ? kBK / 2 : 2 * kBK;
   static constexpr int kSRowBytes = kNvfp4 ? kBK / 16 : 0;
   static constexpr int kXRowBytes = 2 * kBK;
@@ -119,7 +117,6 @@ struct PieceGemmTraits {
   static constexpr int kGlobalScaleRowBytes = K / 16;
   static_assert(kBK >= 32 && K % kBK == 0, "piece gemm: K must be a multiple of 32");
   static_assert(kQ == 4 || kQ == 8 || kQ == 16, "piece gemm: 4, 8 or 16 chunks per staged row");
-  static_assert(!kNvfp4 || kWRowBytes == 32 || kWRowBytes == 64, "piece gemm: NVFP4 stages of 64 or 128 columns");
   static_assert(kStageBytes % 128 == 0, "piece gemm: stages stay 128-byte aligned");
 };
 
@@ -173,15 +170,6 @@ __device__ __forceinline__ int chunk_at(int row, int q) {
   else return q;
 }
 
-// Where chunk q of staged NVFP4 code row `row` sits. A lane (g, c) reads 8 bytes at byte 32 s + 8 c of
-// rows g and g + 8 in sub-step s; 64-bit loads go 16 lanes (rows g..g + 3) a phase, so with 64-byte rows
-// (two sub-steps a stage) rows g and g + 2 would share banks: the row's bit 1 swaps the 32-byte halves.
-template <int kChunks>
-__device__ __forceinline__ int code_chunk_at(int row, int q) {
-  if constexpr (kChunks == 4) return q ^ ((row >> 1 & 1) << 1);
-  else return q;
-}
-
 // One piece GEMM of a block: acc[m][j] (m: weight half, j: token group of 8) = rows 16w.. of half m
 // (w0 / w1: global row 0 of each half; NVFP4 block scales at s0 / s1) times the kTokens activation rows
 // rows_s[] of x (pitch K; -1: a row past the item, read as zeros and never stored), over all of K.
@@ -205,11 +193,11 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
   // parity is its first row's.
   constexpr int kWChunks = G::kWRowBytes / 16, kWStep = G::kThreads / kWChunks, kWCopies = 2 * G::kRows / kWStep;
   constexpr int kXStep = G::kThreads / G::kQ, kXCopies = G::kTokens / kXStep;
-  static_assert(G::kThreads % kWChunks == 0 && G::kRows % kWStep == 0 && kWStep % 4 == 0, "piece gemm: weight copies tile the stage");
+  static_assert(G::kThreads % kWChunks == 0 && G::kRows % kWStep == 0 && kWStep % 2 == 0, "piece gemm: weight copies tile the stage");
   static_assert(G::kThreads % G::kQ == 0 && G::kTokens % kXStep == 0 && kXStep % 2 == 0, "piece gemm: activation copies tile the stage");
   static_assert(!G::kNvfp4 || 2 * G::kRows == G::kThreads, "piece gemm: one scale row per thread");
   const int wq = tid % kWChunks, wr = tid / kWChunks, xq = tid % G::kQ, xr = tid / G::kQ;
-  const int wdst = wr * G::kWRowBytes + (G::kNvfp4 ? code_chunk_at<kWChunks>(wr, wq) : chunk_at<G::kQ>(wr, wq)) * 16;
+  const int wdst = wr * G::kWRowBytes + (G::kNvfp4 ? wq : chunk_at<G::kQ>(wr, wq)) * 16;
   const int xdst = xr * G::kXRowBytes + chunk_at<G::kQ>(xr, xq) * 16;
   const auto load_step = [&](int buf, int kt) {
     uint8_t* ws = piece_smem + buf * G::kStageBytes;
@@ -249,63 +237,66 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
     const uint8_t* ws = piece_smem + (kt % G::kStages) * G::kStageBytes;
     const uint8_t* ss = ws + G::kWBytes;
     const uint8_t* xs = ss + G::kSBytes;
+    // NVFP4: this lane's code words (kO consecutive octets) and block scale codes of its four rows.
+    uint32_t code[2][2][G::kO];
+    uint32_t scale[2][2];
+    if constexpr (G::kNvfp4) {
 #pragma unroll
-    for (int sub = 0; sub < G::kSub; ++sub) {
-      // NVFP4: this lane's code words (kO = 2 consecutive octets) and block scale code of its four rows.
-      uint32_t code[2][2][G::kO];
-      uint32_t scale[2][2];
-      if constexpr (G::kNvfp4) {
-        static_assert(G::kO == 2, "piece gemm: NVFP4 sub-steps of 64 columns");
+      for (int m = 0; m < 2; ++m)
 #pragma unroll
-        for (int m = 0; m < 2; ++m)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = m * G::kRows + 16 * warp + g + 8 * h;
-            const int chunk = code_chunk_at<G::kWRowBytes / 16>(r, 2 * sub + c / 2);
-            const uint2 v = *reinterpret_cast<const uint2*>(ws + r * G::kWRowBytes + chunk * 16 + (c % 2) * 8);
+        for (int h = 0; h < 2; ++h) {
+          const int r = m * G::kRows + 16 * warp + g + 8 * h;
+          const uint8_t* at = ws + r * G::kWRowBytes + c * 4 * G::kO;
+          if constexpr (G::kO == 4) {
+            const uint4 v = *reinterpret_cast<const uint4*>(at);
+            code[m][h][0] = v.x, code[m][h][1] = v.y, code[m][h][2] = v.z, code[m][h][3] = v.w;
+            scale[m][h] = *reinterpret_cast<const uint16_t*>(ss + r * G::kSRowBytes + 2 * c);
+          } else if constexpr (G::kO == 2) {
+            const uint2 v = *reinterpret_cast<const uint2*>(at);
             code[m][h][0] = v.x, code[m][h][1] = v.y;
-            scale[m][h] = ss[r * G::kSRowBytes + 4 * sub + c];
+            scale[m][h] = ss[r * G::kSRowBytes + c];
+          } else {
+            static_assert(G::kO == 4 || G::kO == 2, "piece gemm: NVFP4 steps of 64 or 128 columns");
           }
-      }
+        }
+    }
 #pragma unroll
-      for (int o = 0; o < G::kO; ++o) {
-        const int q = sub * (G::kCK / 8) + c * G::kO + o;  // this octet's 16-byte chunk of a staged row
-        uint32_t a[2][2][4];  // [half][row g / g + 8][pair]: the octet's bf16 weight pairs
+    for (int o = 0; o < G::kO; ++o) {
+      uint32_t a[2][2][4];  // [half][row g / g + 8][pair]: the octet's bf16 weight pairs
 #pragma unroll
-        for (int m = 0; m < 2; ++m)
+      for (int m = 0; m < 2; ++m)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            if constexpr (G::kNvfp4) {
-              uint32_t img[4];
-              nvfp4_code::images(code[m][h][o], img);
-              const uint32_t sw = nvfp4_scale_word(scale[m][h], 0);
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (G::kNvfp4) {
+            uint32_t img[4];
+            nvfp4_code::images(code[m][h][o], img);
+            const uint32_t sw = nvfp4_scale_word(scale[m][h], o / 2);
 #pragma unroll
-              for (int p = 0; p < 4; ++p) a[m][h][p] = nvfp4_scaled(img[p], sw);
-            } else {
-              const int r = m * G::kRows + 16 * warp + g + 8 * h;
-              const uint4 v = lds128(ws + r * G::kWRowBytes + chunk_at<G::kQ>(r, q) * 16);
-              a[m][h][0] = v.x, a[m][h][1] = v.y, a[m][h][2] = v.z, a[m][h][3] = v.w;
+            for (int p = 0; p < 4; ++p) a[m][h][p] = nvfp4_scaled(img[p], sw);
+          } else {
+            const int r = m * G::kRows + 16 * warp + g + 8 * h;
+            const uint4 v = lds128(ws + r * G::kWRowBytes + chunk_at<G::kQ>(r, c * G::kO + o) * 16);
+            a[m][h][0] = v.x, a[m][h][1] = v.y, a[m][h][2] = v.z, a[m][h][3] = v.w;
+          }
+        }
+      // Token groups in pairs: the rows of a group past the item are zeros, so a pair may run one
+      // group more than jmax. Each accumulator still sees its k in the same order (half 0, then 1); the
+      // other three tiles of the pair sit between its two mma, so none waits on the one before.
+      const uint8_t* xo = xs + g * G::kXRowBytes + chunk_at<G::kQ>(g, c * G::kO + o) * 16;  // rows 8j + g share g's parity
+#pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        if (j < jmax) {
+          const uint4 x0 = *reinterpret_cast<const uint4*>(xo + 8 * j * G::kXRowBytes);
+          const uint4 x1 = *reinterpret_cast<const uint4*>(xo + 8 * (j + 1) * G::kXRowBytes);
+          const uint32_t b[2][2][2] = {{{x0.x, x0.y}, {x0.z, x0.w}}, {{x1.x, x1.y}, {x1.z, x1.w}}};  // [group][half][reg]
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+#pragma unroll
+            for (int m = 0; m < 2; ++m) {
+              const uint32_t frag[4] = {a[m][0][2 * half], a[m][1][2 * half], a[m][0][2 * half + 1], a[m][1][2 * half + 1]};
+#pragma unroll
+              for (int jj = 0; jj < 2; ++jj) mma_bf16_16816(acc[m][j + jj], frag, b[jj][half][0], b[jj][half][1]);
             }
-          }
-        // Token groups in pairs: the rows of a group past the item are zeros, so a pair may run one
-        // group more than jmax. Each accumulator still sees its k in the same order (half 0, then 1); the
-        // other three tiles of the pair sit between its two mma, so none waits on the one before.
-        const uint8_t* xo = xs + g * G::kXRowBytes + chunk_at<G::kQ>(g, q) * 16;  // rows 8j + g share g's parity
-#pragma unroll
-        for (int j = 0; j < 8; j += 2) {
-          if (j < jmax) {
-            const uint4 x0 = *reinterpret_cast<const uint4*>(xo + 8 * j * G::kXRowBytes);
-            const uint4 x1 = *reinterpret_cast<const uint4*>(xo + 8 * (j + 1) * G::kXRowBytes);
-            const uint32_t b[2][2][2] = {{{x0.x, x0.y}, {x0.z, x0.w}}, {{x1.x, x1.y}, {x1.z, x1.w}}};  // [group][half][reg]
-#pragma unroll
-            for (int half = 0; half < 2; ++half)
-#pragma unroll
-              for (int m = 0; m < 2; ++m) {
-                const uint32_t frag[4] = {a[m][0][2 * half], a[m][1][2 * half], a[m][0][2 * half + 1], a[m][1][2 * half + 1]};
-#pragma unroll
-                for (int jj = 0; jj < 2; ++jj) mma_bf16_16816(acc[m][j + jj], frag, b[jj][half][0], b[jj][half][1]);
-              }
-          }
         }
       }
     }

@@ -215,23 +215,17 @@ constexpr MoePieceTiling moe_piece_tiling(const MoeDims& d) {
   return t;
 }
 
-// K columns per pipeline stage of a piece GEMM. NVFP4: 128 where K allows (64 code bytes of each weight
-// row a stage, computed as two sub-steps of 64 columns), else 64; bf16: 64 (a lane's share of a stage
-// is kBK / 32 octets of 8 columns, 32 weight bytes per row).
-// NOTE: with 32 code bytes of each of a block's 256 rows per stage, the MoE piece streamed its weights at
-// ~1.4 TB/s at every piece size (h200-prefill.md), where the decode kernels read 64 contiguous bytes per
-// row and reach ~2.5 TB/s; the suspect is the scattered 32-byte reads. Computing a 128-column stage in
-// one go needs 16 more registers for the codes and spilled at 128 (two blocks per SM), hence the
-// sub-steps.
+// K columns per pipeline stage of a piece GEMM: a lane's share of a stage is kBK / 32 octets (8 columns
+// each) of its weight rows, 8 code bytes (NVFP4) or 32 weight bytes (bf16) per row at kBK 64.
+// NOTE: NVFP4 steps of 128 columns (16 code bytes a lane, one 128-bit load) need 16 more registers for
+// the codes and spilled at 128 (two blocks per SM); at 64 a lane's 64-bit code loads are still
+// conflict-free. Stages in flight: 5 NVFP4 (17 KiB each), 2 bf16 (40 KiB each), so two blocks share an SM.
 constexpr int moe_piece_bk(bool nvfp4, int k) {
-  if (nvfp4) return k % 128 == 0 ? 128 : k % 64 == 0 ? 64 : 0;
   for (int bk = 64; bk >= 32; bk /= 2)
-    if (k % bk == 0) return bk;
+    if (k % bk == 0 && (!nvfp4 || bk == 64)) return bk;
   return 0;
 }
-// Stages in flight, so two blocks share an SM: NVFP4 3 of 34 KiB (128 columns) or 5 of 17 KiB (64),
-// bf16 2 of 40 KiB.
-constexpr int moe_piece_stages(bool nvfp4, int k) { return nvfp4 ? (moe_piece_bk(true, k) == 128 ? 3 : 5) : 2; }
+constexpr int moe_piece_stages(bool nvfp4) { return nvfp4 ? 5 : 2; }
 
 // Items of a piece of n tokens: routed ones (each active expert's ceil(count / tokens), at most
 // slots / tokens + active of them) and the shared expert's (all n tokens).
