@@ -368,7 +368,7 @@ bool run_shape(const char* shape, const std::vector<int>& ns, bool timed, std::m
   for (int n : ns) ok &= run_case<D, P>(shape, L, piece, decode, n, Routing::kRandom, rng);
   ok &= run_case<D, P>(shape, L, piece, decode, ns.back(), Routing::kSkewed, rng);
   if (timed)
-    for (int n : {512, 2048, 4096}) time_piece<D, P>(L, piece, decode, n, rng);
+    for (int n : {64, 256, 512, 2048, 4096}) time_piece<D, P>(L, piece, decode, n, rng);
   return ok;
 }
 
