@@ -94,14 +94,14 @@ struct MoePieceWork {
   float* shared_y;
 };
 
-// One grouped GEMM's shapes: 2 x kRows weight rows of K columns (precision Q) against kTokens_
+// One grouped GEMM's shapes: 2 x kRows weight rows of K columns (precision Q) against kTokens
 // activation rows, kWarps warps.
-template <Precision Q, int K, int kWarps_, int kTokens_>
+template <Precision Q, int K, int kWarps_>
 struct PieceGemmTraits {
   static constexpr bool kNvfp4 = Q == Precision::kNVFP4;
   static constexpr int kWarps = kWarps_, kThreads = 32 * kWarps;
   static constexpr int kRows = 16 * kWarps;  // weight rows per half
-  static constexpr int kTokens = kTokens_, kGroups = kTokens / 8;  // mma column groups of 8 tokens
+  static constexpr int kTokens = 64;
   static constexpr int kBK = tiling::moe_piece_bk(kNvfp4, K);
   static constexpr int kSteps = K / kBK;
   static constexpr int kStages = tiling::moe_piece_stages(kNvfp4);
@@ -118,21 +118,16 @@ struct PieceGemmTraits {
   static_assert(kBK >= 32 && K % kBK == 0, "piece gemm: K must be a multiple of 32");
   static_assert(kQ == 4 || kQ == 8 || kQ == 16, "piece gemm: 4, 8 or 16 chunks per staged row");
   static_assert(kStageBytes % 128 == 0, "piece gemm: stages stay 128-byte aligned");
-  static_assert(kTokens % 16 == 0, "piece gemm: token groups run in pairs");
 };
 
-// kNarrow: the small pieces' items (tiling::moe_piece_narrow).
-template <class D, Precision P, bool kNarrow = false>
+template <class D, Precision P>
 struct MoePieceTraits {
   static constexpr tiling::MoePieceTiling kTiling = tiling::moe_piece_tiling(D::kDims);
-  static constexpr int kTokens = kNarrow ? kTiling.narrow_tokens : kTiling.tokens;
-  // Blocks an SM: what caps the registers (two at 64 tokens an item; three narrow ones, where a
-  // shared-expert stage of bf16 weights, 68 KiB, is the largest).
-  static constexpr int kMinBlocks = kNarrow ? 3 : 2;
-  using GateUp = PieceGemmTraits<P, D::kHidden, kTiling.gate_up_warps, kTokens>;
-  using SharedGateUp = PieceGemmTraits<Precision::kBF16, D::kHidden, kTiling.gate_up_warps, kTokens>;
-  using Down = PieceGemmTraits<P, D::kInter, kTiling.down_warps, kTokens>;
-  using SharedDown = PieceGemmTraits<Precision::kBF16, D::kSharedInter, kTiling.down_warps, kTokens>;
+  static constexpr int kTokens = kTiling.tokens;
+  using GateUp = PieceGemmTraits<P, D::kHidden, kTiling.gate_up_warps>;
+  using SharedGateUp = PieceGemmTraits<Precision::kBF16, D::kHidden, kTiling.gate_up_warps>;
+  using Down = PieceGemmTraits<P, D::kInter, kTiling.down_warps>;
+  using SharedDown = PieceGemmTraits<Precision::kBF16, D::kSharedInter, kTiling.down_warps>;
   static constexpr int kGateUpThreads = GateUp::kThreads, kDownThreads = Down::kThreads;
   // gate_up stages its act tile (bf16 [kTokens][kRows], padded) and down its y tile (fp32 [kTokens][2 kRows])
   // in the pipeline's shared memory once the K loop is done.
@@ -150,7 +145,6 @@ struct MoePieceTraits {
   static_assert(D::kHidden % 8 == 0, "moe piece: 16-byte rows");
   static_assert(kGateUpSmem <= kBooster.smem_per_block && kDownSmem <= kBooster.smem_per_block,
                 "moe piece: shared memory exceeds the booster's per-block limit");
-  static_assert(!kNarrow || (kTiling.narrow_tokens % 16 == 0 && kTiling.narrow_tokens <= kTiling.tokens), "moe piece: narrow items");
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -184,12 +178,12 @@ __device__ __forceinline__ int chunk_at(int row, int q) {
 template <class G>
 __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1, const uint8_t* s0, const uint8_t* s1,
                                            const __nv_bfloat16* x, const int* rows_s, int jmax, uint8_t* piece_smem,
-                                           float (&acc)[2][G::kGroups][4]) {
+                                           float (&acc)[2][8][4]) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
-    for (int j = 0; j < G::kGroups; ++j)
+    for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[m][j][q] = 0.0f;
 
@@ -198,11 +192,9 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
   // scale row, activation chunk q of token rows r0 + i * kXStep. Steps are even, so a row's swizzle
   // parity is its first row's.
   constexpr int kWChunks = G::kWRowBytes / 16, kWStep = G::kThreads / kWChunks, kWCopies = 2 * G::kRows / kWStep;
-  // Activations: a narrow item's stage has fewer chunks than the block has threads; the rest copy none.
-  constexpr int kXThreads = G::kTokens * G::kQ < G::kThreads ? G::kTokens * G::kQ : G::kThreads;
-  constexpr int kXStep = kXThreads / G::kQ, kXCopies = G::kTokens / kXStep;
+  constexpr int kXStep = G::kThreads / G::kQ, kXCopies = G::kTokens / kXStep;
   static_assert(G::kThreads % kWChunks == 0 && G::kRows % kWStep == 0 && kWStep % 2 == 0, "piece gemm: weight copies tile the stage");
-  static_assert(kXThreads % G::kQ == 0 && G::kTokens % kXStep == 0 && kXStep % 2 == 0, "piece gemm: activation copies tile the stage");
+  static_assert(G::kThreads % G::kQ == 0 && G::kTokens % kXStep == 0 && kXStep % 2 == 0, "piece gemm: activation copies tile the stage");
   static_assert(!G::kNvfp4 || 2 * G::kRows == G::kThreads, "piece gemm: one scale row per thread");
   const int wq = tid % kWChunks, wr = tid / kWChunks, xq = tid % G::kQ, xr = tid / G::kQ;
   const int wdst = wr * G::kWRowBytes + (G::kNvfp4 ? wq : chunk_at<G::kQ>(wr, wq)) * 16;
@@ -221,7 +213,6 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
       const uint8_t* src = tid < G::kRows ? s0 + size_t(tid) * G::kGlobalScaleRowBytes : s1 + size_t(tid - G::kRows) * G::kGlobalScaleRowBytes;
       cp_async_small<G::kSRowBytes>(ss + tid * G::kSRowBytes, src + kt * G::kSRowBytes);
     }
-    if (kXThreads < G::kThreads && tid >= kXThreads) return;
 #pragma unroll
     for (int i = 0; i < kXCopies; ++i) {
       const int row = rows_s[xr + i * kXStep];
@@ -293,7 +284,7 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
       // other three tiles of the pair sit between its two mma, so none waits on the one before.
       const uint8_t* xo = xs + g * G::kXRowBytes + chunk_at<G::kQ>(g, c * G::kO + o) * 16;  // rows 8j + g share g's parity
 #pragma unroll
-      for (int j = 0; j < G::kGroups; j += 2) {
+      for (int j = 0; j < 8; j += 2) {
         if (j < jmax) {
           const uint4 x0 = *reinterpret_cast<const uint4*>(xo + 8 * j * G::kXRowBytes);
           const uint4 x1 = *reinterpret_cast<const uint4*>(xo + 8 * (j + 1) * G::kXRowBytes);
@@ -320,11 +311,11 @@ __device__ __forceinline__ float silu(float v) { return v / (1.0f + expf(-v)); }
 // gate_factor) * (up * up_factor)), as moe_gate_up's store_act; through shared memory so every global
 // store is 16 contiguous bytes.
 template <class G, int kPitch>
-__device__ __forceinline__ void store_act(const float (&acc)[2][G::kGroups][4], float gate_factor, float up_factor, int rows,
+__device__ __forceinline__ void store_act(const float (&acc)[2][8][4], float gate_factor, float up_factor, int rows,
                                           __nv_bfloat16* dst, int dst_pitch, uint8_t* piece_smem) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
 #pragma unroll
-  for (int j = 0; j < G::kGroups; ++j)
+  for (int j = 0; j < 8; ++j)
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int token = 8 * j + 2 * c + (q & 1), i = 16 * warp + g + 8 * (q >> 1);
@@ -341,13 +332,13 @@ __device__ __forceinline__ void store_act(const float (&acc)[2][G::kGroups][4], 
 
 // down epilogue: y row (token) i of the item, 2 x kRows columns from n0, = acc * factor in fp32.
 template <class G, int kPitch>
-__device__ __forceinline__ void store_y(const float (&acc)[2][G::kGroups][4], float factor, int rows, float* dst, int dst_pitch,
+__device__ __forceinline__ void store_y(const float (&acc)[2][8][4], float factor, int rows, float* dst, int dst_pitch,
                                         uint8_t* piece_smem) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
-    for (int j = 0; j < G::kGroups; ++j)
+    for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int token = 8 * j + 2 * c + (q & 1), i = m * G::kRows + 16 * warp + g + 8 * (q >> 1);
@@ -423,10 +414,10 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kRouteWarps * 32)
 
 // Every block scans all counts (experts' first slots and first items); warp v of block b then sorts
 // expert b * warps + v: its bitmap's set bits in token order are its slots.
-template <class D, Precision P, bool kNarrow>
+template <class D, Precision P>
 __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGroupThreads)
     moe_piece_group_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P, kNarrow>;
+  using T = MoePieceTraits<D, P>;
   __shared__ long long warp_total[T::kGroupThreads / 32];
   __shared__ int first_slot[D::kExperts], first_item[D::kExperts];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -475,19 +466,19 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGroupThreads)
   }
 }
 
-// Block (N-tile, item): items [0, shared items) are the shared expert's, over tokens kTokens y..; the rest
+// Block (N-tile, item): items [0, shared items) are the shared expert's, over tokens 64 y..; the rest
 // are routed items while y - shared items < item_count.
-template <class D, Precision P, bool kNarrow>
-__global__ void __launch_bounds__(MoePieceTraits<D, P, kNarrow>::kGateUpThreads, MoePieceTraits<D, P, kNarrow>::kMinBlocks)
+template <class D, Precision P>
+__global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
     moe_piece_gate_up_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P, kNarrow>;
+  using T = MoePieceTraits<D, P>;
   using G = typename T::GateUp;
   using S = typename T::SharedGateUp;
   extern __shared__ __align__(128) uint8_t piece_smem[];
   __shared__ int rows_s[T::kTokens];
   const int shared_items = (n + T::kTokens - 1) / T::kTokens;
   const int n0 = blockIdx.x * G::kRows;
-  float acc[2][T::kTokens / 8][4];
+  float acc[2][8][4];
   if (int(blockIdx.y) < shared_items) {
     if (n0 >= D::kSharedInter) return;
     const int t0 = blockIdx.y * T::kTokens, rows = min(T::kTokens, n - t0);
@@ -518,17 +509,17 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P, kNarrow>::kGateUpThreads,
   piece::store_act<G, T::kActPitch>(acc, gate_factor, up_factor, it.z, w.act + size_t(it.y) * D::kInter + n0, D::kInter, piece_smem);
 }
 
-template <class D, Precision P, bool kNarrow>
-__global__ void __launch_bounds__(MoePieceTraits<D, P, kNarrow>::kDownThreads, MoePieceTraits<D, P, kNarrow>::kMinBlocks)
+template <class D, Precision P>
+__global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
     moe_piece_down_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P, kNarrow>;
+  using T = MoePieceTraits<D, P>;
   using G = typename T::Down;
   using S = typename T::SharedDown;
   extern __shared__ __align__(128) uint8_t piece_smem[];
   __shared__ int rows_s[T::kTokens];
   const int shared_items = (n + T::kTokens - 1) / T::kTokens;
   const int n0 = blockIdx.x * 2 * G::kRows;
-  float acc[2][T::kTokens / 8][4];
+  float acc[2][8][4];
   if (int(blockIdx.y) < shared_items) {
     const int t0 = blockIdx.y * T::kTokens, rows = min(T::kTokens, n - t0);
     for (int i = threadIdx.x; i < T::kTokens; i += blockDim.x) rows_s[i] = i < rows ? t0 + i : -1;
@@ -624,57 +615,39 @@ void moe_piece_route(const MoePieceParams& p, int n, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <class D, Precision P, bool kNarrow>
-void moe_piece_group_items(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P, kNarrow>;
+template <class D, Precision P>
+void moe_piece_group(const MoePieceParams& p, int n, cudaStream_t stream) {
+  using T = MoePieceTraits<D, P>;
   const int blocks = (D::kExperts + T::kGroupExpertsPerBlock - 1) / T::kGroupExpertsPerBlock;
-  moe_piece_group_kernel<D, P, kNarrow><<<blocks, T::kGroupThreads, 0, stream>>>(p, moe_piece_work<D>(p), n);
+  moe_piece_group_kernel<D, P><<<blocks, T::kGroupThreads, 0, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
 }
 
 // The first call per instantiation sets the kernel's shared-memory limit: make it before any capture.
-template <class D, Precision P, bool kNarrow>
-void moe_piece_gate_up_items(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P, kNarrow>;
+template <class D, Precision P>
+void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
+  using T = MoePieceTraits<D, P>;
   static bool configured = false;
   if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_gate_up_kernel<D, P, kNarrow>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kGateUpSmem));
+    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_gate_up_kernel<D, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kGateUpSmem));
     configured = true;
   }
   const dim3 grid(T::kTiling.gate_up_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
-  moe_piece_gate_up_kernel<D, P, kNarrow><<<grid, T::kGateUpThreads, T::kGateUpSmem, stream>>>(p, moe_piece_work<D>(p), n);
+  moe_piece_gate_up_kernel<D, P><<<grid, T::kGateUpThreads, T::kGateUpSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class D, Precision P, bool kNarrow>
-void moe_piece_down_items(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P, kNarrow>;
+template <class D, Precision P>
+void moe_piece_down(const MoePieceParams& p, int n, cudaStream_t stream) {
+  using T = MoePieceTraits<D, P>;
   static bool configured = false;
   if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_down_kernel<D, P, kNarrow>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kDownSmem));
+    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_down_kernel<D, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kDownSmem));
     configured = true;
   }
   const dim3 grid(T::kTiling.down_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
-  moe_piece_down_kernel<D, P, kNarrow><<<grid, T::kDownThreads, T::kDownSmem, stream>>>(p, moe_piece_work<D>(p), n);
+  moe_piece_down_kernel<D, P><<<grid, T::kDownThreads, T::kDownSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
-}
-
-// Items of tiling::moe_piece_item_tokens(n) tokens: group, gate_up and down must agree, so each picks
-// by n alone.
-template <class D, Precision P>
-void moe_piece_group(const MoePieceParams& p, int n, cudaStream_t stream) {
-  if (tiling::moe_piece_narrow(D::kDims, n)) moe_piece_group_items<D, P, true>(p, n, stream);
-  else moe_piece_group_items<D, P, false>(p, n, stream);
-}
-template <class D, Precision P>
-void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
-  if (tiling::moe_piece_narrow(D::kDims, n)) moe_piece_gate_up_items<D, P, true>(p, n, stream);
-  else moe_piece_gate_up_items<D, P, false>(p, n, stream);
-}
-template <class D, Precision P>
-void moe_piece_down(const MoePieceParams& p, int n, cudaStream_t stream) {
-  if (tiling::moe_piece_narrow(D::kDims, n)) moe_piece_down_items<D, P, true>(p, n, stream);
-  else moe_piece_down_items<D, P, false>(p, n, stream);
 }
 
 template <class D, Precision P>

@@ -184,7 +184,6 @@ constexpr MoeDownTiling moe_down_tiling(const MoeDims& d, int b, bool nvfp4) {
 
 struct MoePieceTiling {
   int tokens = 0;         // token rows per item (M-tile): 8 mma column groups of 8
-  int narrow_tokens = 0;  // the same for small pieces (moe_piece_narrow): 2 groups of 8
   int gate_up_warps = 0;  // gate_up: a warp owns 16 intermediate rows of gate and the same 16 of up
   int gate_up_rows = 0;   // intermediate rows per gate_up block (16 * warps)
   int down_warps = 0;     // down: a warp owns 16 output columns in each half of its block's columns
@@ -206,11 +205,6 @@ constexpr MoePieceTiling moe_piece_tiling(const MoeDims& d) {
   // one item covers most experts' tokens (weights read once), and a warp's 8 x 2 accumulator tiles fit
   // two blocks per SM at 128 registers.
   t.tokens = 64;
-  // NOTE: measured (ncu, H100, a3b n = 100): with ~3 tokens an expert, 64-token items leave the GEMMs
-  // issue-bound at 0.45 instructions per scheduler per cycle with two blocks an SM (128 registers, 64 of
-  // them accumulators that small pieces never use). 16-token items need a quarter of the accumulators
-  // and a quarter of the activation stage, so three blocks share an SM.
-  t.narrow_tokens = 16;
   t.gate_up_warps = moe_piece_warps(d.inter, d.shared_inter, 1);
   t.gate_up_rows = 16 * t.gate_up_warps;
   t.down_warps = moe_piece_warps(d.hidden, d.hidden, 2);
@@ -233,26 +227,13 @@ constexpr int moe_piece_bk(bool nvfp4, int k) {
 }
 constexpr int moe_piece_stages(bool nvfp4) { return nvfp4 ? 5 : 2; }
 
-// Small pieces (at most 8 routed tokens an expert on average) run narrow items.
-constexpr bool moe_piece_narrow(const MoeDims& d, int n) { return int64_t(n) * d.top_k <= 8 * int64_t(d.experts); }
-constexpr int moe_piece_item_tokens(const MoeDims& d, int n) {
-  return moe_piece_narrow(d, n) ? moe_piece_tiling(d).narrow_tokens : moe_piece_tiling(d).tokens;
-}
-
 // Items of a piece of n tokens: routed ones (each active expert's ceil(count / tokens), at most
 // slots / tokens + active of them) and the shared expert's (all n tokens).
 constexpr int moe_piece_routed_items(const MoeDims& d, int n) {
   const int slots = n * d.top_k;
-  return ceil_div(slots, moe_piece_item_tokens(d, n)) + min(d.experts, slots);
+  return ceil_div(slots, moe_piece_tiling(d).tokens) + min(d.experts, slots);
 }
-constexpr int moe_piece_shared_items(const MoeDims& d, int n) { return ceil_div(n, moe_piece_item_tokens(d, n)); }
-
-// The most routed items of any piece of 1..max_tokens tokens: the count grows with n inside each item
-// size, so it peaks at max_tokens or at the largest narrow piece.
-constexpr int moe_piece_max_routed_items(const MoeDims& d, int max_tokens) {
-  const int narrow = min(max_tokens, int(8 * int64_t(d.experts) / d.top_k));
-  return max(moe_piece_routed_items(d, max_tokens), narrow >= 1 ? moe_piece_routed_items(d, narrow) : 0);
-}
+constexpr int moe_piece_shared_items(const MoeDims& d, int n) { return ceil_div(n, moe_piece_tiling(d).tokens); }
 
 // One workspace for a piece of up to max_tokens tokens; byte offsets, each 256-aligned. counts and bits
 // come first: the only part that must be zero when the piece starts (moe_piece clears it itself).
@@ -279,7 +260,7 @@ constexpr MoePieceWorkspace moe_piece_workspace(const MoeDims& d, int max_tokens
   MoePieceWorkspace w;
   const int64_t slots = int64_t(max_tokens) * d.top_k;
   w.bit_words = ceil_div(max_tokens, 32);
-  w.max_items = moe_piece_max_routed_items(d, max_tokens);
+  w.max_items = moe_piece_routed_items(d, max_tokens);
   int64_t at = 0;
   auto take = [&at](int64_t bytes) {
     const int64_t here = at;
