@@ -34,6 +34,11 @@
 // counts and token groups in pairs (one address per octet, four independent accumulators between an
 // accumulator's two mma) took gate_up from 505 to 385 us and down from 259 to 197 us at 2048 tokens,
 // with bit-identical outputs.
+// NOTE: measured (h200-prefill.md, 2026-12-05T19:09Z-19:29Z): at small pieces (64-256 tokens, the mixed
+// steps' sizes) the weights stream at ~1.4 TB/s, and neither 128-column stages (64 contiguous code bytes
+// a row instead of 32) nor 16-token items at three blocks an SM made it faster: each warp's per-step chain
+// (decode, shared-memory loads, copies, barrier) is latency-bound at any occupancy. Fewer instructions
+// per weight would pay (weights straight to registers as the decode kernels read them, or wgmma).
 //
 // Graph-capturable, no host synchronisation: grids depend on n only (sized for the most items n tokens
 // can make); blocks past the piece's item count exit at once. Deterministic: no float atomics, fixed
