@@ -156,7 +156,9 @@ step env 1 0 "nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.t
   df -h /tmp; ls -la '$CARRY' '$CARRY/engines'; ldd '$CARRY'/engines/*/bin/rocket-engine || true"
 
 # The full a3b NVFP4 forge, in the background beside everything up to the a3b weights step; its log
-# and exit status stay beside the fuels, so a second call (ONLY=...) finds them.
+# and exit status stay beside the fuels, so a second call (ONLY=...) finds them. It must end inside the
+# call that starts it (~330 s on the H100 machine's 16 cores): a call's background processes do not
+# outlive it (2026-12-05: one started by a short prefill_ab.sh call was gone at 75%).
 A3B_FORGE_LOG=$FUELS/forge_a3b_nvfp4.log
 A3B_FORGE_RC=$FUELS/forge_a3b_nvfp4.rc
 if wanted forge_a3b_nvfp4; then

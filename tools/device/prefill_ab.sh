@@ -30,8 +30,7 @@ for check in $CHECKS; do
     grep -E "FAIL|median|time a3b|check (PASS|FAIL)" "$OUT/$check${v:+_$v}.txt"
   done
 done
-# FORGE_A3B=1: the full a3b fuel forged in the background too, for an h200_engine.sh call after this one.
-ONLY="env ${FORGE_A3B:+forge_a3b_nvfp4 }forge_a3b8_nvfp4 wait_forge_a3b8_nvfp4 weights_a3b8_nvfp4 prefill_check_a3b8_nvfp4 prefill_bench_a3b8_nvfp4" \
+ONLY="env forge_a3b8_nvfp4 wait_forge_a3b8_nvfp4 weights_a3b8_nvfp4 prefill_check_a3b8_nvfp4 prefill_bench_a3b8_nvfp4" \
   BUDGET_S=${BUDGET_S:-300} OUT="$OUT/engine" bash tools/device/h200_engine.sh >"$OUT/engine.log" 2>&1
 grep -E "^=== \[|^\| [0-9]|peak|PASS|FAIL|worst" "$OUT/engine.log" | cut -c1-200
 for name in a3b8-nvfp4 $BASES; do
