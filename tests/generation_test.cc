@@ -286,3 +286,113 @@ TEST(Generation, GrammarStartsAfterTheReasoning) {
 
 }  // namespace
 }  // namespace rocket
+
+namespace rocket {
+namespace {
+
+// vLLM's ignore_eos and min_tokens (benchmark clients send them): under ignore_eos eos is a token
+// without text and the output runs to max_tokens; min_tokens masks eos out of the first picks (with a
+// grammar too, unless the grammar allows nothing else), ends nothing before it on a stop string, and an
+// eos picked anyway (a forced sequence) is a token without text.
+TEST(Generation, IgnoreEosAndMinTokens) {
+  const Tokenizer& tok = test::qwen();
+  const int V = tok.vocab_size();
+  const int32_t im_end = *tok.token_id("<|im_end|>"), endoftext = *tok.token_id("<|endoftext|>");
+  const std::vector<int32_t> eos = {im_end, endoftext};
+  const std::vector<int32_t> a = tok.encode("Alpha beta"), b = tok.encode(" gamma");
+  auto allowed = [&](const uint32_t* mask, int32_t id) { return (mask[id / 32] >> (id % 32) & 1u) != 0; };
+
+  {  // ignore_eos: eos neither ends the output nor shows in its text; it counts as a completion token.
+    CompletionRequest r;
+    r.ignore_eos = true;
+    r.logprobs = true;
+    r.top_logprobs = 0;
+    auto sink = std::make_shared<RequestSink>();
+    const int max_tokens = int(a.size() + 1 + b.size());
+    Generation g(1, r, tok.encode("hi"), max_tokens, tok, eos, sink, nullptr);
+    EXPECT_EQ(g.token_mask(), nullptr);
+    const std::vector<float> row(size_t(V), 0.0f);
+    std::vector<int32_t> picks = a;
+    picks.push_back(im_end);
+    picks.insert(picks.end(), b.begin(), b.end());
+    for (size_t i = 0; i < picks.size(); ++i) {
+      const std::optional<int32_t> next = g.step(picks[i], row.data(), V);
+      if (i + 1 < picks.size()) ASSERT_EQ(next, picks[i]) << i;
+      else EXPECT_EQ(next, std::nullopt);
+    }
+    const Output out = collect(*sink);
+    EXPECT_EQ(out.text, "Alpha beta gamma");
+    EXPECT_EQ(out.finish, FinishReason::kLength);
+    EXPECT_EQ(out.completion_tokens, max_tokens);
+    ASSERT_EQ(out.tokens.size(), picks.size());  // eos has its logprob, in order
+    EXPECT_EQ(out.tokens[a.size()], "<|im_end|>");
+  }
+  {  // min_tokens: eos masked (every other token allowed) for the first 3 picks, then free.
+    CompletionRequest r;
+    r.min_tokens = 3;
+    r.stop = {"beta"};
+    auto sink = std::make_shared<RequestSink>();
+    Generation g(2, r, tok.encode("hi"), 100, tok, eos, sink, nullptr);
+    g.hold_eos(V);
+    const std::vector<int32_t> text = tok.encode("beta beta beta beta");
+    ASSERT_EQ(text.size(), 4u);  // "beta", then " beta" three times
+    for (int i = 0; i < 3; ++i) {
+      const uint32_t* mask = g.token_mask();
+      ASSERT_NE(mask, nullptr) << i;
+      EXPECT_FALSE(allowed(mask, im_end));
+      EXPECT_FALSE(allowed(mask, endoftext));
+      EXPECT_TRUE(allowed(mask, text[size_t(i)]));
+      EXPECT_TRUE(allowed(mask, V - 1));
+      // The stop string is not looked for in the first min_tokens tokens.
+      ASSERT_EQ(g.step(text[size_t(i)], nullptr, V), text[size_t(i)]) << i;
+    }
+    EXPECT_EQ(g.token_mask(), nullptr);
+    EXPECT_EQ(g.step(text[3], nullptr, V), std::nullopt);  // " beta": the stop string now ends it
+    const Output out = collect(*sink);
+    EXPECT_EQ(out.text, tok.decode(std::vector<int32_t>{text[0], text[1], text[2]}) + " ");
+    EXPECT_EQ(out.finish, FinishReason::kStop);
+  }
+  {  // An eos picked before min_tokens anyway (the mask was not applied) is a token without text.
+    CompletionRequest r;
+    r.min_tokens = 2;
+    auto sink = std::make_shared<RequestSink>();
+    Generation g(3, r, tok.encode("hi"), 100, tok, eos, sink, nullptr);
+    EXPECT_EQ(g.step(im_end, nullptr, V), im_end);
+    EXPECT_EQ(g.step(a[0], nullptr, V), a[0]);
+    EXPECT_EQ(g.step(im_end, nullptr, V), std::nullopt);
+    const Output out = collect(*sink);
+    EXPECT_EQ(out.text, tok.decode(std::vector<int32_t>{a[0]}));
+    EXPECT_EQ(out.completion_tokens, 2);
+  }
+  {  // With a grammar: eos leaves the mask while the grammar allows more, stays when it allows nothing
+     // else, and a complete structured output ends at eos even under ignore_eos.
+    const grammar::Vocabulary vocabulary{grammar::TokenTrie::build(tok, V), eos};
+    auto schema = std::make_shared<const grammar::CompiledGrammar>(
+        grammar::compile_schema(nlohmann::ordered_json::parse(R"({"type":"string","maxLength":3})")), vocabulary);
+    CompletionRequest r;
+    r.min_tokens = 8;
+    r.ignore_eos = true;
+    auto sink = std::make_shared<RequestSink>();
+    Generation g(4, r, tok.encode("hi"), 100, tok, eos, sink, nullptr);
+    g.constrain(schema, std::nullopt);
+    g.hold_eos(V);
+    const std::vector<int32_t> json = tok.encode("\"ab\"");
+    for (int32_t id : json) {
+      const uint32_t* mask = g.token_mask();
+      ASSERT_NE(mask, nullptr);
+      EXPECT_FALSE(allowed(mask, im_end));
+      ASSERT_TRUE(allowed(mask, id)) << id;
+      ASSERT_EQ(g.step(id, nullptr, V), id);
+    }
+    const uint32_t* mask = g.token_mask();  // the string is closed: only eos continues
+    ASSERT_NE(mask, nullptr);
+    EXPECT_TRUE(allowed(mask, im_end));
+    EXPECT_EQ(g.step(im_end, nullptr, V), std::nullopt);
+    const Output out = collect(*sink);
+    EXPECT_EQ(out.text, "\"ab\"");
+    EXPECT_EQ(out.finish, FinishReason::kStop);
+  }
+}
+
+}  // namespace
+}  // namespace rocket

@@ -148,6 +148,12 @@ TEST(ChatRequest, SamplingKnobsAndChoices) {
   EXPECT_EQ(r.logit_bias[1].token, 1879);
   EXPECT_EQ(r.logit_bias[1].bias, 2.5f);
   EXPECT_EQ(r.logit_bias[2].token, 9707);
+  // vLLM's extensions, which SGLang's and vLLM's benchmark clients send.
+  EXPECT_FALSE(d.ignore_eos);
+  EXPECT_EQ(d.min_tokens, 0);
+  const CompletionRequest bench = parse_chat_request(with(kChatBase, R"({"ignore_eos": true, "min_tokens": 64})"));
+  EXPECT_TRUE(bench.ignore_eos);
+  EXPECT_EQ(bench.min_tokens, 64);
   // 300 entries are OpenAI's limit: accepted; 301 are not.
   Json many = Json::object();
   for (int t = 0; t < kMaxLogitBias; ++t) many[std::to_string(t)] = 1;
@@ -283,6 +289,9 @@ TEST(ChatRequest, RejectionsNameTheField) {
       {R"({"repetition_penalty": 0})", "repetition_penalty", "invalid_value"},
       {R"({"repetition_penalty": "1"})", "repetition_penalty", "invalid_type"},
       {R"({"min_p": 1.5})", "min_p", "invalid_value"},
+      {R"({"ignore_eos": 1})", "ignore_eos", "invalid_type"},
+      {R"({"min_tokens": -1})", "min_tokens", "invalid_value"},
+      {R"({"min_tokens": "8"})", "min_tokens", "invalid_type"},
       {R"({"logit_bias": [1]})", "logit_bias", "invalid_type"},
       {R"({"logit_bias": {"1000": 101}})", "logit_bias.1000", "invalid_value"},
       {R"({"logit_bias": {"1000": "5"}})", "logit_bias.1000", "invalid_type"},
@@ -393,8 +402,10 @@ TEST(CompletionRequest, ParsesPromptForms) {
 
   const CompletionRequest r = parse_completion_request(with(kCompletionBase, R"({"max_tokens": 5, "logprobs": 3,
       "echo": false, "best_of": 1, "suffix": null, "n": 1, "stop": ["\n"], "seed": 1, "stream": true,
-      "stream_options": {"include_usage": false}, "user": "u"})"));
+      "stream_options": {"include_usage": false}, "user": "u", "ignore_eos": true, "min_tokens": 2})"));
   EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.min_tokens, 2);
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 3);
   EXPECT_TRUE(r.stream);

@@ -216,6 +216,8 @@ void parse_sampling(const Json& body, CompletionRequest& r) {
   if (const Json* v = member(body, "repetition_penalty"))
     r.repetition_penalty = as_number(*v, "repetition_penalty", 0.0, 1.0e6, /*lo_open=*/true);
   if (const Json* v = member(body, "logit_bias")) r.logit_bias = parse_logit_bias(*v);
+  if (const Json* v = member(body, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
+  if (const Json* v = member(body, "min_tokens")) r.min_tokens = as_integer(*v, "min_tokens", 0, kMaxInt);
   if (const Json* v = member(body, "user")) r.user = as_string(*v, "user");
 }
 
@@ -522,7 +524,7 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
       "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
       "stream", "stream_options", "logprobs", "top_logprobs", "n", "tools", "tool_choice", "parallel_tool_calls",
       "user", "chat_template_kwargs", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_p",
-      "logit_bias", "response_format",
+      "ignore_eos", "min_tokens", "logit_bias", "response_format",
       "modalities", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity", "functions",
       "function_call", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
   reject_unknown_fields(body, kKnown);
@@ -583,7 +585,7 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
       "logprobs", "n", "best_of", "echo", "suffix", "frequency_penalty", "presence_penalty", "repetition_penalty",
-      "min_p", "logit_bias", "user"};
+      "min_p", "ignore_eos", "min_tokens", "logit_bias", "user"};
   reject_unknown_fields(body, kKnown);
 
   CompletionRequest r;

@@ -101,6 +101,12 @@ struct CompletionRequest {
   // At most kMaxLogitBias distinct tokens, ascending, biases in [-100, 100]; the server checks the
   // tokens against the vocabulary.
   std::vector<LogitBias> logit_bias;
+  // vLLM's extensions, which benchmark clients send (SGLang's bench_serving sends ignore_eos by
+  // default): ignore_eos, eos is a token like any other (no text; a structured output still ends at
+  // its grammar's end); min_tokens, eos is masked out of the first min_tokens picks and stop strings
+  // are not looked for in them (the server checks min_tokens <= max_tokens).
+  bool ignore_eos = false;
+  int64_t min_tokens = 0;
   int64_t n = 1;  // choices, forked from one prefill; the server bounds it by the plan's streams
 
   bool stream = false;

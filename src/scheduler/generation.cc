@@ -62,7 +62,7 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
                        const ForcedTokens* forced, int choice)
     : id_(id), prompt_(std::move(prompt)), max_tokens_(max_tokens), tokenizer_(tokenizer), eos_(eos),
       sink_(std::move(sink)), logit_bias_(request.logit_bias), choice_(choice), decoder_(tokenizer), stops_(request.stop),
-      started_(std::chrono::steady_clock::now()) {
+      ignore_eos_(request.ignore_eos), min_tokens_(request.min_tokens), started_(std::chrono::steady_clock::now()) {
   CHECK(max_tokens_ >= 1, "a generation needs room for one token");
   CHECK(choice >= 0 && choice < request.n && logit_bias_.size() <= size_t(kMaxLogitBias), "generation arguments");
   knobs_.temperature = float(request.temperature);
@@ -97,9 +97,18 @@ void Generation::constrain(std::shared_ptr<const grammar::CompiledGrammar> gramm
   grammar_after_ = after;
 }
 
+void Generation::hold_eos(int vocab) {
+  CHECK(usage_.completion_tokens == 0 && !finished_ && vocab > 0, "min_tokens holds eos from the first token");
+  eos_held_.assign(size_t((vocab + 31) / 32), ~0u);
+  if (vocab % 32) eos_held_.back() = (1u << (vocab % 32)) - 1;
+  for (int32_t id : eos_)
+    if (id >= 0 && id < vocab) eos_held_[size_t(id / 32)] &= ~(1u << (id % 32));
+}
+
 const uint32_t* Generation::token_mask() {
   CHECK(!finished_, "token_mask() on a finished generation");
-  if (!matcher_ || grammar_after_) return nullptr;
+  const bool hold = usage_.completion_tokens < min_tokens_ && !eos_held_.empty();
+  if (!matcher_ || grammar_after_) return hold ? eos_held_.data() : nullptr;
   const int allowed = matcher_->fill_mask(mask_);
   if (allowed == grammar::Matcher::kTooComplex) {
     fail(fmt::format("structured output: the grammar is too complex to enforce at speed: after {} bytes of output, the "
@@ -113,6 +122,14 @@ const uint32_t* Generation::token_mask() {
     fail(fmt::format("structured output: no token of the vocabulary can continue the response format after {} bytes "
                      "of output", matcher_->position()));
     return nullptr;
+  }
+  if (hold) {
+    // Eos comes out of the grammar's mask unless the grammar allows nothing else: a format that is
+    // complete ends the output before min_tokens.
+    bool other = false;
+    for (size_t w = 0; w < mask_.size(); ++w) other |= (mask_[w] & eos_held_[w]) != 0;
+    if (other)
+      for (size_t w = 0; w < mask_.size(); ++w) mask_[w] &= eos_held_[w];
   }
   return mask_.data();
 }
@@ -153,9 +170,13 @@ std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int
     return std::nullopt;
   }
   if (grammar_after_ && next == *grammar_after_) grammar_after_.reset();  // the answer starts next
-  if (std::find(eos_.begin(), eos_.end(), next) != eos_.end()) return finish(FinishReason::kStop);
+  // Eos ends the output, but under ignore_eos or before min_tokens it is a token without text (what
+  // vLLM's detokenizer makes of it), unless a structured output's grammar has just ended with it.
+  const bool eos = std::find(eos_.begin(), eos_.end(), next) != eos_.end();
+  if (eos && ((!ignore_eos_ && usage_.completion_tokens >= min_tokens_) || (matcher_ && !grammar_after_)))
+    return finish(FinishReason::kStop);
   ++usage_.completion_tokens;
-  const std::string piece = decoder_.push(next);
+  const std::string piece = eos ? std::string() : decoder_.push(next);
   if (top_logprobs_ >= 0) {
     const RowLogprobs row = row_logprobs(logits, vocab, next, top_logprobs_);
     Scored s{TokenLogprob{std::string(tokenizer_.token_bytes(next)), row.logprob, {}}, decoded_, decoded_ + piece.size()};
@@ -163,7 +184,9 @@ std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int
     scored_.push_back(std::move(s));
   }
   decoded_ += piece.size();
-  if (!piece.empty()) {
+  if (!piece.empty() && usage_.completion_tokens <= min_tokens_) {
+    emit(piece, /*stopped=*/false);  // no stop string ends the output before min_tokens
+  } else if (!piece.empty()) {
     StopMatcher::Result res = stops_.push(piece);
     if (res.stopped) {
       emit(std::move(res.text), /*stopped=*/true);

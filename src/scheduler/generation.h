@@ -150,6 +150,9 @@ class Generation {
   // opening). Call before the first step. REQUIRES: the grammar accepts `primer`.
   void constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after,
                  std::string_view primer = {});
+  // min_tokens: eos is masked out of the request's first min_tokens picks, in an engine vocabulary of
+  // `vocab` tokens (the masks' width). Call before the first step when the request has min_tokens.
+  void hold_eos(int vocab);
   // The allowed-token bitmask for the token at the next position (grammar::Matcher::fill_mask's
   // layout, valid until the next call), or nullptr when unconstrained. When no token can continue the
   // grammar the request fails with a message saying so (finished() afterwards) and this returns
@@ -191,6 +194,9 @@ class Generation {
   std::optional<grammar::Matcher> matcher_;  // a structured output
   std::optional<int32_t> grammar_after_;    // the matcher starts after this token (</think>)
   std::vector<uint32_t> mask_;
+  bool ignore_eos_ = false;
+  int64_t min_tokens_ = 0;
+  std::vector<uint32_t> eos_held_;  // hold_eos(): every token but eos
   std::deque<Scored> scored_;  // logprobs not yet released
   size_t decoded_ = 0;         // bytes StreamDecoder has returned
   size_t emitted_ = 0;         // bytes pushed to the sink

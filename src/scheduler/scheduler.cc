@@ -157,6 +157,15 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
                                            b.token, engine_.vocab()),
                           fmt::format("logit_bias.{}", b.token), "invalid_request_error", "invalid_value");
   Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
+  if (r.min_tokens > p.max_tokens)
+    throw ProtocolError(400,
+                        fmt::format("Invalid value for 'min_tokens': {} is more than the {} tokens this request may "
+                                    "generate (max_tokens, or what the context leaves after the prompt).",
+                                    r.min_tokens, p.max_tokens),
+                        "min_tokens", "invalid_request_error", "invalid_value");
+  if (r.min_tokens > 0 && !engine_.masks_picks())
+    throw ProtocolError(400, "min_tokens: this engine does not mask its sampling.", "min_tokens", "invalid_request_error",
+                        "unsupported_value");
   std::shared_ptr<const grammar::CompiledGrammar> grammar = grammar_of(r);
   // A forced call's opening is in the prompt already; the grammar takes it first (its form without
   // the reasoning's close, which is no part of the answer).
@@ -372,6 +381,7 @@ void Scheduler::admit() {
       if (w.grammar)
         gen->constrain(w.grammar, w.prompt.reasoning_open && w.grammar_primer.empty() ? think_close_ : std::nullopt,
                        w.grammar_primer);
+      if (w.request.min_tokens > 0) gen->hold_eos(engine_.vocab());
       std::optional<Waiting> forks;
       if (w.choice == 0 && w.request.n > 1) forks = w;
       Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,

@@ -180,6 +180,32 @@ test("FORCED: stop string across tokens in a known text, chat whole and streamed
   assert.equal(free.choices[0].finish_reason, "stop");
 });
 
+// vLLM's ignore_eos and min_tokens, which benchmark clients send (SGLang's bench_serving sends
+// ignore_eos on every request unless told not to).
+test("FORCED: ignore_eos and min_tokens run past eos, whose text never shows; whole and streamed", async () => {
+  const params = { model, messages: hello, user: "eos_inside" };
+  const plain = await client.chat.completions.create(params);
+  assert.equal(plain.choices[0].message.content, "First part.");
+  assert.equal(plain.choices[0].finish_reason, "stop");
+  const n = plain.usage.completion_tokens;
+  const past = await client.chat.completions.create({ ...params, ignore_eos: true });
+  assert.equal(past.choices[0].message.content, "First part. Second part.");
+  assert.equal(past.choices[0].finish_reason, "stop");  // the forced sequence ran out, as at eos
+  assert.ok(past.usage.completion_tokens > n + 1, JSON.stringify(past.usage));  // eos counts as a token
+  const streamed = await collectChat(await client.chat.completions.create({ ...params, ignore_eos: true, stream: true }));
+  assert.equal(streamed.content, "First part. Second part.");
+  const held = await client.chat.completions.create({ ...params, min_tokens: n + 2 });
+  assert.equal(held.choices[0].message.content, "First part. Second part.");
+  // Sampled on the engine, eos masked out of every pick: exactly max_tokens tokens.
+  const masked = await client.chat.completions.create({ model, messages: hello, max_tokens: 12, min_tokens: 12, seed: 7 });
+  assert.equal(masked.usage.completion_tokens, 12);
+  assert.equal(masked.choices[0].finish_reason, "length");
+  await rejects(client.chat.completions.create({ model, messages: hello, max_tokens: 4, min_tokens: 5 }), 400,
+                (e) => assert.equal(e.param, "min_tokens"));
+  await rejects(client.completions.create({ model, prompt: "x", ignore_eos: "yes" }), 400,
+                (e) => assert.equal(e.param, "ignore_eos"));
+});
+
 test("a seed reproduces the output; another seed does not", async () => {
   const params = { model, messages: hello, max_tokens: 24, temperature: 1, top_p: 0.9 };
   const a = await client.chat.completions.create({ ...params, seed: 1234 });

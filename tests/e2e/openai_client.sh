@@ -24,6 +24,7 @@ cat >"$work/forced.json" <<'EOF'
   "think_then_call": "<think>\nThe user wants the weather in Paris.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
   "reasoning": "<think>\nTwo plus two is four.\n</think>\n\nThe answer is 4.",
   "stop_split": "Alpha beta gamma delta epsilon",
+  "eos_inside": "First part.<|im_end|> Second part.",
   "named_continues": "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
   "required_continues": "get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>",
   "calls_then_text": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"Europe/Paris\"}}\n</tool_call>\nBoth calls are out; what follows is a long tail that a stopped request never computes. It goes on for a while, sentence after sentence, so that the engine would need many more steps to reach its end: one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve, thirteen, fourteen, fifteen, sixteen, seventeen, eighteen, nineteen, twenty, and then it says the numbers again, one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve, thirteen, fourteen, fifteen, sixteen, seventeen, eighteen, nineteen, twenty, and ends here."
