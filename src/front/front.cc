@@ -185,6 +185,8 @@ class Front {
     });
     server_.Post("/v1/completions",
                  [this](const httplib::Request& q, httplib::Response& s) { completion(q, s, "/v1/completions"); });
+    server_.Post("/v1/responses",
+                 [this](const httplib::Request& q, httplib::Response& s) { completion(q, s, "/v1/responses"); });
     server_.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& s) { models(q, s); });
     server_.Get("/health", [this](const httplib::Request&, httplib::Response& s) { health(s); });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& s) { metrics(s); });

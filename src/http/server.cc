@@ -25,6 +25,8 @@
 #include "openai/prompt_builder.h"
 #include "openai/protocol_error.h"
 #include "openai/random_id.h"
+#include "openai/responses_request.h"
+#include "openai/responses_response.h"
 
 namespace rocket {
 
@@ -150,6 +152,64 @@ struct Choices {
   }
 };
 
+// One /v1/responses answer: the chat response's parser, whose events the Responses state machine
+// turns into items, and the completion tokens spent while the parser was inside the reasoning.
+struct ResponsesState {
+  Response chat;
+  ResponsesStream stream;
+  int64_t reasoning_tokens = 0;
+
+  ResponsesState(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub, Json echo)
+      : chat(r, meta, sub), stream(meta.id, meta.created, meta.model, std::move(echo), std::mt19937_64(id_rng()())) {}
+
+  // The Responses events of a text event of the loop.
+  std::vector<Json> events(TokenEvent& ev, RequestSink& sink) {
+    const bool reasoning = chat.parser.reasoning();
+    std::vector<Json> out;
+    for (const OutputEvent& o : chat.parse(ev, sink))
+      for (Json& e : stream.on(o)) out.push_back(std::move(e));
+    if (reasoning || chat.parser.reasoning()) reasoning_tokens += ev.tokens;
+    return out;
+  }
+  // The events that end the response, at the loop's final event.
+  std::vector<Json> finish(const TokenEvent& ev) {
+    std::vector<Json> out;
+    for (const OutputEvent& o : chat.parser.finish())
+      for (Json& e : stream.on(o)) out.push_back(std::move(e));
+    for (Json& e : stream.finish(ev.finish, ev.usage, reasoning_tokens)) out.push_back(std::move(e));
+    return out;
+  }
+};
+
+// The next event of a response the client waits for whole, polling its socket (at most every 200 ms)
+// for a hang-up, which cancels the request: then nullopt. `fd` < 0: no socket to poll.
+std::optional<TokenEvent> next_whole_event(RequestSink& sink, int fd, uint64_t id) {
+  constexpr auto kPoll = std::chrono::milliseconds(200);
+  auto next_poll = std::chrono::steady_clock::now() + kPoll;
+  for (;;) {
+    std::optional<TokenEvent> ev = sink.pop(kPoll);
+    if (fd >= 0 && std::chrono::steady_clock::now() >= next_poll) {
+      next_poll = std::chrono::steady_clock::now() + kPoll;
+      if (peer_closed(fd)) {
+        sink.cancel();
+        std::fprintf(stderr, "[serve] request %llu: the client hung up before the response\n", (unsigned long long)id);
+        return std::nullopt;
+      }
+    }
+    if (ev) return ev;
+  }
+}
+
+// A stream that has nothing to send yet (queued, or a long prefill): an SSE comment every second finds
+// a client that hung up, since a write to a closed connection fails. False: the client is gone.
+bool keep_alive(httplib::DataSink& out, int& idle) {
+  if (++idle % 5 == 0) {
+    static constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
+    if (!out.write(kKeepAlive.data(), kKeepAlive.size())) return false;
+  }
+  return out.is_writable();
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -186,6 +246,12 @@ struct HttpServer::Impl {
     return options.served_model_names;
   }
 
+  void check_model(const EngineLoop& engine, const std::string& model) const {
+    if (const auto names = model_names(engine); std::find(names.begin(), names.end(), model) == names.end())
+      throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", model,
+                                           fmt::join(names, "', '")), "model", "invalid_request_error", "model_not_found");
+  }
+
   void authorize(const httplib::Request& req) const {
     if (options.api_keys.empty()) return;
     if (!options.api_keys.accepts(req.get_header_value("Authorization")))
@@ -201,9 +267,7 @@ struct HttpServer::Impl {
       const Json body = parse_json_body(req.body, options.max_json_depth);
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
       r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
-      if (const auto names = model_names(engine); std::find(names.begin(), names.end(), r.model) == names.end())
-        throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", r.model,
-                                             fmt::join(names, "', '")), "model", "invalid_request_error", "model_not_found");
+      check_model(engine, r.model);
       auto sink = std::make_shared<RequestSink>(int(r.n));
       const Submitted sub = engine.submit(r, sink);
       ResponseMeta meta;
@@ -227,22 +291,11 @@ struct HttpServer::Impl {
   }
 
   void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
-    // A client that hangs up while it waits is seen by polling its socket, at most every 200 ms.
-    constexpr auto kPoll = std::chrono::milliseconds(200);
     const int fd = BoundedServer::current_socket();
-    auto next_poll = std::chrono::steady_clock::now() + kPoll;
     std::vector<Json> choices(all.each.size());
     for (;;) {
-      std::optional<TokenEvent> ev = sink.pop(kPoll);
-      if (fd >= 0 && std::chrono::steady_clock::now() >= next_poll) {
-        next_poll = std::chrono::steady_clock::now() + kPoll;
-        if (peer_closed(fd)) {
-          sink.cancel();
-          std::fprintf(stderr, "[serve] request %llu: the client hung up before the response\n", (unsigned long long)id);
-          return;
-        }
-      }
-      if (!ev) continue;
+      std::optional<TokenEvent> ev = next_whole_event(sink, fd, id);
+      if (!ev) return;
       if (!ev->error.empty()) {
         sink.cancel();  // the other choices stop too: the response is an error
         throw engine_error(*ev);
@@ -298,16 +351,7 @@ struct HttpServer::Impl {
             return true;
           }
           std::optional<TokenEvent> ev = sink->pop(std::chrono::milliseconds(200));
-          if (!ev) {
-            // Waiting (queued, or a long prefill): an SSE comment every second finds a client that
-            // hung up, since a write to a closed connection fails.
-            if (++*idle % 5 == 0) {
-              static constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
-              if (!out.write(kKeepAlive.data(), kKeepAlive.size())) return sink->cancel(), false;
-            }
-            if (!out.is_writable()) return sink->cancel(), false;
-            return true;
-          }
+          if (!ev) return keep_alive(out, *idle) || (sink->cancel(), false);
           *idle = 0;
           if (!ev->error.empty()) {
             sink->cancel();  // the other choices stop too: the stream ends with the error
@@ -348,17 +392,105 @@ struct HttpServer::Impl {
         [sink](bool) { sink->cancel(); });  // after done() this is a no-op: the loop has finished
   }
 
-  // POST /prefix/v1/chat/completions, /prefix/v1/completions: the replicated front asks, before it
-  // routes a request, how much of its prompt this replica's prefix cache holds and how busy it is
-  // (EngineLoop::report_prefix; front/route.h). The body is the request itself, checked as the
-  // completion would check it and guarded by the same api keys: the answer says what prompts were
-  // served here.
-  void prefix(const httplib::Request& req, httplib::Response& res, bool chat) {
+  // POST /v1/responses: the chat request it translates to (openai/responses_request.h), answered as a
+  // response object or its event stream (openai/responses_response.h).
+  void responses_api(const httplib::Request& req, httplib::Response& res) {
+    auto in_flight = std::make_shared<InFlight>(responses);
     try {
       authorize(req);
       EngineLoop& engine = launched();
       const Json body = parse_json_body(req.body, options.max_json_depth);
-      const CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+      ResponsesRequest rr = parse_responses_request(body);
+      CompletionRequest& r = rr.chat;
+      r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
+      check_model(engine, r.model);
+      auto sink = std::make_shared<RequestSink>(1);
+      Submitted sub;
+      try {
+        sub = engine.submit(r, sink);
+      } catch (const ProtocolError& e) {
+        throw responses_error(e);
+      }
+      ResponseMeta meta;
+      meta.id = random_id("resp_", 24, id_rng());
+      meta.created = int64_t(std::time(nullptr));
+      meta.model = r.model;
+      auto state = std::make_shared<ResponsesState>(r, meta, sub, std::move(rr.echo));
+      if (!r.stream) {
+        const int fd = BoundedServer::current_socket();
+        for (;;) {
+          std::optional<TokenEvent> ev = next_whole_event(*sink, fd, sub.id);
+          if (!ev) return;
+          if (!ev->error.empty()) throw engine_error(*ev);
+          if (!ev->done) {
+            state->events(*ev, *sink);
+            continue;
+          }
+          state->finish(*ev);
+          res.set_content(state->stream.response().dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+          return;
+        }
+      }
+      stream_responses(res, state, sink, in_flight);
+    } catch (const ProtocolError& e) {
+      if (options.telemetry)
+        if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ProtocolError(500, e.what(), "", "server_error"));
+    }
+  }
+
+  void stream_responses(httplib::Response& res, std::shared_ptr<ResponsesState> state, std::shared_ptr<RequestSink> sink,
+                        std::shared_ptr<InFlight> in_flight) {
+    res.set_header("Cache-Control", "no-cache");
+    auto started = std::make_shared<bool>(false);
+    auto idle = std::make_shared<int>(0);
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [state, sink, started, idle, in_flight](size_t, httplib::DataSink& out) -> bool {
+          auto send = [&](const std::vector<Json>& events) {
+            for (const Json& e : events) {
+              const std::string d = sse_event(e);
+              if (!out.write(d.data(), d.size())) return false;
+            }
+            return true;
+          };
+          if (!*started) {
+            *started = true;
+            return send(state->stream.start()) || (sink->cancel(), false);
+          }
+          std::optional<TokenEvent> ev = sink->pop(std::chrono::milliseconds(200));
+          if (!ev) return keep_alive(out, *idle) || (sink->cancel(), false);
+          *idle = 0;
+          if (!ev->error.empty()) {
+            sink->cancel();
+            send({state->stream.error(engine_error(*ev))});
+            out.done();
+            return true;
+          }
+          if (!ev->done) return send(state->events(*ev, *sink)) || (sink->cancel(), false);
+          if (!send(state->finish(*ev))) return sink->cancel(), false;
+          out.done();
+          return true;
+        },
+        [sink](bool) { sink->cancel(); });
+  }
+
+  // POST /prefix/v1/chat/completions, /prefix/v1/completions, /prefix/v1/responses: the replicated
+  // front asks, before it routes a request, how much of its prompt this replica's prefix cache holds
+  // and how busy it is
+  // (EngineLoop::report_prefix; front/route.h). The body is the request itself, checked as the
+  // completion would check it and guarded by the same api keys: the answer says what prompts were
+  // served here.
+  void prefix(const httplib::Request& req, httplib::Response& res, const std::string& path) {
+    try {
+      authorize(req);
+      EngineLoop& engine = launched();
+      const Json body = parse_json_body(req.body, options.max_json_depth);
+      const CompletionRequest r = path == "/v1/responses"        ? parse_responses_request(body).chat
+                                  : path == "/v1/chat/completions" ? parse_chat_request(body)
+                                                                   : parse_completion_request(body);
       const PrefixReport p = engine.report_prefix(r);
       const Json out = {{"prompt_tokens", p.prompt_tokens}, {"cached_tokens", p.cached_tokens},
                         {"resumable_tokens", p.resumable_tokens}, {"running", p.running}, {"waiting", p.waiting}};
@@ -451,8 +583,10 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   im.server.Post("/v1/chat/completions",
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
-  im.server.Post("/prefix/v1/chat/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, true); });
-  im.server.Post("/prefix/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, false); });
+  im.server.Post("/v1/responses", [&im](const httplib::Request& q, httplib::Response& s) { im.responses_api(q, s); });
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/responses"})
+    im.server.Post(std::string("/prefix") + path,
+                   [&im, p = std::string(path)](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, p); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
   im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });

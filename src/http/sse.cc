@@ -9,4 +9,8 @@ std::string sse_data(const nlohmann::ordered_json& payload) {
   return out;
 }
 
+std::string sse_event(const nlohmann::ordered_json& payload) {
+  return "event: " + payload.at("type").get<std::string>() + "\n" + sse_data(payload);
+}
+
 }  // namespace rocket

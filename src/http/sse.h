@@ -14,6 +14,9 @@ namespace rocket {
 // StreamDecoder) becomes U+FFFD rather than failing mid-stream.
 std::string sse_data(const nlohmann::ordered_json& payload);
 
+// "event: <payload.type>\ndata: <json>\n\n": the Responses API names each event (and sends no [DONE]).
+std::string sse_event(const nlohmann::ordered_json& payload);
+
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 }  // namespace rocket

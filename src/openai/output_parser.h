@@ -109,6 +109,8 @@ class OutputParser {
   // Ends the output: releases held text and returns an unterminated tool-call block as content.
   std::vector<OutputEvent> finish();
 
+  // Inside the reasoning block (after <think>, before </think>).
+  bool reasoning() const { return state_ == State::kReasoning; }
   // Valid tool calls so far; finish_reason is "tool_calls" when this is non-zero.
   int tool_calls() const { return tool_calls_; }
   // The turn has its max_tool_calls calls: further output is dropped, and need not be generated.

@@ -240,7 +240,10 @@ void Generation::emit(std::string text, bool stopped) {
     scored_.pop_front();
   }
   if (stopped) scored_.clear();
-  if (!e.text.empty() || !e.logprobs.empty()) sink_->push(std::move(e));
+  if (e.text.empty() && e.logprobs.empty()) return;
+  e.tokens = usage_.completion_tokens - tokens_pushed_;
+  tokens_pushed_ = usage_.completion_tokens;
+  sink_->push(std::move(e));
 }
 
 void Generation::fail(std::string_view message, int status) {

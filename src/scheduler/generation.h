@@ -49,6 +49,9 @@ struct TokenEvent {
   // released once all the text it decodes to has been emitted; at a stop string, the tokens that
   // begin before it (so text cut by a stop string still has its token), and none of the stop string.
   std::vector<TokenLogprob> logprobs;
+  // Completion tokens stepped since the previous event (a token whose text is held back counts with
+  // the event that releases it): how the server tells reasoning tokens from the rest.
+  int64_t tokens = 0;
   bool done = false;
   FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
   Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens, of this choice
@@ -200,6 +203,7 @@ class Generation {
   std::deque<Scored> scored_;  // logprobs not yet released
   size_t decoded_ = 0;         // bytes StreamDecoder has returned
   size_t emitted_ = 0;         // bytes pushed to the sink
+  int64_t tokens_pushed_ = 0;  // completion tokens counted by the events pushed so far
   Usage usage_;
   bool finished_ = false;
   bool answered_ = false;

@@ -9,6 +9,7 @@
 #include "openai/openai_request.h"
 #include "openai/prompt_builder.h"
 #include "openai/protocol_error.h"
+#include "openai/responses_request.h"
 
 namespace {
 
@@ -21,12 +22,15 @@ const rocket::PromptBuilder& builder() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  // The first byte picks the endpoint, so one corpus covers both.
-  const bool chat = data[0] & 1;
+  // The first byte picks the endpoint, so one corpus covers all three: bit 1 /v1/responses, else bit 0
+  // chat or completions.
+  const bool responses = data[0] & 2, chat = data[0] & 1;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     const auto json = rocket::parse_json_body(body);
-    const rocket::CompletionRequest r = chat ? rocket::parse_chat_request(json) : rocket::parse_completion_request(json);
+    const rocket::CompletionRequest r = responses ? rocket::parse_responses_request(json).chat
+                                        : chat    ? rocket::parse_chat_request(json)
+                                                  : rocket::parse_completion_request(json);
     builder().build(r, builder().tokenizer().vocab_size(), 4096);
   } catch (const rocket::ProtocolError&) {
   }

@@ -1,0 +1,336 @@
+#include "openai/responses_request.h"
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace rocket {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kInvalidType = "invalid_type";
+constexpr const char* kInvalidValue = "invalid_value";
+constexpr const char* kUnsupported = "unsupported_value";
+
+[[noreturn]] void refuse(const std::string& param, const char* code, const std::string& message) {
+  throw ProtocolError(400, message, param, "invalid_request_error", code);
+}
+
+std::string at(const std::string& parent, size_t i) { return fmt::format("{}[{}]", parent, i); }
+std::string dot(const std::string& parent, std::string_view key) { return fmt::format("{}.{}", parent, key); }
+
+// Null means "not given", as in OpenAI's schema.
+const Json* member(const Json& object, const std::string& key) {
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+const Json& object_at(const Json& v, const std::string& param) {
+  if (!v.is_object()) refuse(param, kInvalidType, fmt::format("Invalid type for '{}': expected an object.", param));
+  return v;
+}
+
+std::string string_at(const Json& object, const std::string& key, const std::string& param) {
+  const Json* v = member(object, key);
+  if (!v)
+    throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", param), param, "invalid_request_error",
+                        "missing_required_parameter");
+  if (!v->is_string()) refuse(param, kInvalidType, fmt::format("Invalid type for '{}': expected a string.", param));
+  return v->get<std::string>();
+}
+
+// A message's content for the chat parser: a string, or its text parts.
+Json content_of(const Json& v, const std::string& param) {
+  if (v.is_string()) return v;
+  if (!v.is_array())
+    refuse(param, kInvalidType, fmt::format("Invalid type for '{}': expected a string or an array of content parts.", param));
+  Json parts = Json::array();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = at(param, i);
+    const std::string type = string_at(object_at(v[i], p), "type", dot(p, "type"));
+    if (type == "input_text" || type == "output_text") {
+      parts.push_back({{"type", "text"}, {"text", string_at(v[i], "text", dot(p, "text"))}});
+    } else if (type == "refusal") {
+      parts.push_back({{"type", "text"}, {"text", string_at(v[i], "refusal", dot(p, "refusal"))}});
+    } else {
+      refuse(dot(p, "type"), kUnsupported,
+             fmt::format("Unsupported value for '{}': content parts of type '{}' are not supported; this engine reads "
+                         "text only.", dot(p, "type"), type));
+    }
+  }
+  return parts;
+}
+
+// A reasoning item's text: its reasoning_text content, else its summary (encrypted_content is
+// another provider's and is dropped).
+std::string reasoning_of(const Json& item, const std::string& param) {
+  std::string text;
+  for (const char* key : {"content", "summary"}) {
+    const Json* parts = member(item, key);
+    if (!parts) continue;
+    if (!parts->is_array())
+      refuse(dot(param, key), kInvalidType, fmt::format("Invalid type for '{}': expected an array.", dot(param, key)));
+    for (size_t i = 0; i < parts->size(); ++i) {
+      const std::string p = at(dot(param, key), i);
+      object_at((*parts)[i], p);
+      if (!text.empty()) text += "\n\n";
+      text += string_at((*parts)[i], "text", dot(p, "text"));
+    }
+    if (!text.empty()) break;
+  }
+  return text;
+}
+
+// `instructions` and `input` as chat messages.
+Json messages_of(const Json& body) {
+  Json messages = Json::array();
+  if (const Json* v = member(body, "instructions")) {
+    if (!v->is_string())
+      refuse("instructions", kInvalidType, "Invalid type for 'instructions': expected a string.");
+    messages.push_back({{"role", "system"}, {"content", *v}});
+  }
+  const Json* input = member(body, "input");
+  if (!input)
+    throw ProtocolError(400, "Missing required parameter: 'input'.", "input", "invalid_request_error",
+                        "missing_required_parameter");
+  if (input->is_string()) {
+    messages.push_back({{"role", "user"}, {"content", *input}});
+    return messages;
+  }
+  if (!input->is_array())
+    refuse("input", kInvalidType, "Invalid type for 'input': expected a string or an array of input items.");
+  std::string reasoning;  // a reasoning item's text, for the assistant turn after it
+  // Whether the last message is an assistant turn the next function_call joins.
+  bool open_turn = false;
+  auto assistant_turn = [&](Json content) -> Json& {
+    Json m = {{"role", "assistant"}, {"content", std::move(content)}};
+    if (!reasoning.empty()) m["reasoning_content"] = std::exchange(reasoning, {});
+    messages.push_back(std::move(m));
+    open_turn = true;
+    return messages.back();
+  };
+  for (size_t i = 0; i < input->size(); ++i) {
+    const std::string p = at("input", i);
+    const Json& item = object_at((*input)[i], p);
+    const Json* t = member(item, "type");
+    if (t && !t->is_string()) refuse(dot(p, "type"), kInvalidType, fmt::format("Invalid type for '{}': expected a string.", dot(p, "type")));
+    const std::string type = t ? t->get<std::string>() : "message";
+    if (type == "message") {
+      const std::string role = string_at(item, "role", dot(p, "role"));
+      if (role != "user" && role != "assistant" && role != "system" && role != "developer")
+        refuse(dot(p, "role"), kInvalidValue,
+               fmt::format("Invalid value for '{}': '{}' is not one of user, assistant, system, developer.", dot(p, "role"), role));
+      const Json* content = member(item, "content");
+      if (!content)
+        throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", dot(p, "content")), dot(p, "content"),
+                            "invalid_request_error", "missing_required_parameter");
+      if (role == "assistant") {
+        assistant_turn(content_of(*content, dot(p, "content")));
+      } else {
+        messages.push_back({{"role", role}, {"content", content_of(*content, dot(p, "content"))}});
+        open_turn = false;
+      }
+    } else if (type == "function_call") {
+      Json call = {{"id", string_at(item, "call_id", dot(p, "call_id"))},
+                   {"type", "function"},
+                   {"function", {{"name", string_at(item, "name", dot(p, "name"))},
+                                 {"arguments", string_at(item, "arguments", dot(p, "arguments"))}}}};
+      Json& turn = open_turn ? messages.back() : assistant_turn(nullptr);
+      turn["tool_calls"].push_back(std::move(call));
+    } else if (type == "function_call_output") {
+      const Json* output = member(item, "output");
+      if (!output)
+        throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", dot(p, "output")), dot(p, "output"),
+                            "invalid_request_error", "missing_required_parameter");
+      messages.push_back({{"role", "tool"},
+                          {"tool_call_id", string_at(item, "call_id", dot(p, "call_id"))},
+                          {"content", content_of(*output, dot(p, "output"))}});
+      open_turn = false;
+    } else if (type == "reasoning") {
+      reasoning = reasoning_of(item, p);
+      open_turn = false;
+    } else if (type == "item_reference") {
+      refuse(dot(p, "type"), kUnsupported,
+             "Unsupported value: item references need stored responses, and this server stores none; send the items "
+             "themselves.");
+    } else {
+      refuse(dot(p, "type"), kUnsupported,
+             fmt::format("Unsupported value for '{}': input items of type '{}' are not supported; this server runs "
+                         "messages, reasoning and function calls only.", dot(p, "type"), type));
+    }
+  }
+  return messages;
+}
+
+// Flat function tools as chat's.
+Json tools_of(const Json& v) {
+  if (!v.is_array()) refuse("tools", kInvalidType, "Invalid type for 'tools': expected an array.");
+  Json tools = Json::array();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = at("tools", i);
+    const Json& tool = object_at(v[i], p);
+    const std::string type = string_at(tool, "type", dot(p, "type"));
+    if (type != "function")
+      refuse(dot(p, "type"), kUnsupported,
+             fmt::format("Unsupported value for '{}': '{}' tools are not supported; this server runs function tools "
+                         "only.", dot(p, "type"), type));
+    Json function = Json::object();
+    for (const auto& [key, value] : tool.items()) {
+      if (key == "type") continue;
+      if (key != "name" && key != "description" && key != "parameters" && key != "strict")
+        refuse(dot(p, key), "unknown_parameter", fmt::format("Unrecognized request argument supplied: {}", dot(p, key)));
+      function[key] = value;
+    }
+    tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+  }
+  return tools;
+}
+
+Json tool_choice_of(const Json& v) {
+  if (v.is_string()) return v;
+  const std::string type = string_at(object_at(v, "tool_choice"), "type", "tool_choice.type");
+  if (type != "function")
+    refuse("tool_choice.type", kUnsupported,
+           fmt::format("Unsupported value for 'tool_choice.type': '{}'; this server takes 'none', 'auto', 'required' or "
+                       "{{\"type\": \"function\", \"name\": ...}}.", type));
+  return {{"type", "function"}, {"function", {{"name", string_at(v, "name", "tool_choice.name")}}}};
+}
+
+// text.format as chat's response_format; absent or "text" is none.
+Json response_format_of(const Json& text) {
+  object_at(text, "text");
+  for (const auto& [key, value] : text.items())
+    if (key != "format" && key != "verbosity")
+      refuse(dot("text", key), "unknown_parameter", fmt::format("Unrecognized request argument supplied: text.{}", key));
+  const Json* format = member(text, "format");
+  if (!format) return nullptr;
+  const std::string type = string_at(object_at(*format, "text.format"), "type", "text.format.type");
+  if (type == "text") return nullptr;
+  if (type == "json_object") return {{"type", "json_object"}};
+  if (type != "json_schema")
+    refuse("text.format.type", kInvalidValue,
+           fmt::format("Invalid value for 'text.format.type': '{}' is not one of text, json_object, json_schema.", type));
+  Json schema = Json::object();
+  for (const auto& [key, value] : format->items())
+    if (key != "type") schema[key] = value;
+  return {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+}
+
+// Responses fields that are chat's under the same name, checked by parse_chat_request: the sampling
+// knobs (vLLM's too, as its Responses endpoint takes them) and the bookkeeping fields.
+const std::set<std::string, std::less<>> kSameAsChat = {
+    "model", "temperature", "top_p", "stream", "parallel_tool_calls", "user", "metadata", "store", "service_tier",
+    "prompt_cache_key", "safety_identifier", "seed", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+    "repetition_penalty", "logit_bias", "stop", "ignore_eos", "min_tokens", "chat_template_kwargs"};
+
+}  // namespace
+
+ResponsesRequest parse_responses_request(const Json& body) {
+  if (!body.is_object())
+    throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
+  Json chat = Json::object();
+  for (const auto& [key, value] : body.items()) {
+    if (kSameAsChat.contains(key)) {
+      chat[key] = value;
+    } else if (key == "input" || key == "instructions" || key == "tools" || key == "tool_choice" || key == "text" ||
+               key == "reasoning" || key == "max_output_tokens" || key == "include" || key == "truncation" ||
+               key == "stream_options") {
+      // translated below
+    } else if (key == "previous_response_id" || key == "conversation" || key == "prompt") {
+      if (!value.is_null())
+        refuse(key, kUnsupported,
+               fmt::format("Unsupported parameter: '{}': this server stores no responses or conversations; send the "
+                           "whole conversation in 'input'.", key));
+    } else if (key == "background") {
+      if (!value.is_null() && value != false) refuse(key, kUnsupported, "Unsupported value for 'background': responses run in the foreground.");
+    } else if (key == "max_tool_calls" || key == "top_logprobs") {
+      if (!value.is_null()) refuse(key, kUnsupported, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
+    } else {
+      refuse(key, "unknown_parameter", fmt::format("Unrecognized request argument supplied: {}", key));
+    }
+  }
+  chat["messages"] = messages_of(body);
+  if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v);
+  if (const Json* v = member(body, "tool_choice")) chat["tool_choice"] = tool_choice_of(*v);
+  if (const Json* v = member(body, "text")) chat["response_format"] = response_format_of(*v);
+  if (const Json* v = member(body, "max_output_tokens")) chat["max_completion_tokens"] = *v;
+  if (const Json* v = member(body, "reasoning")) {
+    for (const auto& [key, value] : object_at(*v, "reasoning").items()) {
+      if (key == "effort") {
+        if (!value.is_null()) chat["reasoning_effort"] = value;
+      } else if (key != "summary" && key != "generate_summary") {
+        refuse(dot("reasoning", key), "unknown_parameter", fmt::format("Unrecognized request argument supplied: reasoning.{}", key));
+      }
+    }
+  }
+  if (const Json* v = member(body, "include")) {
+    if (!v->is_array()) refuse("include", kInvalidType, "Invalid type for 'include': expected an array of strings.");
+    for (size_t i = 0; i < v->size(); ++i) {
+      // Reasoning comes back in clear (reasoning_text), so there is nothing to encrypt.
+      if ((*v)[i] != "reasoning.encrypted_content")
+        refuse(at("include", i), kUnsupported,
+               fmt::format("Unsupported value for '{}': {}; this server includes nothing but reasoning.encrypted_content, "
+                           "which it answers with the reasoning in clear.", at("include", i), (*v)[i].dump()));
+    }
+  }
+  if (const Json* v = member(body, "truncation"); v && *v != "disabled")
+    refuse("truncation", kUnsupported,
+           "Unsupported value for 'truncation': only 'disabled'; a prompt over the context is refused, not cut.");
+  if (const Json* v = member(body, "stream_options")) object_at(*v, "stream_options");  // include_obfuscation: no-op
+
+  ResponsesRequest r;
+  try {
+    r.chat = parse_chat_request(chat);
+  } catch (const ProtocolError& e) {
+    throw responses_error(e);
+  }
+  auto echo = [&](const char* key, Json fallback) {
+    const Json* v = member(body, key);
+    r.echo[key] = v ? *v : std::move(fallback);
+  };
+  echo("instructions", nullptr);
+  echo("max_output_tokens", nullptr);
+  echo("metadata", Json::object());
+  echo("parallel_tool_calls", true);
+  r.echo["reasoning"] = {{"effort", r.chat.reasoning_effort ? Json(*r.chat.reasoning_effort) : Json(nullptr)}, {"summary", nullptr}};
+  echo("temperature", 1.0);
+  echo("text", {{"format", {{"type", "text"}}}});
+  echo("tool_choice", "auto");
+  echo("tools", Json::array());
+  echo("top_p", 1.0);
+  r.echo["truncation"] = "disabled";
+  echo("user", nullptr);
+  return r;
+}
+
+ProtocolError responses_error(const ProtocolError& e) {
+  std::string param = e.param(), message = e.message();
+  auto rename = [&](const std::string& chat, const std::string& responses) {
+    if (param.rfind(chat, 0) != 0) return false;
+    param.replace(0, chat.size(), responses);
+    for (size_t i = message.find(chat); i != std::string::npos; i = message.find(chat, i + responses.size()))
+      message.replace(i, chat.size(), responses);
+    return true;
+  };
+  // Longest chat spelling first: "response_format.json_schema" before "response_format".
+  rename("max_completion_tokens", "max_output_tokens") || rename("reasoning_effort", "reasoning.effort") ||
+      rename("response_format.json_schema", "text.format") || rename("response_format", "text.format") ||
+      rename("tool_choice.function", "tool_choice");
+  if (param.rfind("tools[", 0) == 0) {  // tools[i].function.x is tools[i].x
+    if (const size_t f = param.find("].function"); f != std::string::npos) rename(param.substr(0, f + 10), param.substr(0, f + 1));
+  }
+  // The chat messages do not line up with the input items (instructions come first, function calls
+  // join one turn): the error names the input as a whole and says which message it found it in.
+  if (param.rfind("messages", 0) == 0) {
+    if (param != "messages") message = fmt::format("In 'input' ({} of the chat messages it becomes): {}", param, message);
+    param = "input";
+  }
+  return ProtocolError(e.status(), std::move(message), std::move(param), e.type(), e.code());
+}
+
+}  // namespace rocket

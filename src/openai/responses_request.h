@@ -1,0 +1,44 @@
+// The body of POST /v1/responses (OpenAI's Responses API: the OpenAI Agents SDK's default, Codex's
+// wire API), translated into the chat request it asks for. `instructions` and the `input` items
+// become chat messages:
+//
+//   instructions                          -> a system message, first
+//   input (a string)                      -> a user message
+//   message {role, content}               -> a message; input_text, output_text and refusal parts keep
+//                                            their text, any other part is refused (text only)
+//   reasoning {content | summary}         -> reasoning_content of the assistant turn that follows it
+//   function_call {call_id, name, args}   -> a tool call of the assistant turn (consecutive calls, and
+//                                            calls right after an assistant message, share one turn)
+//   function_call_output {call_id, ...}   -> a tool message
+//
+// and the flat function tools, `tool_choice`, `text.format`, `reasoning.effort` and
+// `max_output_tokens` become chat's tools, tool_choice, response_format, reasoning_effort and
+// max_completion_tokens. The chat request then goes through parse_chat_request, so every knob is
+// checked exactly as chat checks it; an error names the field as the Responses request spells it.
+// Nothing is stored: previous_response_id, conversation and item references are refused (send the
+// whole conversation in `input`), and responses say store: false. Hosted tools (web search, file
+// search, computer use, MCP, ...) are refused: this server runs function tools only.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "openai/openai_request.h"
+#include "openai/protocol_error.h"
+
+namespace rocket {
+
+struct ResponsesRequest {
+  CompletionRequest chat;  // what the engine runs
+  // The request's settings a response object repeats: instructions, max_output_tokens, metadata,
+  // parallel_tool_calls, reasoning, temperature, text, tool_choice, tools, top_p, truncation, user.
+  nlohmann::ordered_json echo;
+};
+
+// Throws ProtocolError (400) on the first invalid or unsupported field.
+ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body);
+
+// An error about the translated chat request (the prompt builder's, the scheduler's) as the Responses
+// request names its fields: max_completion_tokens is max_output_tokens, messages is input, ...
+ProtocolError responses_error(const ProtocolError& chat_error);
+
+}  // namespace rocket
