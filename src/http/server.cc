@@ -181,11 +181,17 @@ struct ResponsesState {
   }
 };
 
-// The next event of a response the client waits for whole, polling its socket (at most every 200 ms)
-// for a hang-up, which cancels the request: then nullopt. `fd` < 0: no socket to poll.
-std::optional<TokenEvent> next_whole_event(RequestSink& sink, int fd, uint64_t id) {
-  constexpr auto kPoll = std::chrono::milliseconds(200);
-  auto next_poll = std::chrono::steady_clock::now() + kPoll;
+// A response the client waits for whole: its next event, polling the client's socket (at most every
+// 200 ms, however fast the events come) for a hang-up, which cancels the request: then nullopt.
+struct WholeResponse {
+  static constexpr auto kPoll = std::chrono::milliseconds(200);
+  int fd = BoundedServer::current_socket();  // < 0: no socket to poll
+  std::chrono::steady_clock::time_point next_poll = std::chrono::steady_clock::now() + kPoll;
+
+  std::optional<TokenEvent> next(RequestSink& sink, uint64_t id);
+};
+
+std::optional<TokenEvent> WholeResponse::next(RequestSink& sink, uint64_t id) {
   for (;;) {
     std::optional<TokenEvent> ev = sink.pop(kPoll);
     if (fd >= 0 && std::chrono::steady_clock::now() >= next_poll) {
@@ -291,10 +297,10 @@ struct HttpServer::Impl {
   }
 
   void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
-    const int fd = BoundedServer::current_socket();
+    WholeResponse whole;
     std::vector<Json> choices(all.each.size());
     for (;;) {
-      std::optional<TokenEvent> ev = next_whole_event(sink, fd, id);
+      std::optional<TokenEvent> ev = whole.next(sink, id);
       if (!ev) return;
       if (!ev->error.empty()) {
         sink.cancel();  // the other choices stop too: the response is an error
@@ -417,9 +423,9 @@ struct HttpServer::Impl {
       meta.model = r.model;
       auto state = std::make_shared<ResponsesState>(r, meta, sub, std::move(rr.echo));
       if (!r.stream) {
-        const int fd = BoundedServer::current_socket();
+        WholeResponse whole;
         for (;;) {
-          std::optional<TokenEvent> ev = next_whole_event(*sink, fd, sub.id);
+          std::optional<TokenEvent> ev = whole.next(*sink, sub.id);
           if (!ev) return;
           if (!ev->error.empty()) throw engine_error(*ev);
           if (!ev->done) {
