@@ -187,6 +187,13 @@ try:
           "prefix reports: the home replica holds the system prompt, the other nothing", reports)
     st, data = request(port, "POST", "/v1/chat/completions", probe, headers={"Content-Type": "application/json"})
     check(st == 401, "a request without the key: the replica's 401 passed through the front", (st, data[:200]))
+    # /v1/responses is routed the same way: its instructions are the system prompt the home replica holds.
+    before_home = front_counter(port, "rocket_front_routed_total", home)
+    st, data = request(port, "POST", "/v1/responses", {"model": model, "instructions": system,
+                                                       "input": "Question 10: " + text(50), "max_output_tokens": 2})
+    check(st == 200 and json.loads(data)["usage"]["input_tokens_details"]["cached_tokens"] >= 256 and
+          front_counter(port, "rocket_front_routed_total", home) == before_home + 1,
+          "a /v1/responses request went to the replica holding its instructions' prefix", (st, data[:300]))
 
     # ---- (b) unrelated requests spread by load; streams relayed whole ----
     before = [front_counter(port, "rocket_front_routed_total", i) for i in (0, 1)]
