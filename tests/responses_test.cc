@@ -86,6 +86,7 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
       {R"({"model": "m", "input": "x", "max_output_tokens": -1})", "max_output_tokens"},
       {R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": 5}}})", "text.format.schema"},
       {R"({"model": "m", "input": "x", "text": {"colour": 1}})", "text.colour"},
+      {R"({"model": "m", "input": "x", "text": {"verbosity": "low"}})", "text.verbosity"},
       {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"]})", "include[0]"},
       {R"({"model": "m", "input": "x", "reasoning": {"effort": 5}})", "reasoning.effort"},
       {R"({"model": "m", "input": "x", "temperature": 3})", "temperature"},

@@ -188,6 +188,7 @@ class Front {
     server_.Post("/v1/responses",
                  [this](const httplib::Request& q, httplib::Response& s) { completion(q, s, "/v1/responses"); });
     server_.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& s) { models(q, s); });
+    server_.Get("/v1/models/(.+)", [this](const httplib::Request& q, httplib::Response& s) { models(q, s); });
     server_.Get("/health", [this](const httplib::Request&, httplib::Response& s) { health(s); });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& s) { metrics(s); });
     server_.Get("/stats", [this](const httplib::Request&, httplib::Response& s) { stats(s); });
@@ -459,18 +460,19 @@ class Front {
         });
   }
 
+  // GET /v1/models and /v1/models/{id}, as the first replica in rotation answers them.
   void models(const httplib::Request& req, httplib::Response& res) {
     for (const auto& r : replicas_) {
       if (!r->healthy()) continue;
       httplib::Client cli(r->host(), r->port());
       cli.set_connection_timeout(1s);
       cli.set_read_timeout(5s);
-      if (auto up = cli.Get("/v1/models", upstream_headers(req))) {
+      if (auto up = cli.Get(req.path, upstream_headers(req))) {
         res.status = up->status;
         res.set_content(up->body, up->get_header_value("Content-Type"));
         return;
       }
-      r->mark_down("/v1/models unanswered");
+      r->mark_down(req.path + " unanswered");
     }
     send_error(res, ProtocolError(503, "no replica is in rotation; retry later", "", "server_error", "no_replica"));
   }

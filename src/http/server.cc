@@ -508,20 +508,26 @@ struct HttpServer::Impl {
     }
   }
 
-  void models(const httplib::Request& req, httplib::Response& res) {
+  // GET /v1/models: every served name; GET /v1/models/{id} (`id`): that one, or 404.
+  void models(const httplib::Request& req, httplib::Response& res, const std::optional<std::string>& id = std::nullopt) {
     try {
       authorize(req);
       EngineLoop& engine = launched();
-      Json data = Json::array();
-      for (const std::string& name : model_names(engine)) {
+      auto model = [&](const std::string& name) {
         Json m = Json::object();
         m["id"] = name;
         m["object"] = "model";
         m["created"] = 0;
         m["owned_by"] = "rocket";
         m["rocket"] = engine.model().metadata;
-        data.push_back(std::move(m));
+        return m;
+      };
+      if (id) {
+        check_model(engine, *id);
+        return res.set_content(model(*id).dump(), "application/json");
       }
+      Json data = Json::array();
+      for (const std::string& name : model_names(engine)) data.push_back(model(name));
       Json out = Json::object();
       out["object"] = "list";
       out["data"] = std::move(data);
@@ -594,6 +600,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
     im.server.Post(std::string("/prefix") + path,
                    [&im, p = std::string(path)](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, p); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });
+  // Model names may hold '/' ("org/name", as --served-model-name takes them).
+  im.server.Get("/v1/models/(.+)", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s, q.matches[1].str()); });
   im.server.Get("/health", [&im](const httplib::Request&, httplib::Response& s) { im.health(s); });
   im.server.Get("/metrics", [&im](const httplib::Request&, httplib::Response& s) { im.metrics(s); });
   im.server.Get("/stats", [&im](const httplib::Request&, httplib::Response& s) { im.stats(s); });

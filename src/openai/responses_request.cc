@@ -257,7 +257,10 @@ ResponsesRequest parse_responses_request(const Json& body) {
   chat["messages"] = messages_of(body);
   if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v);
   if (const Json* v = member(body, "tool_choice")) chat["tool_choice"] = tool_choice_of(*v);
-  if (const Json* v = member(body, "text")) chat["response_format"] = response_format_of(*v);
+  if (const Json* v = member(body, "text")) {
+    chat["response_format"] = response_format_of(*v);
+    if (const Json* verbosity = member(*v, "verbosity")) chat["verbosity"] = *verbosity;  // chat's policy applies
+  }
   if (const Json* v = member(body, "max_output_tokens")) chat["max_completion_tokens"] = *v;
   if (const Json* v = member(body, "reasoning")) {
     for (const auto& [key, value] : object_at(*v, "reasoning").items()) {
@@ -320,7 +323,7 @@ ProtocolError responses_error(const ProtocolError& e) {
   // Longest chat spelling first: "response_format.json_schema" before "response_format".
   rename("max_completion_tokens", "max_output_tokens") || rename("reasoning_effort", "reasoning.effort") ||
       rename("response_format.json_schema", "text.format") || rename("response_format", "text.format") ||
-      rename("tool_choice.function", "tool_choice");
+      rename("tool_choice.function", "tool_choice") || rename("verbosity", "text.verbosity");
   if (param.rfind("tools[", 0) == 0) {  // tools[i].function.x is tools[i].x
     if (const size_t f = param.find("].function"); f != std::string::npos) rename(param.substr(0, f + 10), param.substr(0, f + 1));
   }

@@ -92,6 +92,10 @@ test("models lists every served name", async () => {
   const page = await client.models.list();
   assert.deepEqual(page.data.map((m) => m.id), [model, alias]);
   assert.equal(page.data[1].rocket.fingerprint, page.data[0].rocket.fingerprint);
+  const one = await client.models.retrieve(alias);
+  assert.equal(one.id, alias);
+  assert.equal(one.object, "model");
+  await rejects(client.models.retrieve("no-such-model"), 404, (e) => assert.equal(e.code, "model_not_found"));
 });
 
 test("a request may name the model by any served name, and the response names it so", async () => {
