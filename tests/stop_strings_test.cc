@@ -111,6 +111,10 @@ TEST(StopMatcher, EarliestStopWins) {
   const StopMatcher::Result r = m.push("hello world");
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.text, "hel");
+  EXPECT_EQ(m.matched(), "lo w");  // what Anthropic's stop_sequence reports
+  StopMatcher tie({"ab", "a"});
+  EXPECT_TRUE(tie.push("xab").stopped);
+  EXPECT_EQ(tie.matched(), "ab");  // both start there: the first given
 }
 
 TEST(StopMatcher, NoStopsPassesEverything) {

@@ -64,7 +64,7 @@ void send_error(httplib::Response& res, const ProtocolError& e) {
 // context and the body's type.
 httplib::Headers upstream_headers(const httplib::Request& req) {
   httplib::Headers h;
-  for (const char* name : {"Authorization", "traceparent", "Content-Type"})
+  for (const char* name : {"Authorization", "x-api-key", "traceparent", "Content-Type"})
     if (req.has_header(name)) h.emplace(name, req.get_header_value(name));
   return h;
 }
@@ -187,6 +187,12 @@ class Front {
                  [this](const httplib::Request& q, httplib::Response& s) { completion(q, s, "/v1/completions"); });
     server_.Post("/v1/responses",
                  [this](const httplib::Request& q, httplib::Response& s) { completion(q, s, "/v1/responses"); });
+    server_.Post("/v1/messages",
+                 [this](const httplib::Request& q, httplib::Response& s) { completion(q, s, "/v1/messages"); });
+    // No prefix to route by: a replica's prefix report refuses it (404), and the least loaded counts.
+    server_.Post("/v1/messages/count_tokens", [this](const httplib::Request& q, httplib::Response& s) {
+      completion(q, s, "/v1/messages/count_tokens");
+    });
     server_.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& s) { models(q, s); });
     server_.Get("/v1/models/(.+)", [this](const httplib::Request& q, httplib::Response& s) { models(q, s); });
     server_.Get("/health", [this](const httplib::Request&, httplib::Response& s) { health(s); });

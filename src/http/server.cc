@@ -17,6 +17,8 @@
 
 #include <fmt/ranges.h>
 
+#include "anthropic/messages_request.h"
+#include "anthropic/messages_response.h"
 #include "core/error.h"
 #include "http/bounded_server.h"
 #include "http/connection.h"
@@ -181,6 +183,30 @@ struct ResponsesState {
   }
 };
 
+// One /v1/messages answer: the chat response's parser, whose events the Messages state machine turns
+// into content blocks.
+struct MessagesState {
+  Response chat;
+  MessagesStream stream;
+
+  MessagesState(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub)
+      : chat(r, meta, sub), stream(meta.id, meta.model, sub.prompt_tokens) {}
+
+  std::vector<Json> events(TokenEvent& ev, RequestSink& sink) {
+    std::vector<Json> out;
+    for (const OutputEvent& o : chat.parse(ev, sink))
+      for (Json& e : stream.on(o)) out.push_back(std::move(e));
+    return out;
+  }
+  std::vector<Json> finish(const TokenEvent& ev) {
+    std::vector<Json> out;
+    for (const OutputEvent& o : chat.parser.finish())
+      for (Json& e : stream.on(o)) out.push_back(std::move(e));
+    for (Json& e : stream.finish(ev.finish, ev.stop, chat.parser.tool_calls() > 0, ev.usage)) out.push_back(std::move(e));
+    return out;
+  }
+};
+
 // A response the client waits for whole: its next event, polling the client's socket (at most every
 // 200 ms, however fast the events come) for a hang-up, which cancels the request: then nullopt.
 struct WholeResponse {
@@ -256,6 +282,15 @@ struct HttpServer::Impl {
     if (const auto names = model_names(engine); std::find(names.begin(), names.end(), model) == names.end())
       throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", model,
                                            fmt::join(names, "', '")), "model", "invalid_request_error", "model_not_found");
+  }
+
+  // Anthropic's clients send the key as x-api-key (or, with an auth token, as a Bearer header).
+  void authorize_anthropic(const httplib::Request& req) const {
+    if (options.api_keys.empty()) return;
+    if (req.has_header("x-api-key") && options.api_keys.accepts("Bearer " + req.get_header_value("x-api-key"))) return;
+    if (options.api_keys.accepts(req.get_header_value("Authorization"))) return;
+    throw ProtocolError(401, "Incorrect or missing API key: send it as 'x-api-key: KEY'.", "", "invalid_request_error",
+                        "invalid_api_key");
   }
 
   void authorize(const httplib::Request& req) const {
@@ -483,6 +518,111 @@ struct HttpServer::Impl {
         [sink](bool) { sink->cancel(); });
   }
 
+  // POST /v1/messages (Anthropic's Messages API): the chat request it translates to
+  // (anthropic/messages_request.h), answered as a message or its event stream
+  // (anthropic/messages_response.h), errors in Anthropic's shape.
+  void messages_api(const httplib::Request& req, httplib::Response& res) {
+    auto in_flight = std::make_shared<InFlight>(responses);
+    auto refuse = [&](const ProtocolError& e) {
+      if (options.telemetry)
+        if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
+      res.status = e.status();
+      if (e.status() == 503) res.set_header("Retry-After", "1");
+      res.set_content(messages_error_body(e).dump(), "application/json");
+    };
+    try {
+      authorize_anthropic(req);
+      EngineLoop& engine = launched();
+      CompletionRequest r = parse_messages_request(parse_json_body(req.body, options.max_json_depth));
+      r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
+      check_model(engine, r.model);
+      auto sink = std::make_shared<RequestSink>(1);
+      Submitted sub;
+      try {
+        sub = engine.submit(r, sink);
+      } catch (const ProtocolError& e) {
+        // max_tokens is a cap in this API, and its clients send a large one (Claude Code: 32000) for
+        // every turn: past the context it means "up to the context", not a refusal.
+        if (e.code() != "context_length_exceeded" || e.param() != "max_tokens") throw;
+        r.max_tokens.reset();
+        sub = engine.submit(r, sink);
+      }
+      ResponseMeta meta;
+      meta.id = random_id("msg_", 24, id_rng());
+      meta.created = int64_t(std::time(nullptr));
+      meta.model = r.model;
+      auto state = std::make_shared<MessagesState>(r, meta, sub);
+      if (r.stream) return stream_messages(res, state, sink, in_flight);
+      WholeResponse whole;
+      for (;;) {
+        std::optional<TokenEvent> ev = whole.next(*sink, sub.id);
+        if (!ev) return;
+        if (!ev->error.empty()) throw engine_error(*ev);
+        if (!ev->done) {
+          state->events(*ev, *sink);
+          continue;
+        }
+        state->finish(*ev);
+        res.set_content(state->stream.message().dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+        return;
+      }
+    } catch (const ProtocolError& e) {
+      refuse(e);
+    } catch (const std::exception& e) {
+      refuse(ProtocolError(500, e.what(), "", "server_error"));
+    }
+  }
+
+  void stream_messages(httplib::Response& res, std::shared_ptr<MessagesState> state, std::shared_ptr<RequestSink> sink,
+                       std::shared_ptr<InFlight> in_flight) {
+    res.set_header("Cache-Control", "no-cache");
+    auto started = std::make_shared<bool>(false);
+    auto idle = std::make_shared<int>(0);
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [state, sink, started, idle, in_flight](size_t, httplib::DataSink& out) -> bool {
+          auto send = [&](const std::vector<Json>& events) {
+            for (const Json& e : events) {
+              const std::string d = sse_event(e);
+              if (!out.write(d.data(), d.size())) return false;
+            }
+            return true;
+          };
+          if (!*started) {
+            *started = true;
+            return send(state->stream.start()) || (sink->cancel(), false);
+          }
+          std::optional<TokenEvent> ev = sink->pop(std::chrono::milliseconds(200));
+          if (!ev) return keep_alive(out, *idle) || (sink->cancel(), false);
+          *idle = 0;
+          if (!ev->error.empty()) {
+            sink->cancel();
+            send({messages_error_body(engine_error(*ev))});
+            out.done();
+            return true;
+          }
+          if (!ev->done) return send(state->events(*ev, *sink)) || (sink->cancel(), false);
+          if (!send(state->finish(*ev))) return sink->cancel(), false;
+          out.done();
+          return true;
+        },
+        [sink](bool) { sink->cancel(); });
+  }
+
+  // POST /v1/messages/count_tokens: the prompt's length as /v1/messages would build it.
+  void count_tokens(const httplib::Request& req, httplib::Response& res) {
+    try {
+      authorize_anthropic(req);
+      EngineLoop& engine = launched();
+      const CompletionRequest r = parse_messages_request(parse_json_body(req.body, options.max_json_depth), true);
+      check_model(engine, r.model);
+      res.set_content(Json{{"input_tokens", engine.report_prefix(r).prompt_tokens}}.dump(), "application/json");
+    } catch (const ProtocolError& e) {
+      res.status = e.status();
+      res.set_content(messages_error_body(e).dump(), "application/json");
+    }
+  }
+
   // POST /prefix/v1/chat/completions, /prefix/v1/completions, /prefix/v1/responses: the replicated
   // front asks, before it routes a request, how much of its prompt this replica's prefix cache holds
   // and how busy it is
@@ -491,10 +631,11 @@ struct HttpServer::Impl {
   // served here.
   void prefix(const httplib::Request& req, httplib::Response& res, const std::string& path) {
     try {
-      authorize(req);
+      path == "/v1/messages" ? authorize_anthropic(req) : authorize(req);
       EngineLoop& engine = launched();
       const Json body = parse_json_body(req.body, options.max_json_depth);
       const CompletionRequest r = path == "/v1/responses"        ? parse_responses_request(body).chat
+                                  : path == "/v1/messages"         ? parse_messages_request(body)
                                   : path == "/v1/chat/completions" ? parse_chat_request(body)
                                                                    : parse_completion_request(body);
       const PrefixReport p = engine.report_prefix(r);
@@ -596,7 +737,10 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
                  [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
   im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
   im.server.Post("/v1/responses", [&im](const httplib::Request& q, httplib::Response& s) { im.responses_api(q, s); });
-  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/responses"})
+  im.server.Post("/v1/messages", [&im](const httplib::Request& q, httplib::Response& s) { im.messages_api(q, s); });
+  im.server.Post("/v1/messages/count_tokens",
+                 [&im](const httplib::Request& q, httplib::Response& s) { im.count_tokens(q, s); });
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"})
     im.server.Post(std::string("/prefix") + path,
                    [&im, p = std::string(path)](const httplib::Request& q, httplib::Response& s) { im.prefix(q, s, p); });
   im.server.Get("/v1/models", [&im](const httplib::Request& q, httplib::Response& s) { im.models(q, s); });

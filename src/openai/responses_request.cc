@@ -7,42 +7,18 @@
 
 #include <fmt/format.h>
 
+#include "openai/json_fields.h"
+
 namespace rocket {
 
 using Json = nlohmann::ordered_json;
+using namespace json_fields;
 
 namespace {
 
 constexpr const char* kInvalidType = "invalid_type";
 constexpr const char* kInvalidValue = "invalid_value";
 constexpr const char* kUnsupported = "unsupported_value";
-
-[[noreturn]] void refuse(const std::string& param, const char* code, const std::string& message) {
-  throw ProtocolError(400, message, param, "invalid_request_error", code);
-}
-
-std::string at(const std::string& parent, size_t i) { return fmt::format("{}[{}]", parent, i); }
-std::string dot(const std::string& parent, std::string_view key) { return fmt::format("{}.{}", parent, key); }
-
-// Null means "not given", as in OpenAI's schema.
-const Json* member(const Json& object, const std::string& key) {
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-const Json& object_at(const Json& v, const std::string& param) {
-  if (!v.is_object()) refuse(param, kInvalidType, fmt::format("Invalid type for '{}': expected an object.", param));
-  return v;
-}
-
-std::string string_at(const Json& object, const std::string& key, const std::string& param) {
-  const Json* v = member(object, key);
-  if (!v)
-    throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", param), param, "invalid_request_error",
-                        "missing_required_parameter");
-  if (!v->is_string()) refuse(param, kInvalidType, fmt::format("Invalid type for '{}': expected a string.", param));
-  return v->get<std::string>();
-}
 
 // A message's content for the chat parser: a string, or its text parts.
 Json content_of(const Json& v, const std::string& param) {
@@ -94,10 +70,7 @@ Json messages_of(const Json& body) {
       refuse("instructions", kInvalidType, "Invalid type for 'instructions': expected a string.");
     messages.push_back({{"role", "system"}, {"content", *v}});
   }
-  const Json* input = member(body, "input");
-  if (!input)
-    throw ProtocolError(400, "Missing required parameter: 'input'.", "input", "invalid_request_error",
-                        "missing_required_parameter");
+  const Json* input = &required(body, "input", "input");
   if (input->is_string()) {
     messages.push_back({{"role", "user"}, {"content", *input}});
     return messages;
@@ -125,14 +98,11 @@ Json messages_of(const Json& body) {
       if (role != "user" && role != "assistant" && role != "system" && role != "developer")
         refuse(dot(p, "role"), kInvalidValue,
                fmt::format("Invalid value for '{}': '{}' is not one of user, assistant, system, developer.", dot(p, "role"), role));
-      const Json* content = member(item, "content");
-      if (!content)
-        throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", dot(p, "content")), dot(p, "content"),
-                            "invalid_request_error", "missing_required_parameter");
+      const Json& content = required(item, "content", dot(p, "content"));
       if (role == "assistant") {
-        assistant_turn(content_of(*content, dot(p, "content")));
+        assistant_turn(content_of(content, dot(p, "content")));
       } else {
-        messages.push_back({{"role", role}, {"content", content_of(*content, dot(p, "content"))}});
+        messages.push_back({{"role", role}, {"content", content_of(content, dot(p, "content"))}});
         open_turn = false;
       }
     } else if (type == "function_call") {
@@ -143,13 +113,10 @@ Json messages_of(const Json& body) {
       Json& turn = open_turn ? messages.back() : assistant_turn(nullptr);
       turn["tool_calls"].push_back(std::move(call));
     } else if (type == "function_call_output") {
-      const Json* output = member(item, "output");
-      if (!output)
-        throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", dot(p, "output")), dot(p, "output"),
-                            "invalid_request_error", "missing_required_parameter");
+      const Json& output = required(item, "output", dot(p, "output"));
       messages.push_back({{"role", "tool"},
                           {"tool_call_id", string_at(item, "call_id", dot(p, "call_id"))},
-                          {"content", content_of(*output, dot(p, "output"))}});
+                          {"content", content_of(output, dot(p, "output"))}});
       open_turn = false;
     } else if (type == "reasoning") {
       reasoning = reasoning_of(item, p);

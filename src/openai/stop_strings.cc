@@ -18,7 +18,8 @@ StopMatcher::Result StopMatcher::push(std::string_view piece) {
   held_ += piece;
   // held_ is at most the longest stop string plus one piece, so a full search each time is cheap.
   size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, held_.find(s));
+  for (const std::string& s : stops_)
+    if (const size_t at = held_.find(s); at < first) first = at, matched_ = s;
   Result r;
   if (first != std::string::npos) {
     r.text = held_.substr(0, first);

@@ -32,12 +32,15 @@ class StopMatcher {
   std::string flush();
 
   bool stopped() const { return stopped_; }
+  // The stop string that was hit (the earliest in the text; of two there, the first given).
+  const std::string& matched() const { return matched_; }
   // Bytes held back, awaiting the next piece.
   size_t held() const { return held_.size(); }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
+  std::string matched_;
   bool stopped_ = false;
 };
 

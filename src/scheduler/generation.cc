@@ -225,6 +225,7 @@ std::optional<int32_t> Generation::finish(FinishReason reason) {
   done.choice = choice_;
   done.done = true;
   done.finish = reason;
+  if (stops_.stopped()) done.stop = stops_.matched();
   done.usage = usage_;
   sink_->push(std::move(done));
   return std::nullopt;

@@ -54,6 +54,7 @@ struct TokenEvent {
   int64_t tokens = 0;
   bool done = false;
   FinishReason finish = FinishReason::kStop;  // kStop or kLength; tool calls are the server's to see
+  std::string stop;  // done with kStop at a stop string: that string (empty at eos)
   Usage usage;  // done: prompt_tokens, completion_tokens, cached_tokens, of this choice
   std::string error;  // non-empty: the request failed in the engine
   int error_status = 500;  // the HTTP status of `error`: 400 where the request itself is at fault

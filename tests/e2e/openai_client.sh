@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The OpenAI-compatible server on the tiny bf16 host engine, driven by the official `openai` npm client
-# (tests/e2e/openai_client.mjs and, for /v1/responses, responses_api.mjs say what each test checks).
+# (tests/e2e/openai_client.mjs says what each test checks), then /v1/responses and /v1/messages through
+# the OpenAI and Anthropic clients (responses_api.mjs, messages_api.mjs).
 #   openai_client.sh ROCKET WORK
 # The server runs with the TEST-ONLY --force-tokens option: the sequences below are produced only for
 # requests whose `user` names them (the tool-call and reasoning tests); every other test samples.
@@ -43,6 +44,7 @@ wait_healthy "$base" $server "$work/server.log"
 node "$here/openai_client.mjs" "$base" "$key" tiny-bf16 "$work/server.log" qwen3.5-tiny
 rc=$?
 node "$here/responses_api.mjs" "$base" "$key" tiny-bf16 || rc=1
+node "$here/messages_api.mjs" "$base" "$key" tiny-bf16 || rc=1
 grep -q 'TEST-ONLY' "$work/server.log" || { echo "FAIL the log does not mark --force-tokens as test-only"; rc=1; }
 kill -0 $server 2>/dev/null || { echo "FAIL the server died"; rc=1; }
 echo "--- server log"; cat "$work/server.log"
