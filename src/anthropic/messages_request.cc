@@ -181,13 +181,7 @@ CompletionRequest parse_messages_request(const Json& body, bool count_tokens) {
   } catch (const ProtocolError& e) {
     // Chat's field names as this API spells them.
     std::string param = e.param(), message = e.message();
-    auto rename = [&](const std::string& from, const std::string& to) {
-      if (param.rfind(from, 0) != 0) return false;
-      param.replace(0, from.size(), to);
-      for (size_t i = message.find(from); i != std::string::npos; i = message.find(from, i + to.size()))
-        message.replace(i, from.size(), to);
-      return true;
-    };
+    auto rename = [&](const std::string& from, const std::string& to) { return rename_field(param, message, from, to); };
     rename("stop", "stop_sequences") || rename("user", "metadata.user_id") ||
         rename("parallel_tool_calls", "tool_choice.disable_parallel_tool_use") ||
         rename("tool_choice.function", "tool_choice") || rename("chat_template_kwargs.enable_thinking", "thinking.type");

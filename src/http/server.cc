@@ -181,6 +181,8 @@ struct ResponsesState {
     for (Json& e : stream.finish(ev.finish, ev.usage, reasoning_tokens)) out.push_back(std::move(e));
     return out;
   }
+  Json error(const ProtocolError& e) { return stream.error(e); }
+  const Json& whole() const { return stream.response(); }
 };
 
 // One /v1/messages answer: the chat response's parser, whose events the Messages state machine turns
@@ -205,6 +207,8 @@ struct MessagesState {
     for (Json& e : stream.finish(ev.finish, ev.stop, chat.parser.tool_calls() > 0, ev.usage)) out.push_back(std::move(e));
     return out;
   }
+  Json error(const ProtocolError& e) { return messages_error_body(e); }
+  const Json& whole() const { return stream.message(); }
 };
 
 // A response the client waits for whole: its next event, polling the client's socket (at most every
@@ -456,23 +460,8 @@ struct HttpServer::Impl {
       meta.id = random_id("resp_", 24, id_rng());
       meta.created = int64_t(std::time(nullptr));
       meta.model = r.model;
-      auto state = std::make_shared<ResponsesState>(r, meta, sub, std::move(rr.echo));
-      if (!r.stream) {
-        WholeResponse whole;
-        for (;;) {
-          std::optional<TokenEvent> ev = whole.next(*sink, sub.id);
-          if (!ev) return;
-          if (!ev->error.empty()) throw engine_error(*ev);
-          if (!ev->done) {
-            state->events(*ev, *sink);
-            continue;
-          }
-          state->finish(*ev);
-          res.set_content(state->stream.response().dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
-          return;
-        }
-      }
-      stream_responses(res, state, sink, in_flight);
+      answer_named_events(res, std::make_shared<ResponsesState>(r, meta, sub, std::move(rr.echo)), sink, sub.id, r.stream,
+                          in_flight);
     } catch (const ProtocolError& e) {
       if (options.telemetry)
         if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
@@ -482,8 +471,25 @@ struct HttpServer::Impl {
     }
   }
 
-  void stream_responses(httplib::Response& res, std::shared_ptr<ResponsesState> state, std::shared_ptr<RequestSink> sink,
-                        std::shared_ptr<InFlight> in_flight) {
+  // A Responses or Messages answer (State: ResponsesState or MessagesState): the whole object once
+  // the output ends, or its events as they come, each as `event:` + `data:`.
+  template <typename State>
+  void answer_named_events(httplib::Response& res, std::shared_ptr<State> state, std::shared_ptr<RequestSink> sink,
+                           uint64_t id, bool stream, std::shared_ptr<InFlight> in_flight) {
+    if (!stream) {
+      WholeResponse whole;
+      for (;;) {
+        std::optional<TokenEvent> ev = whole.next(*sink, id);
+        if (!ev) return;
+        if (!ev->error.empty()) throw engine_error(*ev);
+        if (!ev->done) {
+          state->events(*ev, *sink);
+          continue;
+        }
+        state->finish(*ev);
+        return res.set_content(state->whole().dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+      }
+    }
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
     auto idle = std::make_shared<int>(0);
@@ -506,7 +512,7 @@ struct HttpServer::Impl {
           *idle = 0;
           if (!ev->error.empty()) {
             sink->cancel();
-            send({state->stream.error(engine_error(*ev))});
+            send({state->error(engine_error(*ev))});
             out.done();
             return true;
           }
@@ -551,62 +557,12 @@ struct HttpServer::Impl {
       meta.id = random_id("msg_", 24, id_rng());
       meta.created = int64_t(std::time(nullptr));
       meta.model = r.model;
-      auto state = std::make_shared<MessagesState>(r, meta, sub);
-      if (r.stream) return stream_messages(res, state, sink, in_flight);
-      WholeResponse whole;
-      for (;;) {
-        std::optional<TokenEvent> ev = whole.next(*sink, sub.id);
-        if (!ev) return;
-        if (!ev->error.empty()) throw engine_error(*ev);
-        if (!ev->done) {
-          state->events(*ev, *sink);
-          continue;
-        }
-        state->finish(*ev);
-        res.set_content(state->stream.message().dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
-        return;
-      }
+      answer_named_events(res, std::make_shared<MessagesState>(r, meta, sub), sink, sub.id, r.stream, in_flight);
     } catch (const ProtocolError& e) {
       refuse(e);
     } catch (const std::exception& e) {
       refuse(ProtocolError(500, e.what(), "", "server_error"));
     }
-  }
-
-  void stream_messages(httplib::Response& res, std::shared_ptr<MessagesState> state, std::shared_ptr<RequestSink> sink,
-                       std::shared_ptr<InFlight> in_flight) {
-    res.set_header("Cache-Control", "no-cache");
-    auto started = std::make_shared<bool>(false);
-    auto idle = std::make_shared<int>(0);
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [state, sink, started, idle, in_flight](size_t, httplib::DataSink& out) -> bool {
-          auto send = [&](const std::vector<Json>& events) {
-            for (const Json& e : events) {
-              const std::string d = sse_event(e);
-              if (!out.write(d.data(), d.size())) return false;
-            }
-            return true;
-          };
-          if (!*started) {
-            *started = true;
-            return send(state->stream.start()) || (sink->cancel(), false);
-          }
-          std::optional<TokenEvent> ev = sink->pop(std::chrono::milliseconds(200));
-          if (!ev) return keep_alive(out, *idle) || (sink->cancel(), false);
-          *idle = 0;
-          if (!ev->error.empty()) {
-            sink->cancel();
-            send({messages_error_body(engine_error(*ev))});
-            out.done();
-            return true;
-          }
-          if (!ev->done) return send(state->events(*ev, *sink)) || (sink->cancel(), false);
-          if (!send(state->finish(*ev))) return sink->cancel(), false;
-          out.done();
-          return true;
-        },
-        [sink](bool) { sink->cancel(); });
   }
 
   // POST /v1/messages/count_tokens: the prompt's length as /v1/messages would build it.

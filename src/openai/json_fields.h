@@ -54,4 +54,14 @@ inline std::string string_at(const Json& object, const std::string& key, const s
   return v.get<std::string>();
 }
 
+// An error about the chat request a body was translated into, as the body spells the field: when
+// `param` starts with `from`, that prefix becomes `to`, in `message` too. Returns whether it did.
+inline bool rename_field(std::string& param, std::string& message, const std::string& from, const std::string& to) {
+  if (param.rfind(from, 0) != 0) return false;
+  param.replace(0, from.size(), to);
+  for (size_t i = message.find(from); i != std::string::npos; i = message.find(from, i + to.size()))
+    message.replace(i, from.size(), to);
+  return true;
+}
+
 }  // namespace rocket::json_fields

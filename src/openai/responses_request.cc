@@ -280,13 +280,7 @@ ResponsesRequest parse_responses_request(const Json& body) {
 
 ProtocolError responses_error(const ProtocolError& e) {
   std::string param = e.param(), message = e.message();
-  auto rename = [&](const std::string& chat, const std::string& responses) {
-    if (param.rfind(chat, 0) != 0) return false;
-    param.replace(0, chat.size(), responses);
-    for (size_t i = message.find(chat); i != std::string::npos; i = message.find(chat, i + responses.size()))
-      message.replace(i, chat.size(), responses);
-    return true;
-  };
+  auto rename = [&](const std::string& from, const std::string& to) { return rename_field(param, message, from, to); };
   // Longest chat spelling first: "response_format.json_schema" before "response_format".
   rename("max_completion_tokens", "max_output_tokens") || rename("reasoning_effort", "reasoning.effort") ||
       rename("response_format.json_schema", "text.format") || rename("response_format", "text.format") ||
