@@ -348,6 +348,45 @@ print(out.split(b" ")[1].decode() if out.startswith(b"HTTP/") else "none", round
            (200, 400), seconds=30)
     alive("template and tokenizer worst cases")
 
+    # ---- the Responses and Messages APIs: hostile bodies through their translators into chat ----
+    def expect_api(name, path, body, want, anthropic=False, seconds=5.0):
+        s, _, d, t = request("POST", path, body)
+        try:
+            e = json.loads(d)
+            if want == 200:
+                shaped = e.get("type") == "message" or e.get("object") == "response"
+            else:
+                shaped = (e["type"] == "error" and isinstance(e["error"]["message"], str)) if anthropic else error_shape(d)
+        except Exception:  # noqa: BLE001
+            shaped = False
+        check(s == want and shaped and t < seconds, f"{name}: {s} in {t:.2f} s", f"status {s}, {t:.2f} s, body {d[:300]!r}")
+
+    nest = "[" * 5000 + "]" * 5000
+    for name, path, body, want, anth in [
+        ("responses: 20,000 input items", "/v1/responses",
+         {"model": model, "input": [{"role": "user", "content": "w"}] * 20000, "max_output_tokens": 2}, 400, False),
+        ("responses: a call whose arguments are no JSON", "/v1/responses",
+         {"model": model, "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]}, 400, False),
+        ("responses: an output item of another kind", "/v1/responses",
+         {"model": model, "input": [{"type": "computer_call", "call_id": "c"}]}, 400, False),
+        ("messages: tool_use input 50 objects deep", "/v1/messages",
+         {"model": model, "max_tokens": 2, "messages": [{"role": "assistant", "content": [
+             {"type": "tool_use", "id": "t", "name": "f", "input": json.loads('{"a":' * 50 + '1' + '}' * 50)}]}]}, 200, True),
+        ("messages: tool_result content of nested arrays", "/v1/messages",
+         {"model": model, "max_tokens": 2, "messages": [{"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "t", "content": [[["x"]]]}]}]}, 400, True),
+        ("messages: a system prompt past the context", "/v1/messages",
+         {"model": model, "max_tokens": 2, "system": "word " * 50000, "messages": [{"role": "user", "content": "x"}]}, 400, True),
+    ]:
+        expect_api(name, path, body, want, anth)
+    st, _, d, t = request("POST", "/v1/responses", None, {"Content-Type": "application/json"})
+    check(st == 400, f"responses: an empty body: {st}", d[:200])
+    raw_body = ('{"model": "%s", "input": %s}' % (model, nest)).encode()
+    out, t = raw(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(raw_body), raw_body))
+    check(raw_status(out) == 400 and t < 5, f"responses: input nested 5,000 deep: {raw_status(out)} in {t:.2f} s", out[:300])
+    alive("Responses and Messages bodies")
+
     # ---- a client that sends and vanishes, many times ----
     body = json.dumps(chat("vanish", max_tokens=200, stream=True)).encode()
     for i in range(100):
