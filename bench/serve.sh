@@ -5,6 +5,7 @@
 # Host engine (the ctest fixture):  bash bench/serve.sh build/e2e/engines/tiny-bf16 bench/results/host-serve-agents.md
 # H200 engine: tools/device/h200_engine.sh runs it on the a3b NVFP4 engine (step serve_a3b_nvfp4).
 # LAUNCH_FLAGS: more `rocket-engine launch` flags for the server (e.g. --prefill-budget 512).
+# SERVE_CMD: the server's command (default `launch`; `front --replicas 2` for the replicated arrangement).
 # Only bash and python3: the GPU machine has no curl.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,27 +16,10 @@ shift 2
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=${SERVE_LOG:-/tmp/rocket_serve.log}
 # shellcheck disable=SC2086
-"$engine/bin/rocket-engine" launch --port "$port" --queue 256 ${LAUNCH_FLAGS:-} >"$log" 2>&1 &
+"$engine/bin/rocket-engine" ${SERVE_CMD:-launch} --port "$port" --queue 256 ${LAUNCH_FLAGS:-} >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
-# /health answers 200 once the countdown reaches launch; a countdown that fails ends the process.
-python3 - "$port" "$server" <<'PY' || { cat "$log"; exit 1; }
-import http.client, os, sys, time
-port, pid = int(sys.argv[1]), int(sys.argv[2])
-while True:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit("the engine exited during its countdown")
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        c.request("GET", "/health")
-        if c.getresponse().status == 200:
-            break
-    except OSError:
-        pass
-    time.sleep(0.5)
-PY
+python3 bench/wait_healthy.py "$port" "$server" || { cat "$log"; exit 1; }
 grep '^\[countdown\]\|countdown' "$log" | head -5 || true
 commit=$(cat "$engine/../COMMIT" 2>/dev/null || cat "${CARRY:-.carry/h200}/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo '?')
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
@@ -43,10 +27,10 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true)
 table=$(mktemp)
 python3 bench/serve_agents.py --base "http://127.0.0.1:$port" --concurrency 1,4,16,32,64 --markdown "$table" "$@"
 {
-  echo "## Agent workload on $(basename "$engine") ($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["booster"])' "$engine/plan.json") booster), $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "## Agent workload on $(basename "$engine")${SERVE_CMD:+ (rocket-engine $SERVE_CMD)} ($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["booster"])' "$engine/plan.json") booster), $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   echo "commit $commit; machine: $machine${gpu:+, $gpu}"
-  echo "command: ${LAUNCH_FLAGS:+LAUNCH_FLAGS='$LAUNCH_FLAGS' }bash bench/serve.sh $engine RESULTS.md $*  (serve_agents.py --concurrency 1,4,16,32,64 unless given;"
+  echo "command: ${SERVE_CMD:+SERVE_CMD='$SERVE_CMD' }${LAUNCH_FLAGS:+LAUNCH_FLAGS='$LAUNCH_FLAGS' }bash bench/serve.sh $engine RESULTS.md $*  (serve_agents.py --concurrency 1,4,16,32,64 unless given;"
   echo "shared ~900-word system prompt + 3 tool definitions; 30% of sessions fork)"
   echo
   cat "$table"

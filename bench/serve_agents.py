@@ -127,7 +127,10 @@ def assistant_turn(res, keep_reasoning):
 def run_level(client, args, concurrency, sys_prompt, tool_defs, seed):
     """`concurrency` clients, each driving sessions_per_stream sessions of `turns` turns in sequence."""
     results, lock = [], threading.Lock()
-    page_tokens = max(1, (client.get_json("/stats")[1] or {}).get("page_tokens", 1))
+    # The cache's page size: from /stats, or (a replicated front keeps no pages) the model's metadata.
+    page_tokens = (client.get_json("/stats")[1] or {}).get("page_tokens") or \
+        ((client.get_json("/v1/models")[1] or {}).get("data") or [{}])[0].get("rocket", {}).get("kv_page_tokens", 1)
+    page_tokens = max(1, int(page_tokens))
     histories = {}  # session key -> messages after its last turn, for forks
 
     def session(worker, s):

@@ -14,7 +14,8 @@
 #   a3b nvfp4               weights load rate, then bench/h200_a3b.sh (contexts 512 and 8192), the
 #                           decoding controls' step cost (bench/h200_controls.sh) and their serving
 #                           checks (tools/device/serve_controls.py), the agent workload against its
-#                           server (bench/serve.sh), a short soak (bench/soak.py)
+#                           server (bench/serve.sh), with two GPUs or more the replicated arrangement
+#                           against one booster (bench/replicated.sh), a short soak (bench/soak.py)
 # and, before the engines, the sampler's kernel check (.carry/checks/sample_check, where
 # tools/device/build_checks.sh put it: host agreement with penalties, bias and grammar masks).
 # The full a3b forge (~7.5 min) runs in the background from the start, beside the small steps.
@@ -232,6 +233,11 @@ step mixed_bench_a3b_nvfp4 0 60 "$(engine a3b-nvfp4 mixed-bench --decode 16 --le
   | tee '$OUT/h200-mixed-a3b.md'"
 step serve_a3b_nvfp4 0 240 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_nvfp4.log' \
   bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200-serve-agents.md' --max-tokens 64 \${SERVE_FLAGS:-}"
+# The replicated arrangement (issue 27), where the machine has two GPUs or more: one booster against
+# `front --replicas N` on the same weights (parity, decode throughput, the agent workload).
+step replicated_a3b_nvfp4 0 420 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
+  gpus=\$(nvidia-smi -L | wc -l); [ \$gpus -ge 2 ] || exit 90; \
+  bash '$ROOT/bench/replicated.sh' '$ENGINES/a3b-nvfp4' '$OUT/h200x2-boosters.md' \$gpus"
 step soak_a3b_nvfp4 0 300 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-nvfp4' --minutes \${SOAK_MINUTES:-3} --pool 4 \
   --log '$OUT/soak.log' --markdown '$OUT/h200-soak.md'"
