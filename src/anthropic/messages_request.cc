@@ -15,27 +15,25 @@ using namespace json_fields;
 
 namespace {
 
-constexpr const char* kUnsupported = "unsupported_value";
-
 // The text of a string or of text blocks (other block kinds are the caller's to refuse first).
 std::string text_of(const Json& v, const std::string& param) {
   if (v.is_string()) return v.get<std::string>();
   std::string text;
-  for (size_t i = 0; i < array_at(v, param).size(); ++i) {
-    const std::string p = at(param, i);
-    const std::string type = string_at(object_at(v[i], p), "type", dot(p, "type"));
+  for (size_t i = 0; i < as_array(v, param).size(); ++i) {
+    const std::string p = path(param, i);
+    const std::string type = string_at(as_object(v[i], p), "type", path(p, "type"));
     if (type != "text")
-      refuse(dot(p, "type"), kUnsupported,
+      reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': '{}' blocks are not supported here; this engine reads text only.",
-                         dot(p, "type"), type));
+                         path(p, "type"), type));
     if (i > 0) text += '\n';
-    text += string_at(v[i], "text", dot(p, "text"));
+    text += string_at(v[i], "text", path(p, "text"));
   }
   return text;
 }
 
 [[noreturn]] void unsupported_block(const std::string& param, const std::string& type) {
-  refuse(param, kUnsupported,
+  reject(param, kUnsupportedValue,
          fmt::format("Unsupported value for '{}': '{}' blocks are not supported; this engine reads text and runs "
                      "client tools only.", param, type));
 }
@@ -43,43 +41,43 @@ std::string text_of(const Json& v, const std::string& param) {
 // One Anthropic message as chat messages: a user turn's tool results become tool messages ahead of
 // its text; an assistant turn stays one message.
 void add_message(const Json& m, const std::string& p, Json& messages) {
-  object_at(m, p);
-  const std::string role = string_at(m, "role", dot(p, "role"));
+  as_object(m, p);
+  const std::string role = string_at(m, "role", path(p, "role"));
   if (role != "user" && role != "assistant")
-    refuse(dot(p, "role"), "invalid_value",
-           fmt::format("Invalid value for '{}': '{}' is not one of user, assistant.", dot(p, "role"), role));
-  const Json& content = required(m, "content", dot(p, "content"));
+    reject(path(p, "role"), kInvalidValue,
+           fmt::format("Invalid value for '{}': '{}' is not one of user, assistant.", path(p, "role"), role));
+  const Json& content = required(m, "content", path(p, "content"));
   if (content.is_string()) {
     messages.push_back({{"role", role}, {"content", content}});
     return;
   }
-  const std::string cp = dot(p, "content");
+  const std::string cp = path(p, "content");
   std::string text, reasoning;
   Json calls = Json::array();
-  for (size_t i = 0; i < array_at(content, cp).size(); ++i) {
-    const std::string bp = at(cp, i);
-    const Json& block = object_at(content[i], bp);
-    const std::string type = string_at(block, "type", dot(bp, "type"));
+  for (size_t i = 0; i < as_array(content, cp).size(); ++i) {
+    const std::string bp = path(cp, i);
+    const Json& block = as_object(content[i], bp);
+    const std::string type = string_at(block, "type", path(bp, "type"));
     if (type == "text") {
       if (!text.empty()) text += '\n';
-      text += string_at(block, "text", dot(bp, "text"));
+      text += string_at(block, "text", path(bp, "text"));
     } else if (role == "user" && type == "tool_result") {
       const Json* result = member(block, "content");
       messages.push_back({{"role", "tool"},
-                          {"tool_call_id", string_at(block, "tool_use_id", dot(bp, "tool_use_id"))},
-                          {"content", result ? text_of(*result, dot(bp, "content")) : std::string()}});
+                          {"tool_call_id", string_at(block, "tool_use_id", path(bp, "tool_use_id"))},
+                          {"content", result ? text_of(*result, path(bp, "content")) : std::string()}});
     } else if (role == "assistant" && type == "tool_use") {
-      const Json& input = object_at(required(block, "input", dot(bp, "input")), dot(bp, "input"));
-      calls.push_back({{"id", string_at(block, "id", dot(bp, "id"))},
+      const Json& input = as_object(required(block, "input", path(bp, "input")), path(bp, "input"));
+      calls.push_back({{"id", string_at(block, "id", path(bp, "id"))},
                        {"type", "function"},
-                       {"function", {{"name", string_at(block, "name", dot(bp, "name"))}, {"arguments", input.dump()}}}});
+                       {"function", {{"name", string_at(block, "name", path(bp, "name"))}, {"arguments", input.dump()}}}});
     } else if (role == "assistant" && type == "thinking") {
       if (!reasoning.empty()) reasoning += '\n';
-      reasoning += string_at(block, "thinking", dot(bp, "thinking"));
+      reasoning += string_at(block, "thinking", path(bp, "thinking"));
     } else if (role == "assistant" && type == "redacted_thinking") {
       // Another provider's encrypted reasoning: nothing this model can read.
     } else {
-      unsupported_block(dot(bp, "type"), type);
+      unsupported_block(path(bp, "type"), type);
     }
   }
   if (role == "user") {
@@ -95,20 +93,20 @@ void add_message(const Json& m, const std::string& p, Json& messages) {
 
 Json tools_of(const Json& v) {
   Json tools = Json::array();
-  for (size_t i = 0; i < array_at(v, "tools").size(); ++i) {
-    const std::string p = at("tools", i);
-    const Json& tool = object_at(v[i], p);
+  for (size_t i = 0; i < as_array(v, "tools").size(); ++i) {
+    const std::string p = path("tools", i);
+    const Json& tool = as_object(v[i], p);
     if (const Json* t = member(tool, "type"); t && *t != "custom")
-      refuse(dot(p, "type"), kUnsupported,
+      reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': server tools ({}) are not supported; this server runs client "
-                         "tools only.", dot(p, "type"), t->dump()));
-    Json function = {{"name", string_at(tool, "name", dot(p, "name"))}};
+                         "tools only.", path(p, "type"), t->dump()));
+    Json function = {{"name", string_at(tool, "name", path(p, "name"))}};
     for (const auto& [key, value] : tool.items()) {
       if (key == "description") function["description"] = value;
       else if (key == "input_schema") function["parameters"] = value;
       else if (key == "strict") function["strict"] = value;
       else if (key != "name" && key != "type" && key != "cache_control")
-        refuse(dot(p, key), "unknown_parameter", fmt::format("{}: Extra inputs are not permitted", dot(p, key)));
+        reject(path(p, key), kUnknown, fmt::format("{}: Extra inputs are not permitted", path(p, key)));
     }
     tools.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
@@ -123,17 +121,17 @@ const std::set<std::string, std::less<>> kKnown = {
 
 CompletionRequest parse_messages_request(const Json& body, bool count_tokens) {
   if (!body.is_object())
-    throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", "invalid_type");
+    throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   for (const auto& [key, value] : body.items()) {
-    if (!kKnown.contains(key)) refuse(key, "unknown_parameter", fmt::format("{}: Extra inputs are not permitted", key));
+    if (!kKnown.contains(key)) reject(key, kUnknown, fmt::format("{}: Extra inputs are not permitted", key));
     if ((key == "container" || key == "mcp_servers" || key == "context_management") && !value.is_null())
-      refuse(key, kUnsupported, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
+      reject(key, kUnsupportedValue, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
   }
   Json chat = {{"model", required(body, "model", "model")}};
   Json messages = Json::array();
   if (const Json* v = member(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*v, "system")}});
-  const Json& in = array_at(required(body, "messages", "messages"), "messages");
-  for (size_t i = 0; i < in.size(); ++i) add_message(in[i], at("messages", i), messages);
+  const Json& in = as_array(required(body, "messages", "messages"), "messages");
+  for (size_t i = 0; i < in.size(); ++i) add_message(in[i], path("messages", i), messages);
   chat["messages"] = std::move(messages);
   if (!count_tokens) chat["max_tokens"] = required(body, "max_tokens", "max_tokens");
   for (const char* key : {"temperature", "top_p", "top_k", "stream"})
@@ -141,39 +139,36 @@ CompletionRequest parse_messages_request(const Json& body, bool count_tokens) {
   if (const Json* v = member(body, "stop_sequences")) chat["stop"] = *v;
   if (const Json* v = member(body, "service_tier")) chat["service_tier"] = *v;
   if (const Json* v = member(body, "metadata")) {
-    for (const auto& [key, value] : object_at(*v, "metadata").items()) {
+    for (const auto& [key, value] : as_object(*v, "metadata").items()) {
       if (key != "user_id")
-        refuse(dot("metadata", key), "unknown_parameter", fmt::format("metadata.{}: Extra inputs are not permitted", key));
+        reject(path("metadata", key), kUnknown, fmt::format("metadata.{}: Extra inputs are not permitted", key));
       if (!value.is_null()) chat["user"] = value;
     }
   }
   if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v);
   if (const Json* v = member(body, "tool_choice")) {
-    const std::string type = string_at(object_at(*v, "tool_choice"), "type", "tool_choice.type");
+    const std::string type = string_at(as_object(*v, "tool_choice"), "type", "tool_choice.type");
     if (type == "auto" || type == "none") chat["tool_choice"] = type;
     else if (type == "any") chat["tool_choice"] = "required";
     else if (type == "tool") chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", string_at(*v, "name", "tool_choice.name")}}}};
     else
-      refuse("tool_choice.type", "invalid_value",
+      reject("tool_choice.type", kInvalidValue,
              fmt::format("Invalid value for 'tool_choice.type': '{}' is not one of auto, any, tool, none.", type));
     if (const Json* d = member(*v, "disable_parallel_tool_use")) {
-      if (!d->is_boolean())
-        refuse("tool_choice.disable_parallel_tool_use", "invalid_type",
-               "Invalid type for 'tool_choice.disable_parallel_tool_use': expected a boolean.");
-      chat["parallel_tool_calls"] = !d->get<bool>();
+      chat["parallel_tool_calls"] = !as_bool(*d, "tool_choice.disable_parallel_tool_use");
     }
   }
   if (const Json* v = member(body, "thinking")) {
-    const std::string type = string_at(object_at(*v, "thinking"), "type", "thinking.type");
+    const std::string type = string_at(as_object(*v, "thinking"), "type", "thinking.type");
     if (type != "enabled" && type != "disabled")
-      refuse("thinking.type", "invalid_value",
+      reject("thinking.type", kInvalidValue,
              fmt::format("Invalid value for 'thinking.type': '{}' is not one of enabled, disabled.", type));
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
     if (const Json* b = member(*v, "budget_tokens")) {
       if (!b->is_number_integer() || b->get<int64_t>() < 1)
-        refuse("thinking.budget_tokens", "invalid_value", "Invalid value for 'thinking.budget_tokens': expected a positive integer.");
+        reject("thinking.budget_tokens", kInvalidValue, "Invalid value for 'thinking.budget_tokens': expected a positive integer.");
       if (const Json* m = member(body, "max_tokens"); m && m->is_number_integer() && b->get<int64_t>() >= m->get<int64_t>())
-        refuse("thinking.budget_tokens", "invalid_value", "Invalid value for 'thinking.budget_tokens': it must be less than max_tokens.");
+        reject("thinking.budget_tokens", kInvalidValue, "Invalid value for 'thinking.budget_tokens': it must be less than max_tokens.");
     }
   }
   try {

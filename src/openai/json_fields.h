@@ -1,6 +1,7 @@
 // Reading a client's JSON body field by field, each refusal a ProtocolError (400) that names the
-// field's path ("input[2].content[0].type"): what the translators of other APIs' bodies into chat
-// requests (openai/responses_request.h, anthropic/messages_request.h) check before the chat parser.
+// field's path ("input[2].content[0].type"): what the chat and completions parser
+// (openai/openai_request.cc) and the translators of other APIs' bodies into chat requests
+// (openai/responses_request.h, anthropic/messages_request.h) are written with.
 #pragma once
 
 #include <string>
@@ -15,16 +16,37 @@ namespace rocket::json_fields {
 
 using Json = nlohmann::ordered_json;
 
-[[noreturn]] inline void refuse(const std::string& param, const char* code, const std::string& message) {
-  throw ProtocolError(400, message, param, "invalid_request_error", code);
+// OpenAI's error codes for the 400s.
+inline constexpr const char* kInvalidType = "invalid_type";
+inline constexpr const char* kInvalidValue = "invalid_value";
+inline constexpr const char* kMissing = "missing_required_parameter";
+inline constexpr const char* kUnknown = "unknown_parameter";
+inline constexpr const char* kUnsupportedParameter = "unsupported_parameter";
+inline constexpr const char* kUnsupportedValue = "unsupported_value";
+
+[[noreturn]] inline void reject(const std::string& param, const char* code, std::string message) {
+  throw ProtocolError(400, std::move(message), param, "invalid_request_error", code);
 }
 
-inline std::string at(const std::string& parent, size_t i) { return fmt::format("{}[{}]", parent, i); }
-inline std::string dot(const std::string& parent, std::string_view key) {
-  return parent.empty() ? std::string(key) : fmt::format("{}.{}", parent, key);
+inline std::string_view kind_of(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a decimal";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
 }
 
-// Null means "not given", as in OpenAI's and Anthropic's schemas.
+[[noreturn]] inline void wrong_type(const std::string& param, std::string_view expected, const Json& got) {
+  reject(param, kInvalidType,
+         fmt::format("Invalid type for '{}': expected {}, but got {} instead.", param, expected, kind_of(got)));
+}
+
+inline std::string path(const std::string& parent, std::string_view key) { return fmt::format("{}.{}", parent, key); }
+inline std::string path(const std::string& parent, size_t index) { return fmt::format("{}[{}]", parent, index); }
+
+// A member of an object; absent and null are both "not given", as in OpenAI's and Anthropic's schemas.
 inline const Json* member(const Json& object, const std::string& key) {
   const auto it = object.find(key);
   return it == object.end() || it->is_null() ? nullptr : &*it;
@@ -32,26 +54,33 @@ inline const Json* member(const Json& object, const std::string& key) {
 
 inline const Json& required(const Json& object, const std::string& key, const std::string& param) {
   const Json* v = member(object, key);
-  if (!v)
-    throw ProtocolError(400, fmt::format("Missing required parameter: '{}'.", param), param, "invalid_request_error",
-                        "missing_required_parameter");
+  if (!v) reject(param, kMissing, fmt::format("Missing required parameter: '{}'.", param));
   return *v;
 }
 
-inline const Json& object_at(const Json& v, const std::string& param) {
-  if (!v.is_object()) refuse(param, "invalid_type", fmt::format("Invalid type for '{}': expected an object.", param));
-  return v;
-}
-
-inline const Json& array_at(const Json& v, const std::string& param) {
-  if (!v.is_array()) refuse(param, "invalid_type", fmt::format("Invalid type for '{}': expected an array.", param));
-  return v;
-}
-
-inline std::string string_at(const Json& object, const std::string& key, const std::string& param) {
-  const Json& v = required(object, key, param);
-  if (!v.is_string()) refuse(param, "invalid_type", fmt::format("Invalid type for '{}': expected a string.", param));
+inline std::string as_string(const Json& v, const std::string& param) {
+  if (!v.is_string()) wrong_type(param, "a string", v);
   return v.get<std::string>();
+}
+
+inline bool as_bool(const Json& v, const std::string& param) {
+  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
+  return v.get<bool>();
+}
+
+inline const Json& as_object(const Json& v, const std::string& param) {
+  if (!v.is_object()) wrong_type(param, "an object", v);
+  return v;
+}
+
+inline const Json& as_array(const Json& v, const std::string& param) {
+  if (!v.is_array()) wrong_type(param, "an array", v);
+  return v;
+}
+
+// A required string member: object[key], named `param`.
+inline std::string string_at(const Json& object, const std::string& key, const std::string& param) {
+  return as_string(required(object, key, param), param);
 }
 
 // An error about the chat request a body was translated into, as the body spells the field: when

@@ -9,34 +9,13 @@
 #include <fmt/format.h>
 
 #include "grammar/json_schema.h"
+#include "openai/json_fields.h"
 
 namespace rocket {
 
+using namespace json_fields;
+
 namespace {
-
-using Json = nlohmann::ordered_json;
-
-// OpenAI's error codes for the 400s below.
-constexpr const char* kInvalidType = "invalid_type";
-constexpr const char* kInvalidValue = "invalid_value";
-constexpr const char* kMissing = "missing_required_parameter";
-constexpr const char* kUnknown = "unknown_parameter";
-constexpr const char* kUnsupportedParameter = "unsupported_parameter";
-constexpr const char* kUnsupportedValue = "unsupported_value";
-
-[[noreturn]] void reject(const std::string& param, const char* code, std::string message) {
-  throw ProtocolError(400, std::move(message), param, "invalid_request_error", code);
-}
-
-std::string_view kind_of(const Json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a decimal";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
 
 // Parses client JSON text; discarded when malformed. The callback sees a container's start with
 // `depth` = the containers already open around it and throws before the container is built, so a
@@ -52,52 +31,12 @@ Json parse_bounded(std::string_view text, int max_depth) {
   return Json::parse(text, bounded, /*allow_exceptions=*/false);
 }
 
-[[noreturn]] void wrong_type(const std::string& param, std::string_view expected, const Json& got) {
-  reject(param, kInvalidType,
-         fmt::format("Invalid type for '{}': expected {}, but got {} instead.", param, expected, kind_of(got)));
-}
-
 [[noreturn]] void unsupported(const std::string& param, std::string_view why) {
   reject(param, kUnsupportedParameter, fmt::format("Unsupported parameter '{}': {}", param, why));
 }
 
 [[noreturn]] void unsupported_value(const std::string& param, std::string_view why) {
   reject(param, kUnsupportedValue, fmt::format("Unsupported value for '{}': {}", param, why));
-}
-
-std::string path(const std::string& parent, std::string_view key) { return fmt::format("{}.{}", parent, key); }
-std::string path(const std::string& parent, size_t index) { return fmt::format("{}[{}]", parent, index); }
-
-// A member of an object; absent and null are both "not given".
-const Json* member(const Json& object, const std::string& key) {
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-const Json& required(const Json& object, const std::string& key, const std::string& param) {
-  const Json* v = member(object, key);
-  if (!v) reject(param, kMissing, fmt::format("Missing required parameter: '{}'.", param));
-  return *v;
-}
-
-std::string as_string(const Json& v, const std::string& param) {
-  if (!v.is_string()) wrong_type(param, "a string", v);
-  return v.get<std::string>();
-}
-
-bool as_bool(const Json& v, const std::string& param) {
-  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
-  return v.get<bool>();
-}
-
-const Json& as_object(const Json& v, const std::string& param) {
-  if (!v.is_object()) wrong_type(param, "an object", v);
-  return v;
-}
-
-const Json& as_array(const Json& v, const std::string& param) {
-  if (!v.is_array()) wrong_type(param, "an array", v);
-  return v;
 }
 
 // Integers in [lo, hi]. A decimal with an integral value (100.0) is taken: some JSON writers emit

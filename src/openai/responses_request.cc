@@ -16,27 +16,23 @@ using namespace json_fields;
 
 namespace {
 
-constexpr const char* kInvalidType = "invalid_type";
-constexpr const char* kInvalidValue = "invalid_value";
-constexpr const char* kUnsupported = "unsupported_value";
-
 // A message's content for the chat parser: a string, or its text parts.
 Json content_of(const Json& v, const std::string& param) {
   if (v.is_string()) return v;
   if (!v.is_array())
-    refuse(param, kInvalidType, fmt::format("Invalid type for '{}': expected a string or an array of content parts.", param));
+    wrong_type(param, "a string or an array of content parts", v);
   Json parts = Json::array();
   for (size_t i = 0; i < v.size(); ++i) {
-    const std::string p = at(param, i);
-    const std::string type = string_at(object_at(v[i], p), "type", dot(p, "type"));
+    const std::string p = path(param, i);
+    const std::string type = string_at(as_object(v[i], p), "type", path(p, "type"));
     if (type == "input_text" || type == "output_text") {
-      parts.push_back({{"type", "text"}, {"text", string_at(v[i], "text", dot(p, "text"))}});
+      parts.push_back({{"type", "text"}, {"text", string_at(v[i], "text", path(p, "text"))}});
     } else if (type == "refusal") {
-      parts.push_back({{"type", "text"}, {"text", string_at(v[i], "refusal", dot(p, "refusal"))}});
+      parts.push_back({{"type", "text"}, {"text", string_at(v[i], "refusal", path(p, "refusal"))}});
     } else {
-      refuse(dot(p, "type"), kUnsupported,
+      reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': content parts of type '{}' are not supported; this engine reads "
-                         "text only.", dot(p, "type"), type));
+                         "text only.", path(p, "type"), type));
     }
   }
   return parts;
@@ -49,13 +45,12 @@ std::string reasoning_of(const Json& item, const std::string& param) {
   for (const char* key : {"content", "summary"}) {
     const Json* parts = member(item, key);
     if (!parts) continue;
-    if (!parts->is_array())
-      refuse(dot(param, key), kInvalidType, fmt::format("Invalid type for '{}': expected an array.", dot(param, key)));
+    as_array(*parts, path(param, key));
     for (size_t i = 0; i < parts->size(); ++i) {
-      const std::string p = at(dot(param, key), i);
-      object_at((*parts)[i], p);
+      const std::string p = path(path(param, key), i);
+      as_object((*parts)[i], p);
       if (!text.empty()) text += "\n\n";
-      text += string_at((*parts)[i], "text", dot(p, "text"));
+      text += string_at((*parts)[i], "text", path(p, "text"));
     }
     if (!text.empty()) break;
   }
@@ -65,18 +60,14 @@ std::string reasoning_of(const Json& item, const std::string& param) {
 // `instructions` and `input` as chat messages.
 Json messages_of(const Json& body) {
   Json messages = Json::array();
-  if (const Json* v = member(body, "instructions")) {
-    if (!v->is_string())
-      refuse("instructions", kInvalidType, "Invalid type for 'instructions': expected a string.");
-    messages.push_back({{"role", "system"}, {"content", *v}});
-  }
+  if (const Json* v = member(body, "instructions")) messages.push_back({{"role", "system"}, {"content", as_string(*v, "instructions")}});
   const Json* input = &required(body, "input", "input");
   if (input->is_string()) {
     messages.push_back({{"role", "user"}, {"content", *input}});
     return messages;
   }
   if (!input->is_array())
-    refuse("input", kInvalidType, "Invalid type for 'input': expected a string or an array of input items.");
+    wrong_type("input", "a string or an array of input items", *input);
   std::string reasoning;  // a reasoning item's text, for the assistant turn after it
   // Whether the last message is an assistant turn the next function_call joins.
   bool open_turn = false;
@@ -88,47 +79,46 @@ Json messages_of(const Json& body) {
     return messages.back();
   };
   for (size_t i = 0; i < input->size(); ++i) {
-    const std::string p = at("input", i);
-    const Json& item = object_at((*input)[i], p);
+    const std::string p = path("input", i);
+    const Json& item = as_object((*input)[i], p);
     const Json* t = member(item, "type");
-    if (t && !t->is_string()) refuse(dot(p, "type"), kInvalidType, fmt::format("Invalid type for '{}': expected a string.", dot(p, "type")));
-    const std::string type = t ? t->get<std::string>() : "message";
+    const std::string type = t ? as_string(*t, path(p, "type")) : "message";
     if (type == "message") {
-      const std::string role = string_at(item, "role", dot(p, "role"));
+      const std::string role = string_at(item, "role", path(p, "role"));
       if (role != "user" && role != "assistant" && role != "system" && role != "developer")
-        refuse(dot(p, "role"), kInvalidValue,
-               fmt::format("Invalid value for '{}': '{}' is not one of user, assistant, system, developer.", dot(p, "role"), role));
-      const Json& content = required(item, "content", dot(p, "content"));
+        reject(path(p, "role"), kInvalidValue,
+               fmt::format("Invalid value for '{}': '{}' is not one of user, assistant, system, developer.", path(p, "role"), role));
+      const Json& content = required(item, "content", path(p, "content"));
       if (role == "assistant") {
-        assistant_turn(content_of(content, dot(p, "content")));
+        assistant_turn(content_of(content, path(p, "content")));
       } else {
-        messages.push_back({{"role", role}, {"content", content_of(content, dot(p, "content"))}});
+        messages.push_back({{"role", role}, {"content", content_of(content, path(p, "content"))}});
         open_turn = false;
       }
     } else if (type == "function_call") {
-      Json call = {{"id", string_at(item, "call_id", dot(p, "call_id"))},
+      Json call = {{"id", string_at(item, "call_id", path(p, "call_id"))},
                    {"type", "function"},
-                   {"function", {{"name", string_at(item, "name", dot(p, "name"))},
-                                 {"arguments", string_at(item, "arguments", dot(p, "arguments"))}}}};
+                   {"function", {{"name", string_at(item, "name", path(p, "name"))},
+                                 {"arguments", string_at(item, "arguments", path(p, "arguments"))}}}};
       Json& turn = open_turn ? messages.back() : assistant_turn(nullptr);
       turn["tool_calls"].push_back(std::move(call));
     } else if (type == "function_call_output") {
-      const Json& output = required(item, "output", dot(p, "output"));
+      const Json& output = required(item, "output", path(p, "output"));
       messages.push_back({{"role", "tool"},
-                          {"tool_call_id", string_at(item, "call_id", dot(p, "call_id"))},
-                          {"content", content_of(output, dot(p, "output"))}});
+                          {"tool_call_id", string_at(item, "call_id", path(p, "call_id"))},
+                          {"content", content_of(output, path(p, "output"))}});
       open_turn = false;
     } else if (type == "reasoning") {
       reasoning = reasoning_of(item, p);
       open_turn = false;
     } else if (type == "item_reference") {
-      refuse(dot(p, "type"), kUnsupported,
+      reject(path(p, "type"), kUnsupportedValue,
              "Unsupported value: item references need stored responses, and this server stores none; send the items "
              "themselves.");
     } else {
-      refuse(dot(p, "type"), kUnsupported,
+      reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': input items of type '{}' are not supported; this server runs "
-                         "messages, reasoning and function calls only.", dot(p, "type"), type));
+                         "messages, reasoning and function calls only.", path(p, "type"), type));
     }
   }
   return messages;
@@ -136,21 +126,20 @@ Json messages_of(const Json& body) {
 
 // Flat function tools as chat's.
 Json tools_of(const Json& v) {
-  if (!v.is_array()) refuse("tools", kInvalidType, "Invalid type for 'tools': expected an array.");
   Json tools = Json::array();
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string p = at("tools", i);
-    const Json& tool = object_at(v[i], p);
-    const std::string type = string_at(tool, "type", dot(p, "type"));
+  for (size_t i = 0; i < as_array(v, "tools").size(); ++i) {
+    const std::string p = path("tools", i);
+    const Json& tool = as_object(v[i], p);
+    const std::string type = string_at(tool, "type", path(p, "type"));
     if (type != "function")
-      refuse(dot(p, "type"), kUnsupported,
+      reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': '{}' tools are not supported; this server runs function tools "
-                         "only.", dot(p, "type"), type));
+                         "only.", path(p, "type"), type));
     Json function = Json::object();
     for (const auto& [key, value] : tool.items()) {
       if (key == "type") continue;
       if (key != "name" && key != "description" && key != "parameters" && key != "strict")
-        refuse(dot(p, key), "unknown_parameter", fmt::format("Unrecognized request argument supplied: {}", dot(p, key)));
+        reject(path(p, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(p, key)));
       function[key] = value;
     }
     tools.push_back({{"type", "function"}, {"function", std::move(function)}});
@@ -160,9 +149,9 @@ Json tools_of(const Json& v) {
 
 Json tool_choice_of(const Json& v) {
   if (v.is_string()) return v;
-  const std::string type = string_at(object_at(v, "tool_choice"), "type", "tool_choice.type");
+  const std::string type = string_at(as_object(v, "tool_choice"), "type", "tool_choice.type");
   if (type != "function")
-    refuse("tool_choice.type", kUnsupported,
+    reject("tool_choice.type", kUnsupportedValue,
            fmt::format("Unsupported value for 'tool_choice.type': '{}'; this server takes 'none', 'auto', 'required' or "
                        "{{\"type\": \"function\", \"name\": ...}}.", type));
   return {{"type", "function"}, {"function", {{"name", string_at(v, "name", "tool_choice.name")}}}};
@@ -170,17 +159,17 @@ Json tool_choice_of(const Json& v) {
 
 // text.format as chat's response_format; absent or "text" is none.
 Json response_format_of(const Json& text) {
-  object_at(text, "text");
+  as_object(text, "text");
   for (const auto& [key, value] : text.items())
     if (key != "format" && key != "verbosity")
-      refuse(dot("text", key), "unknown_parameter", fmt::format("Unrecognized request argument supplied: text.{}", key));
+      reject(path("text", key), kUnknown, fmt::format("Unrecognized request argument supplied: text.{}", key));
   const Json* format = member(text, "format");
   if (!format) return nullptr;
-  const std::string type = string_at(object_at(*format, "text.format"), "type", "text.format.type");
+  const std::string type = string_at(as_object(*format, "text.format"), "type", "text.format.type");
   if (type == "text") return nullptr;
   if (type == "json_object") return {{"type", "json_object"}};
   if (type != "json_schema")
-    refuse("text.format.type", kInvalidValue,
+    reject("text.format.type", kInvalidValue,
            fmt::format("Invalid value for 'text.format.type': '{}' is not one of text, json_object, json_schema.", type));
   Json schema = Json::object();
   for (const auto& [key, value] : format->items())
@@ -210,15 +199,15 @@ ResponsesRequest parse_responses_request(const Json& body) {
       // translated below
     } else if (key == "previous_response_id" || key == "conversation" || key == "prompt") {
       if (!value.is_null())
-        refuse(key, kUnsupported,
+        reject(key, kUnsupportedValue,
                fmt::format("Unsupported parameter: '{}': this server stores no responses or conversations; send the "
                            "whole conversation in 'input'.", key));
     } else if (key == "background") {
-      if (!value.is_null() && value != false) refuse(key, kUnsupported, "Unsupported value for 'background': responses run in the foreground.");
+      if (!value.is_null() && value != false) reject(key, kUnsupportedValue, "Unsupported value for 'background': responses run in the foreground.");
     } else if (key == "max_tool_calls" || key == "top_logprobs") {
-      if (!value.is_null()) refuse(key, kUnsupported, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
+      if (!value.is_null()) reject(key, kUnsupportedValue, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
     } else {
-      refuse(key, "unknown_parameter", fmt::format("Unrecognized request argument supplied: {}", key));
+      reject(key, kUnknown, fmt::format("Unrecognized request argument supplied: {}", key));
     }
   }
   chat["messages"] = messages_of(body);
@@ -230,28 +219,27 @@ ResponsesRequest parse_responses_request(const Json& body) {
   }
   if (const Json* v = member(body, "max_output_tokens")) chat["max_completion_tokens"] = *v;
   if (const Json* v = member(body, "reasoning")) {
-    for (const auto& [key, value] : object_at(*v, "reasoning").items()) {
+    for (const auto& [key, value] : as_object(*v, "reasoning").items()) {
       if (key == "effort") {
         if (!value.is_null()) chat["reasoning_effort"] = value;
       } else if (key != "summary" && key != "generate_summary") {
-        refuse(dot("reasoning", key), "unknown_parameter", fmt::format("Unrecognized request argument supplied: reasoning.{}", key));
+        reject(path("reasoning", key), kUnknown, fmt::format("Unrecognized request argument supplied: reasoning.{}", key));
       }
     }
   }
   if (const Json* v = member(body, "include")) {
-    if (!v->is_array()) refuse("include", kInvalidType, "Invalid type for 'include': expected an array of strings.");
-    for (size_t i = 0; i < v->size(); ++i) {
+    for (size_t i = 0; i < as_array(*v, "include").size(); ++i) {
       // Reasoning comes back in clear (reasoning_text), so there is nothing to encrypt.
       if ((*v)[i] != "reasoning.encrypted_content")
-        refuse(at("include", i), kUnsupported,
+        reject(path("include", i), kUnsupportedValue,
                fmt::format("Unsupported value for '{}': {}; this server includes nothing but reasoning.encrypted_content, "
-                           "which it answers with the reasoning in clear.", at("include", i), (*v)[i].dump()));
+                           "which it answers with the reasoning in clear.", path("include", i), (*v)[i].dump()));
     }
   }
   if (const Json* v = member(body, "truncation"); v && *v != "disabled")
-    refuse("truncation", kUnsupported,
+    reject("truncation", kUnsupportedValue,
            "Unsupported value for 'truncation': only 'disabled'; a prompt over the context is refused, not cut.");
-  if (const Json* v = member(body, "stream_options")) object_at(*v, "stream_options");  // include_obfuscation: no-op
+  if (const Json* v = member(body, "stream_options")) as_object(*v, "stream_options");  // include_obfuscation: no-op
 
   ResponsesRequest r;
   try {
