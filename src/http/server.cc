@@ -48,10 +48,22 @@ ProtocolError engine_error(const TokenEvent& ev) {
   return ProtocolError(ev.error_status, ev.error, "", ev.error_status < 500 ? "invalid_request_error" : "server_error");
 }
 
-void send_error(httplib::Response& res, const ProtocolError& e) {
+void send_error(httplib::Response& res, const ProtocolError& e, const Json& body) {
   res.status = e.status();
   if (e.status() == 503) res.set_header("Retry-After", "1");
-  res.set_content(error_body(e).dump(), "application/json");
+  res.set_content(body.dump(), "application/json");
+}
+void send_error(httplib::Response& res, const ProtocolError& e) { send_error(res, e, error_body(e)); }
+// The Messages API's endpoints answer in Anthropic's error shape.
+void send_messages_error(httplib::Response& res, const ProtocolError& e) { send_error(res, e, messages_error_body(e)); }
+
+// What every object of a new response shares: its id ("chatcmpl-…", "resp_…", "msg_…"), time and model.
+ResponseMeta response_meta(std::string_view id_prefix, const std::string& model) {
+  ResponseMeta meta;
+  meta.id = random_id(id_prefix, 24, id_rng());
+  meta.created = int64_t(std::time(nullptr));
+  meta.model = model;
+  return meta;
 }
 
 // The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
@@ -282,6 +294,12 @@ struct HttpServer::Impl {
     return options.served_model_names;
   }
 
+  // A refusal, counted by its reason on /metrics.
+  void count_refusal(const ProtocolError& e) {
+    if (options.telemetry)
+      if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
+  }
+
   void check_model(const EngineLoop& engine, const std::string& model) const {
     if (const auto names = model_names(engine); std::find(names.begin(), names.end(), model) == names.end())
       throw ProtocolError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.", model,
@@ -315,10 +333,7 @@ struct HttpServer::Impl {
       check_model(engine, r.model);
       auto sink = std::make_shared<RequestSink>(int(r.n));
       const Submitted sub = engine.submit(r, sink);
-      ResponseMeta meta;
-      meta.id = random_id(chat ? "chatcmpl-" : "cmpl-", 24, id_rng());
-      meta.created = int64_t(std::time(nullptr));
-      meta.model = r.model;
+      ResponseMeta meta = response_meta(chat ? "chatcmpl-" : "cmpl-", r.model);
       meta.stream_usage = r.stream && r.include_usage;
       auto state = std::make_shared<Choices>(r, meta, sub);
       if (!r.stream) {
@@ -327,8 +342,7 @@ struct HttpServer::Impl {
         stream(res, state, sink, r.include_usage, in_flight);
       }
     } catch (const ProtocolError& e) {
-      if (options.telemetry)
-        if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
+      count_refusal(e);
       send_error(res, e);
     } catch (const std::exception& e) {
       send_error(res, ProtocolError(500, e.what(), "", "server_error"));
@@ -456,15 +470,10 @@ struct HttpServer::Impl {
       } catch (const ProtocolError& e) {
         throw responses_error(e);
       }
-      ResponseMeta meta;
-      meta.id = random_id("resp_", 24, id_rng());
-      meta.created = int64_t(std::time(nullptr));
-      meta.model = r.model;
-      answer_named_events(res, std::make_shared<ResponsesState>(r, meta, sub, std::move(rr.echo)), sink, sub.id, r.stream,
-                          in_flight);
+      answer_named_events(res, std::make_shared<ResponsesState>(r, response_meta("resp_", r.model), sub, std::move(rr.echo)),
+                          sink, sub.id, r.stream, in_flight);
     } catch (const ProtocolError& e) {
-      if (options.telemetry)
-        if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
+      count_refusal(e);
       send_error(res, e);
     } catch (const std::exception& e) {
       send_error(res, ProtocolError(500, e.what(), "", "server_error"));
@@ -529,13 +538,6 @@ struct HttpServer::Impl {
   // (anthropic/messages_response.h), errors in Anthropic's shape.
   void messages_api(const httplib::Request& req, httplib::Response& res) {
     auto in_flight = std::make_shared<InFlight>(responses);
-    auto refuse = [&](const ProtocolError& e) {
-      if (options.telemetry)
-        if (std::optional<Refusal> why = refusal_of(e.status(), e.code())) options.telemetry->metrics().refused(*why);
-      res.status = e.status();
-      if (e.status() == 503) res.set_header("Retry-After", "1");
-      res.set_content(messages_error_body(e).dump(), "application/json");
-    };
     try {
       authorize_anthropic(req);
       EngineLoop& engine = launched();
@@ -553,15 +555,13 @@ struct HttpServer::Impl {
         r.max_tokens.reset();
         sub = engine.submit(r, sink);
       }
-      ResponseMeta meta;
-      meta.id = random_id("msg_", 24, id_rng());
-      meta.created = int64_t(std::time(nullptr));
-      meta.model = r.model;
-      answer_named_events(res, std::make_shared<MessagesState>(r, meta, sub), sink, sub.id, r.stream, in_flight);
+      answer_named_events(res, std::make_shared<MessagesState>(r, response_meta("msg_", r.model), sub), sink, sub.id,
+                          r.stream, in_flight);
     } catch (const ProtocolError& e) {
-      refuse(e);
+      count_refusal(e);
+      send_messages_error(res, e);
     } catch (const std::exception& e) {
-      refuse(ProtocolError(500, e.what(), "", "server_error"));
+      send_messages_error(res, ProtocolError(500, e.what(), "", "server_error"));
     }
   }
 
@@ -574,8 +574,7 @@ struct HttpServer::Impl {
       check_model(engine, r.model);
       res.set_content(Json{{"input_tokens", engine.report_prefix(r).prompt_tokens}}.dump(), "application/json");
     } catch (const ProtocolError& e) {
-      res.status = e.status();
-      res.set_content(messages_error_body(e).dump(), "application/json");
+      send_messages_error(res, e);
     }
   }
 
