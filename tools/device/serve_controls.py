@@ -31,6 +31,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from wait_healthy import wait_healthy  # noqa: E402 - bench/ is not a package
+
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -290,17 +293,8 @@ def main():
         server = subprocess.Popen([os.path.join(a.engine, "bin", "rocket-engine"), "launch", "--port", str(a.port)],
                                   stdout=open(a.log, "w"), stderr=subprocess.STDOUT)
         a.tokenizer = a.tokenizer or os.path.join(a.engine, "tokenizer.json")
-        while True:  # /health answers 200 once the countdown reaches launch
-            if server.poll() is not None:
-                sys.exit(f"the engine exited during its countdown (log: {a.log})")
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=2)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
+        if not wait_healthy(a.port, lambda: server.poll() is None):  # 200 once the countdown reaches launch
+            sys.exit(f"the engine exited during its countdown (log: {a.log})")
     if not a.port or not a.tokenizer:
         sys.exit("give --engine, or --port and --tokenizer")
     ids = byte_level_ids(a.tokenizer)
