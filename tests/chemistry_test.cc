@@ -94,7 +94,7 @@ TEST(Manifest, NamesMatchHubCheckpoints) {
   EXPECT_EQ(checkpoint_name("layers.0.mlp.gate.weight", Layout::kMultimodal),
             "model.language_model.layers.0.mlp.gate.weight");
   EXPECT_EQ(checkpoint_name("lm_head.weight", Layout::kMultimodal), "lm_head.weight");
-  // a3b sizes from DESIGN.md: 34.7 B parameters, experts 32.2 B.
+  // a3b sizes from docs/chemistry.md: 34.7 B parameters, experts 32.2 B.
   double params = 0;
   for (auto& t : m) if (t.part == Part::kWeight || t.part == Part::kPlain) params += double(t.rows ? t.rows * t.cols : t.nbytes() / 2);
   EXPECT_NEAR(params / 1e9, 34.7, 0.2);

@@ -54,7 +54,7 @@ TEST(StepBytes, GrowsWithBucketAndContext) {
 TEST(StepBytes, ExpertUnionIsBoundedByTheExperts) {
   EXPECT_DOUBLE_EQ(expected_expert_union(16, 4, 1), 4.0);
   EXPECT_DOUBLE_EQ(expected_expert_union(16, 16, 3), 16.0);
-  // a3b at bucket 16 (DESIGN.md): about 102 of 256 experts per layer.
+  // a3b at bucket 16 (docs/chemistry.md): about 102 of 256 experts per layer.
   EXPECT_NEAR(expected_expert_union(256, 8, 16), 102.0, 0.5);
   double last = 0;
   for (int rows = 1; rows <= 4096; rows *= 2) {

@@ -1,4 +1,4 @@
-// The memory budget (DESIGN.md, doctrine): usable = memory free when the engine starts − the reserve
+// The memory budget (docs/doctrine.md, "Memory budget"): usable = memory free when the engine starts − the reserve
 // it holds outside its arena − the floor. A plan whose residency (its arena_bytes) exceeds usable is
 // refused; nothing is ever sized from a fraction of total memory. The compiler applies the rule to a
 // hardware profile (profile.h), each engine's upright to what it measures when it starts.

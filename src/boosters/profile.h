@@ -1,7 +1,7 @@
 // A hardware profile: what one booster of a machine offers, measured there by `rocket probe` and
 // stored as JSON under boosters/. The compiler reads it to size a plan (memory map, tiles, roofline);
 // upright measures free memory again and refuses to start when the plan's residency exceeds
-// usable_bytes() (DESIGN.md, "Memory budget": never a fraction of total memory).
+// usable_bytes() (docs/doctrine.md, "Memory budget": never a fraction of total memory).
 //
 // Fields a booster kind has no use for are 0 or empty (host: sm_count, smem_per_block_optin,
 // compute_capability, driver_version, runtime_version). cores, page_size and host describe the CPU

@@ -1,5 +1,5 @@
 // Topology: the boosters of one kind this process sees, and whether they are the ones a plan was
-// built for (DESIGN.md, glossary: a rocket is N boosters of one kind, and its booster count is part
+// built for (docs/glossary.md: a rocket is N boosters of one kind, and its booster count is part
 // of its identity). Launch checks it before upright maps anything; the front checks it before it
 // spawns one replica per GPU.
 //

@@ -1,7 +1,7 @@
 // RadixCache: the token-exact prefix cache. A radix tree over token ids at page granularity whose
 // entries hold, for a prefix, the KV pages of every full-attention layer and, at the entry's end, a
 // snapshot of every linear-attention layer's conv + recurrent state: one cache entry restores a
-// sequence atomically at a shared token boundary (DESIGN.md, reusable state).
+// sequence atomically at a shared token boundary (docs/doctrine.md, reusable state).
 //
 // Locking contract: a node locked by a stream, and every ancestor of it, is neither evicted nor
 // stripped of its snapshot until the stream unlocks it; everything else may be evicted, least

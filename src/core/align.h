@@ -1,5 +1,5 @@
 // 64 KiB is the alignment quantum for blob offsets, file offsets (O_DIRECT), cache pages and copy
-// descriptors (DESIGN.md, doctrine). Constants inherited from 4 KiB-page code are wrong here.
+// descriptors (docs/doctrine.md). Constants inherited from 4 KiB-page code are wrong here.
 #pragma once
 
 #include <cstdint>

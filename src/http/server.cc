@@ -279,7 +279,7 @@ struct HttpServer::Impl {
     return phase;
   }
 
-  // The loop, once launched. Before launch nothing is served (DESIGN.md: no traffic before static fire).
+  // The loop, once launched. Before launch nothing is served (docs/countdown.md: no traffic before static fire).
   EngineLoop& launched() {
     EngineLoop* l = loop.load();
     if (!l)

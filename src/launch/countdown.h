@@ -1,4 +1,4 @@
-// The launch countdown (DESIGN.md, glossary): upright → fuel → static fire → launch. Each phase is
+// The launch countdown (docs/countdown.md): upright → fuel → static fire → launch. Each phase is
 // one engine-specific step run in order; the countdown logs every phase's duration, reports the
 // current phase (GET /health says it, and nothing is served before launch), and turns a failure into
 // an Error that names the phase, so `rocket launch` exits non-zero saying where and why it stopped.

@@ -1,7 +1,7 @@
 // The body of POST /v1/chat/completions and POST /v1/completions, parsed and validated field for
 // field against OpenAI's API reference, before anything reaches the engine.
 //
-// Policy (DESIGN.md: a knob the plan did not compile gets a 400 naming it):
+// Policy (docs/doctrine.md: a knob the plan did not compile gets a 400 naming it):
 //  - a field of the wrong type or out of range: 400, `param` = the field's path;
 //  - a field the engine cannot honour (best_of, echo, suffix, audio, ...): accepted at its neutral
 //    value, otherwise 400

@@ -66,7 +66,7 @@ struct StaticFire {
   std::string source;           // the golden file
 };
 
-// The arrangements of a rocket's boosters (DESIGN.md, glossary: booster count is part of a rocket's
+// The arrangements of a rocket's boosters (docs/glossary.md: booster count is part of a rocket's
 // identity). Replicated: a full engine per booster on the same fuel, behind one front (src/front).
 // Split: one engine spans the boosters, each holding its share of every layer's routed experts and
 // exchanging the routed rows each MoE layer (host boosters run it; the h200 split engine is not built

@@ -1,4 +1,4 @@
-// The roofline's numerator (DESIGN.md, "Performance method"): the bytes one decode step must move at
+// The roofline's numerator (docs/measuring.md, "The roofline first"): the bytes one decode step must move at
 // a bucket and a context length, from the plan alone, so both engines' benchmarks divide the same
 // number by their measured copy bandwidth.
 //

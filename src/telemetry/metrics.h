@@ -1,6 +1,6 @@
 // The Prometheus series of one engine (GET /metrics, text exposition format 0.0.4), held in a
 // prometheus-cpp registry. Every family has a closed set of label values fixed here: request ids,
-// prompt hashes and expert ids never become labels (DESIGN.md, telemetry), so the series count is the
+// prompt hashes and expert ids never become labels (docs/doctrine.md, telemetry), so the series count is the
 // same after any number of requests. Per-request detail goes to spans (telemetry/otlp_exporter.h).
 //
 // Thread safety: every method may be called from any thread (prometheus-cpp's metrics are atomic or

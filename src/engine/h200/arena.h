@@ -2,7 +2,7 @@
 // into one address space (src/plan/plan.h): the weight blob at [0, blob_bytes), then activations, logits,
 // KV pages, recurrent state and snapshots at literal 64 KiB-aligned offsets. The arena is a single
 // cudaMalloc of the plan's arena_bytes made at upright; every buffer is base + plan offset, and nothing
-// is allocated on the device after startup (DESIGN.md: no dynamic allocator).
+// is allocated on the device after startup (docs/doctrine.md: no dynamic allocator).
 //
 // Thread safety: immutable after construction; accessors may be called from any thread.
 #pragma once

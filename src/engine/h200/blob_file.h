@@ -1,5 +1,5 @@
-// weights.blob opened for the fuel step's bulk reads: 64 KiB-aligned offsets and lengths (DESIGN.md,
-// the alignment quantum), through O_DIRECT where the file system allows it, so a blob of tens of GB
+// weights.blob opened for the fuel step's bulk reads: 64 KiB-aligned offsets and lengths
+// (docs/doctrine.md, the alignment quantum), through O_DIRECT where the file system allows it, so a blob of tens of GB
 // streams from disk to the staging buffers without a second copy through the page cache.
 //
 // Thread-safe: read() is a pread on one descriptor, so every reader thread of a load shares one
