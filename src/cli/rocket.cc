@@ -42,7 +42,7 @@ constexpr const char* kUsage =
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
     "  profile   ENGINE_DIR --corpus FILE [--out FILE] [--max-tokens N]\n"
     "  launch    ENGINE_DIR [--host H] [--port N] [--served-model-name NAME...] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
-    "            [--max-body-bytes BYTES] [--max-json-depth N]\n"
+    "            [--max-body-bytes BYTES] [--max-json-depth N] [--otlp-traces-endpoint URL] [--step-sample N] [--drain-timeout S]\n"
     "  serve     the same as launch\n"
     "  front     ENGINE_DIR [--replicas N | --replica URL...] [--host H] [--port N] [--health-interval S] [--drain-timeout S]\n"
     "            [launch flags for the replicas]\n"
@@ -298,9 +298,9 @@ int cmd_launch(const std::vector<std::string>& args) {
   LaunchOptions o;
   CLI::App cli("Runs the launch countdown (upright: map the plan, check fingerprint and memory budget; fuel: load\n"
                "the weights; static fire: warm every bucket and check the plan's golden token), then serves the\n"
-               "OpenAI-compatible API with continuous batching and the prefix cache (ENGINE_DIR/bin/rocket-engine\n"
-               "launch ...): POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health (the\n"
-               "countdown phase; 503 until launch), GET /metrics. A failed phase exits 1 naming it.",
+               "OpenAI- and Anthropic-compatible API with continuous batching and the prefix cache\n"
+               "(ENGINE_DIR/bin/rocket-engine launch ...; the endpoints are listed below). A failed phase exits 1\n"
+               "naming it; SIGTERM or SIGINT drains (--drain-timeout).",
                "rocket launch");
   cli.add_option("ENGINE_DIR", dir, "an engine directory")->required();
   add_launch_options(cli, o);

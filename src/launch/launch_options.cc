@@ -22,7 +22,24 @@ uint64_t parse_bytes(const std::string& flag, const std::string& text) {
 
 }  // namespace
 
+const char* const kLaunchEndpoints =
+    "Endpoints (docs/api.md):\n"
+    "  POST /v1/chat/completions      OpenAI chat: SSE streaming, tools, reasoning, logprobs, structured outputs\n"
+    "  POST /v1/completions           OpenAI text completions\n"
+    "  POST /v1/responses             OpenAI Responses API (nothing stored: previous_response_id is refused)\n"
+    "  POST /v1/messages              Anthropic Messages API (the key as x-api-key too)\n"
+    "  POST /v1/messages/count_tokens Anthropic's prompt token count\n"
+    "  GET  /v1/models, /v1/models/{id}  the served model names (--served-model-name)\n"
+    "  GET  /health                   200 ok once launched; 503 starting, draining or failed\n"
+    "  GET  /metrics                  Prometheus text exposition\n"
+    "  GET  /stats                    the scheduler's counters as JSON\n"
+    "  POST /prefix/v1/{chat/completions,completions,responses,messages}  the prompt's cached prefix (rocket front)\n"
+    "  GET  /handshake                the plan's identity and the booster (rocket front)\n"
+    "/v1/* and /prefix/* need a key where --api-key, --api-key-file or ROCKET_API_KEY sets one; /health,\n"
+    "/metrics, /stats and /handshake never do.";
+
 void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
+  cmd.footer(kLaunchEndpoints);
   cmd.add_option("--host", o.server.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", o.server.port, "port to listen on")->check(in_range(1, 65535))->capture_default_str();
   cmd.add_option("--api-key", o.api_key,

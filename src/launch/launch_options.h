@@ -26,7 +26,11 @@ struct LaunchOptions {
 
 // Declares --host, --port, --served-model-name, --api-key, --api-key-file, --queue, --prefill-budget, --reserve,
 // --max-body-bytes, --max-json-depth, --otlp-traces-endpoint, --step-sample, --drain-timeout and --force-tokens on
-// `cmd`; parsing fills `o`.
+// `cmd`; parsing fills `o`. Its --help ends with the server's endpoints (kLaunchEndpoints).
 void add_launch_options(CLI::App& cmd, LaunchOptions& o);
+
+// Every route the launched server answers (http/server.cc registers them; docs/api.md describes them),
+// for the help of every command that launches one.
+extern const char* const kLaunchEndpoints;
 
 }  // namespace rocket
