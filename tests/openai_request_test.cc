@@ -110,6 +110,20 @@ TEST(ChatRequest, ParsesEveryField) {
   EXPECT_FALSE(r.parallel_tool_calls);
   EXPECT_EQ(r.user, "u-1");
   EXPECT_EQ(r.enable_thinking, false);
+  // Bookkeeping changes no token: recorded for the request's span, in the order sent.
+  EXPECT_EQ(r.client_attributes, (std::vector<std::pair<std::string, std::string>>{
+                                     {"store", "false"}, {"metadata.k", "v"}, {"service_tier", "auto"}}));
+}
+
+TEST(ChatRequest, PromptCacheKeyAndSafetyIdentifierAreRecorded) {
+  Json body = parse(kChatBase);
+  body["prompt_cache_key"] = "session-7";
+  body["safety_identifier"] = "hash-1";
+  const CompletionRequest r = parse_chat_request(body);
+  EXPECT_EQ(r.client_attributes, (std::vector<std::pair<std::string, std::string>>{
+                                     {"prompt_cache_key", "session-7"}, {"safety_identifier", "hash-1"}}));
+  EXPECT_FALSE(r.reasoning_effort_hint);  // chat's reasoning_effort is asked for, not hinted
+  EXPECT_TRUE(parse_chat_request(parse(kChatBase)).client_attributes.empty());
 }
 
 TEST(ChatRequest, Defaults) {

@@ -3,12 +3,14 @@
 // and the event stream opens, fills and closes one item per kind of output, numbering every event.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "openai/responses_request.h"
 #include "openai/responses_response.h"
+#include "openai/sealed_reasoning.h"
 
 namespace rocket {
 namespace {
@@ -75,7 +77,14 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
       {R"({"model": "m", "input": 5})", "input"},
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"model": "m", "input": "x", "background": true})", "background"},
-      {R"({"model": "m", "input": "x", "tools": [{"type": "file_search"}]})", "tools[0].type"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "custom", "name": "apply_patch"}]})", "tools[0].type"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "namespace", "name": "ns", "tools": [{"type": "custom", "name": "c"}]}]})",
+       "tools[0].tools[0].type"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "namespace", "name": "ns"}]})", "tools[0].tools"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f"}, {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]}]})",
+       "tools[1].tools[0].name"},
+      {R"({"model": "m", "input": "x", "client_metadata": {"thread_id": 5}})", "client_metadata.thread_id"},
+      {R"({"model": "m", "input": "x", "reasoning": {"summary": 1}})", "reasoning.summary"},
       {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "color": 1}]})", "tools[0].color"},
       {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": 5}]})", "tools[0].name"},
       {R"({"model": "m", "input": [{"role": "user", "content": [{"type": "input_file"}]}]})", "input[0].content[0].type"},
@@ -150,6 +159,83 @@ TEST(ResponsesStream, OneItemPerKindOfOutputEveryEventNumbered) {
   EXPECT_EQ(end.back()["type"], "response.incomplete");
   EXPECT_EQ(cut.response()["incomplete_details"]["reason"], "max_output_tokens");
   EXPECT_EQ(cut.response()["output"][0]["status"], "incomplete");
+}
+
+// Codex 0.171's request (tests/e2e/agents.sh captures it whole), cut to its shape: developer messages,
+// client_metadata, prompt_cache_key, store false, encrypted reasoning asked for, a namespace of
+// functions and a hosted web_search tool.
+TEST(ResponsesRequest, CodexsRequestIsTaken) {
+  const Json body = Json::parse(R"({"model": "m", "stream": true,
+    "input": [{"type": "message", "id": "msg_1", "role": "developer", "content": [{"type": "input_text", "text": "Rules."}]},
+              {"type": "message", "id": "msg_2", "role": "user", "content": [{"type": "input_text", "text": "Read note.txt"}]}],
+    "tools": [{"type": "function", "name": "exec_command", "description": "Runs a command", "strict": false,
+               "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
+              {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.",
+               "tools": [{"type": "function", "name": "spawn_agent", "strict": false, "parameters": {"type": "object"}},
+                         {"type": "function", "name": "close_agent", "strict": false, "parameters": {"type": "object"}}]},
+              {"type": "web_search", "external_web_access": false}],
+    "tool_choice": "auto", "parallel_tool_calls": true, "reasoning": {"summary": "auto"}, "store": false,
+    "include": ["reasoning.encrypted_content"], "prompt_cache_key": "thread-1",
+    "client_metadata": {"thread_id": "thread-1", "x-codex-turn-metadata": "{\"turn_id\":\"t\"}"}})");
+  const ResponsesRequest r = parse_responses_request(body);
+  std::vector<std::string> names;
+  for (const Tool& t : r.chat.tools) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"exec_command", "spawn_agent", "close_agent"}));  // flattened; no web_search
+  EXPECT_EQ(r.namespace_of.at("spawn_agent"), "multi_agent_v1");
+  EXPECT_FALSE(r.namespace_of.contains("exec_command"));
+  EXPECT_TRUE(r.encrypted_reasoning);
+  ASSERT_EQ(r.echo["tools"].size(), 2u);  // what the model was offered: the hosted tool is not among them
+  EXPECT_EQ(r.echo["tools"][1]["type"], "namespace");
+  EXPECT_EQ(r.chat.messages[0].role, "developer");
+  std::map<std::string, std::string> a(r.chat.client_attributes.begin(), r.chat.client_attributes.end());
+  EXPECT_EQ(a["prompt_cache_key"], "thread-1");
+  EXPECT_EQ(a["store"], "false");
+  EXPECT_EQ(a["client_metadata.thread_id"], "thread-1");
+  EXPECT_EQ(a["reasoning.summary"], "auto");
+  EXPECT_EQ(a["hosted_tools_not_offered"], "1");
+
+  // The next turn sends the reasoning back sealed, with the call (which names its namespace) and its output.
+  Json next = body;
+  next["input"].push_back({{"type", "reasoning"}, {"id", "rs_1"}, {"summary", Json::array()}, {"content", nullptr},
+                           {"encrypted_content", seal_reasoning("Read it with cat.")}});
+  next["input"].push_back({{"type", "function_call"}, {"id", "fc_1"}, {"call_id", "c1"}, {"name", "exec_command"},
+                           {"arguments", "{\"cmd\": \"cat note.txt\"}"}, {"status", "completed"}});
+  next["input"].push_back({{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "secret"}});
+  next["input"].push_back({{"type", "reasoning"}, {"id", "rs_2"}, {"summary", Json::array()}, {"encrypted_content", "gAAAA-openai"}});
+  const ResponsesRequest n = parse_responses_request(next);
+  const std::vector<ChatMessage>& m = n.chat.messages;
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[2].role, "assistant");
+  EXPECT_EQ(m[2].reasoning_content, "Read it with cat.");  // rendered where the template wants reasoning
+  ASSERT_EQ(m[2].tool_calls.size(), 1u);
+  EXPECT_EQ(m[3].content, "secret");
+}
+
+TEST(ResponsesStream, EncryptedReasoningAndNamespacedCalls) {
+  ResponsesStream s("resp_x", 7, "m", Json{{"tools", Json::array()}}, std::mt19937_64(1),
+                    ResponsesStreamOptions{.encrypted_reasoning = true, .namespace_of = {{"spawn_agent", "multi_agent_v1"}}});
+  s.start();
+  std::vector<Json> events;
+  for (const OutputEvent& o : std::vector<OutputEvent>{ReasoningDelta{"Plan."}, ToolCallStart{0, "call_a", "spawn_agent"},
+                                                       ToolCallArgumentsDelta{0, "{}"}, ToolCallStart{1, "call_b", "exec_command"},
+                                                       ToolCallArgumentsDelta{1, "{}"}})
+    for (Json& e : s.on(o)) events.push_back(std::move(e));
+  s.finish(FinishReason::kStop, Usage{.prompt_tokens = 5, .completion_tokens = 9}, 2);
+  const Json& r = s.response();
+  ASSERT_EQ(r["output"].size(), 3u);
+  EXPECT_EQ(open_reasoning(r["output"][0]["encrypted_content"].get<std::string>()), "Plan.");
+  EXPECT_EQ(r["output"][1]["namespace"], "multi_agent_v1");
+  EXPECT_FALSE(r["output"][2].contains("namespace"));
+  bool done_carries_it = false;  // the item a stream's client keeps is output_item.done's
+  for (const Json& e : events)
+    if (e["type"] == "response.output_item.done" && e["item"]["type"] == "reasoning")
+      done_carries_it = e["item"]["encrypted_content"] == r["output"][0]["encrypted_content"];
+  EXPECT_TRUE(done_carries_it);
+
+  ResponsesStream plain("resp_y", 7, "m", Json::object(), std::mt19937_64(2));
+  plain.on(ReasoningDelta{"Plan."});
+  plain.finish(FinishReason::kStop, Usage{}, 1);
+  EXPECT_FALSE(plain.response()["output"][0].contains("encrypted_content"));  // not asked for
 }
 
 }  // namespace

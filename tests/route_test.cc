@@ -2,6 +2,7 @@
 // or between equal ones, the least loaded; equal replicas take turns; replicas out of rotation never.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "front/route.h"
@@ -38,6 +39,29 @@ TEST(Route, FullTiesTakeTurnsFromTheRotation) {
   EXPECT_EQ(choose_replica(s, 1), 2u);
   EXPECT_EQ(choose_replica(s, 2), 2u);
   EXPECT_EQ(choose_replica(s, 3), 0u);
+}
+
+TEST(Route, TheRoutingKeyBreaksTiesOnThePrefixBeforeLoad) {
+  ReplicaReport keyed = up(0, 5);
+  keyed.keyed = true;
+  EXPECT_EQ(choose_replica(std::vector{up(0, 0), keyed, up(0, 1)}), 1u);  // an agent's next turn goes where its last went
+  ReplicaReport keyed_short = up(128, 0);
+  keyed_short.keyed = true;
+  EXPECT_EQ(choose_replica(std::vector{keyed_short, up(512, 9)}), 1u);  // a longer cached prefix still wins
+  ReplicaReport keyed_down = down();
+  keyed_down.keyed = true;
+  EXPECT_EQ(choose_replica(std::vector{keyed_down, up(0, 3)}), 1u);
+}
+
+TEST(Route, RoutingKeyOfEachApi) {
+  EXPECT_EQ(routing_key("/v1/responses", R"({"model": "m", "prompt_cache_key": "thread-1", "input": [[[[1]]]]})"), "thread-1");
+  EXPECT_EQ(routing_key("/v1/chat/completions", R"({"prompt_cache_key": "k"})"), "k");
+  EXPECT_EQ(routing_key("/v1/messages", R"({"metadata": {"user_id": "{\"session_id\":\"s\"}"}, "prompt_cache_key": "x"})"),
+            "{\"session_id\":\"s\"}");
+  EXPECT_EQ(routing_key("/v1/chat/completions", R"({"model": "m"})"), "");
+  EXPECT_EQ(routing_key("/v1/chat/completions", R"({"prompt_cache_key": 5})"), "");
+  EXPECT_EQ(routing_key("/v1/responses", "not json"), "");
+  EXPECT_EQ(routing_key("/v1/responses", std::string(100000, '[')), "");  // hostile nesting costs no depth
 }
 
 TEST(Route, ReplicasOutOfRotationAreNeverChosen) {

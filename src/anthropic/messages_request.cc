@@ -1,12 +1,17 @@
 #include "anthropic/messages_request.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "openai/json_fields.h"
+#include "openai/sealed_reasoning.h"
 
 namespace rocket {
 
@@ -15,21 +20,23 @@ using namespace json_fields;
 
 namespace {
 
-// The text of a string or of text blocks (other block kinds are the caller's to refuse first).
-std::string text_of(const Json& v, const std::string& param) {
-  if (v.is_string()) return v.get<std::string>();
-  std::string text;
-  for (size_t i = 0; i < as_array(v, param).size(); ++i) {
-    const std::string p = path(param, i);
-    const std::string type = string_at(as_object(v[i], p), "type", path(p, "type"));
-    if (type != "text")
-      reject(path(p, "type"), kUnsupportedValue,
-             fmt::format("Unsupported value for '{}': '{}' blocks are not supported here; this engine reads text only.",
-                         path(p, "type"), type));
-    if (i > 0) text += '\n';
-    text += string_at(v[i], "text", path(p, "text"));
-  }
-  return text;
+// What the translation collects besides the chat body: cache_control marks (recorded on the span),
+// the deferred tools a tool_reference loaded.
+struct Translation {
+  int64_t cache_marks = 0;
+  std::set<std::string, std::less<>> referenced_tools;
+};
+
+// A block's cache_control: {type: "ephemeral", ttl?}. Counted; the prefix cache keeps every prompt's
+// pages, marked or not.
+void note_cache_control(const Json& block, const std::string& param, Translation& t) {
+  const Json* c = member(block, "cache_control");
+  if (!c) return;
+  const std::string p = path(param, "cache_control");
+  const std::string type = string_at(as_object(*c, p), "type", path(p, "type"));
+  if (type != "ephemeral")
+    reject(path(p, "type"), kInvalidValue, fmt::format("Invalid value for '{}': '{}' is not 'ephemeral'.", path(p, "type"), type));
+  ++t.cache_marks;
 }
 
 [[noreturn]] void unsupported_block(const std::string& param, const std::string& type) {
@@ -38,34 +45,71 @@ std::string text_of(const Json& v, const std::string& param) {
                      "client tools only.", param, type));
 }
 
+// The text of a string or of text blocks; a tool result's content may also hold tool_reference blocks,
+// which load a deferred tool (`references`, null where they are not allowed).
+std::string text_of(const Json& v, const std::string& param, Translation& t, bool references = false) {
+  if (v.is_string()) return v.get<std::string>();
+  std::string text;
+  for (size_t i = 0; i < as_array(v, param).size(); ++i) {
+    const std::string p = path(param, i);
+    const std::string type = string_at(as_object(v[i], p), "type", path(p, "type"));
+    note_cache_control(v[i], p, t);
+    std::string part;
+    if (type == "text") {
+      part = string_at(v[i], "text", path(p, "text"));
+    } else if (references && type == "tool_reference") {
+      const std::string name = string_at(v[i], "tool_name", path(p, "tool_name"));
+      t.referenced_tools.insert(name);
+      part = fmt::format("Tool '{}' is now available.", name);
+    } else {
+      unsupported_block(path(p, "type"), type);
+    }
+    if (i > 0) text += '\n';
+    text += part;
+  }
+  return text;
+}
+
+// A thinking block's reasoning: what its signature seals when this server signed it (a block sent
+// back with display "omitted" has no text), else its text.
+std::string thinking_of(const Json& block, const std::string& param) {
+  const std::string text = string_at(block, "thinking", path(param, "thinking"));
+  if (const Json* s = member(block, "signature"))
+    if (std::optional<std::string> sealed = open_reasoning(as_string(*s, path(param, "signature")))) return *sealed;
+  return text;
+}
+
 // One Anthropic message as chat messages: a user turn's tool results become tool messages ahead of
-// its text; an assistant turn stays one message.
-void add_message(const Json& m, const std::string& p, Json& messages) {
+// its text; an assistant turn stays one message; a system message (Claude Code puts its context
+// mid-conversation) stays where it is.
+void add_message(const Json& m, const std::string& p, Json& messages, Translation& t) {
   as_object(m, p);
   const std::string role = string_at(m, "role", path(p, "role"));
-  if (role != "user" && role != "assistant")
+  if (role != "user" && role != "assistant" && role != "system")
     reject(path(p, "role"), kInvalidValue,
-           fmt::format("Invalid value for '{}': '{}' is not one of user, assistant.", path(p, "role"), role));
+           fmt::format("Invalid value for '{}': '{}' is not one of user, assistant, system.", path(p, "role"), role));
   const Json& content = required(m, "content", path(p, "content"));
-  if (content.is_string()) {
-    messages.push_back({{"role", role}, {"content", content}});
+  const std::string cp = path(p, "content");
+  if (content.is_string() || role == "system") {
+    messages.push_back({{"role", role}, {"content", text_of(content, cp, t)}});
     return;
   }
-  const std::string cp = path(p, "content");
   std::string text, reasoning;
   Json calls = Json::array();
   for (size_t i = 0; i < as_array(content, cp).size(); ++i) {
     const std::string bp = path(cp, i);
     const Json& block = as_object(content[i], bp);
     const std::string type = string_at(block, "type", path(bp, "type"));
+    note_cache_control(block, bp, t);
     if (type == "text") {
       if (!text.empty()) text += '\n';
       text += string_at(block, "text", path(bp, "text"));
     } else if (role == "user" && type == "tool_result") {
       const Json* result = member(block, "content");
+      if (const Json* e = member(block, "is_error")) as_bool(*e, path(bp, "is_error"));
       messages.push_back({{"role", "tool"},
                           {"tool_call_id", string_at(block, "tool_use_id", path(bp, "tool_use_id"))},
-                          {"content", result ? text_of(*result, path(bp, "content")) : std::string()}});
+                          {"content", result ? text_of(*result, path(bp, "content"), t, true) : std::string()}});
     } else if (role == "assistant" && type == "tool_use") {
       const Json& input = as_object(required(block, "input", path(bp, "input")), path(bp, "input"));
       calls.push_back({{"id", string_at(block, "id", path(bp, "id"))},
@@ -73,9 +117,13 @@ void add_message(const Json& m, const std::string& p, Json& messages) {
                        {"function", {{"name", string_at(block, "name", path(bp, "name"))}, {"arguments", input.dump()}}}});
     } else if (role == "assistant" && type == "thinking") {
       if (!reasoning.empty()) reasoning += '\n';
-      reasoning += string_at(block, "thinking", path(bp, "thinking"));
+      reasoning += thinking_of(block, bp);
     } else if (role == "assistant" && type == "redacted_thinking") {
-      // Another provider's encrypted reasoning: nothing this model can read.
+      // Encrypted reasoning: ours opens (this server seals none this way yet), another provider's does not.
+      if (std::optional<std::string> r = open_reasoning(string_at(block, "data", path(bp, "data")))) {
+        if (!reasoning.empty()) reasoning += '\n';
+        reasoning += *r;
+      }
     } else {
       unsupported_block(path(bp, "type"), type);
     }
@@ -91,61 +139,183 @@ void add_message(const Json& m, const std::string& p, Json& messages) {
   messages.push_back(std::move(turn));
 }
 
-Json tools_of(const Json& v) {
+// Server tools: Anthropic runs them, this server cannot; they are left out of the model's tools.
+bool server_tool(std::string_view type) {
+  for (std::string_view prefix : {"web_search_", "web_fetch_", "code_execution_", "tool_search_tool_"})
+    if (type.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+
+// The tools offered to the model, as chat's: client tools with their schemas, a deferred one only
+// once a tool_reference has loaded it.
+Json tools_of(const Json& v, Translation& t, MessagesRequest& r) {
   Json tools = Json::array();
   for (size_t i = 0; i < as_array(v, "tools").size(); ++i) {
     const std::string p = path("tools", i);
     const Json& tool = as_object(v[i], p);
-    if (const Json* t = member(tool, "type"); t && *t != "custom")
+    note_cache_control(tool, p, t);
+    if (const Json* type = member(tool, "type"); type && *type != "custom") {
+      const std::string name = as_string(*type, path(p, "type"));
+      if (server_tool(name)) {
+        r.server_tools.push_back(name);
+        continue;
+      }
       reject(path(p, "type"), kUnsupportedValue,
-             fmt::format("Unsupported value for '{}': server tools ({}) are not supported; this server runs client "
-                         "tools only.", path(p, "type"), t->dump()));
-    Json function = {{"name", string_at(tool, "name", path(p, "name"))}};
+             fmt::format("Unsupported value for '{}': '{}' is an Anthropic-defined tool whose schema this server does "
+                         "not have; define it as a client tool (name, description, input_schema).", path(p, "type"), name));
+    }
+    const std::string name = string_at(tool, "name", path(p, "name"));
+    Json function = {{"name", name}};
+    bool deferred = false;
     for (const auto& [key, value] : tool.items()) {
       if (key == "description") function["description"] = value;
       else if (key == "input_schema") function["parameters"] = value;
       else if (key == "strict") function["strict"] = value;
+      else if (key == "defer_loading") deferred = !value.is_null() && as_bool(value, path(p, key));
+      else if (key == "eager_input_streaming") as_bool(value, path(p, key));  // inputs stream as they come anyway
       else if (key != "name" && key != "type" && key != "cache_control")
         reject(path(p, key), kUnknown, fmt::format("{}: Extra inputs are not permitted", path(p, key)));
     }
+    if (deferred && !t.referenced_tools.contains(name)) continue;
     tools.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
   return tools;
 }
 
+// Anthropic's effort levels as reasoning_effort's.
+std::string effort_of(const Json& v) {
+  const std::string effort = as_string(v, "output_config.effort");
+  if (effort == "low" || effort == "medium" || effort == "high") return effort;
+  if (effort == "max") return "high";
+  reject("output_config.effort", kInvalidValue,
+         fmt::format("Invalid value for 'output_config.effort': '{}' is not one of low, medium, high, max.", effort));
+}
+
+void parse_output_config(const Json& v, Json& chat) {
+  for (const auto& [key, value] : as_object(v, "output_config").items()) {
+    if (value.is_null()) continue;
+    if (key == "effort") {
+      chat["reasoning_effort"] = effort_of(value);
+    } else if (key == "format") {
+      const std::string p = "output_config.format";
+      const std::string type = string_at(as_object(value, p), "type", path(p, "type"));
+      if (type != "json_schema")
+        reject(path(p, "type"), kInvalidValue, fmt::format("Invalid value for '{}': '{}' is not 'json_schema'.", path(p, "type"), type));
+      chat["response_format"] = {{"type", "json_schema"},
+                                 {"json_schema", {{"name", "output"}, {"schema", required(value, "schema", path(p, "schema"))}}}};
+    } else {
+      reject(path("output_config", key), kUnknown, fmt::format("output_config.{}: Extra inputs are not permitted", key));
+    }
+  }
+}
+
+int64_t positive(const Json& v, const std::string& param) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 1)
+    reject(param, kInvalidValue, fmt::format("Invalid value for '{}': expected a positive integer.", param));
+  return v.get<int64_t>();
+}
+
+// {type: "input_tokens" | "tool_uses", value} (what `types` allows), as its type and value.
+std::pair<std::string, int64_t> threshold(const Json& v, const std::string& param, std::initializer_list<const char*> types) {
+  as_object(v, param);
+  const std::string type = string_at(v, "type", path(param, "type"));
+  if (std::none_of(types.begin(), types.end(), [&](const char* t) { return type == t; }))
+    reject(path(param, "type"), kInvalidValue,
+           fmt::format("Invalid value for '{}': '{}' is not one of {}.", path(param, "type"), type, fmt::join(types, ", ")));
+  return {type, positive(required(v, "value", path(param, "value")), path(param, "value"))};
+}
+
+MessagesRequest::Edit parse_edit(const Json& e, const std::string& p) {
+  const std::string type = string_at(as_object(e, p), "type", path(p, "type"));
+  MessagesRequest::Edit edit;
+  if (type == "clear_thinking_20251015") {
+    ClearThinking c;
+    for (const auto& [key, value] : e.items()) {
+      if (key == "keep") {
+        if (value == "all") c.keep_turns.reset();
+        else c.keep_turns = threshold(value, path(p, "keep"), {"thinking_turns"}).second;
+      } else if (key != "type") {
+        reject(path(p, key), kUnknown, fmt::format("{}: Extra inputs are not permitted", path(p, key)));
+      }
+    }
+    edit.thinking = c;
+  } else if (type == "clear_tool_uses_20250919") {
+    ClearToolUses c;
+    for (const auto& [key, value] : e.items()) {
+      const std::string kp = path(p, key);
+      if (value.is_null() || key == "type") continue;
+      if (key == "trigger") {
+        const auto [t, n] = threshold(value, kp, {"input_tokens", "tool_uses"});
+        c.trigger = t == "input_tokens" ? ClearToolUses::Trigger::kInputTokens : ClearToolUses::Trigger::kToolUses;
+        c.trigger_value = n;
+      } else if (key == "keep") {
+        c.keep = threshold(value, kp, {"tool_uses"}).second;
+      } else if (key == "clear_at_least") {
+        c.clear_at_least = threshold(value, kp, {"input_tokens"}).second;
+      } else if (key == "exclude_tools") {
+        for (size_t i = 0; i < as_array(value, kp).size(); ++i) c.exclude_tools.insert(as_string(value[i], path(kp, i)));
+      } else if (key == "clear_tool_inputs") {
+        if (value.is_boolean()) {
+          c.clear_all_inputs = value.get<bool>();
+        } else if (value.is_array()) {
+          for (size_t i = 0; i < value.size(); ++i) c.clear_inputs_of.insert(as_string(value[i], path(kp, i)));
+        } else {
+          wrong_type(kp, "a boolean or an array of tool names", value);
+        }
+      } else {
+        reject(kp, kUnknown, fmt::format("{}: Extra inputs are not permitted", kp));
+      }
+    }
+    edit.tool_uses = c;
+  } else {
+    reject(path(p, "type"), kInvalidValue,
+           fmt::format("Invalid value for '{}': '{}' is not one of clear_thinking_20251015, clear_tool_uses_20250919 "
+                       "(compaction is not supported: send the conversation compacted).", path(p, "type"), type));
+  }
+  return edit;
+}
+
 const std::set<std::string, std::less<>> kKnown = {
     "model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature", "top_p", "top_k",
-    "tools", "tool_choice", "thinking", "metadata", "service_tier", "container", "mcp_servers", "context_management"};
+    "tools", "tool_choice", "thinking", "metadata", "service_tier", "container", "mcp_servers", "context_management",
+    "output_config"};
 
 }  // namespace
 
-CompletionRequest parse_messages_request(const Json& body, bool count_tokens) {
+MessagesRequest parse_messages_request(const Json& body, bool count_tokens) {
   if (!body.is_object())
     throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   for (const auto& [key, value] : body.items()) {
     if (!kKnown.contains(key)) reject(key, kUnknown, fmt::format("{}: Extra inputs are not permitted", key));
-    if ((key == "container" || key == "mcp_servers" || key == "context_management") && !value.is_null())
-      reject(key, kUnsupportedValue, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
+    if (key == "container" && !value.is_null())
+      reject(key, kUnsupportedValue, "Unsupported parameter: 'container': this server runs no code execution containers.");
+    if (key == "mcp_servers" && !value.is_null() && !(value.is_array() && value.empty()))
+      reject(key, kUnsupportedValue,
+             "Unsupported parameter: 'mcp_servers': this server connects to no MCP servers; run them in the client and "
+             "send their tools as client tools.");
   }
+  MessagesRequest r;
+  Translation t;
   Json chat = {{"model", required(body, "model", "model")}};
   Json messages = Json::array();
-  if (const Json* v = member(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*v, "system")}});
+  if (const Json* v = member(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*v, "system", t)}});
   const Json& in = as_array(required(body, "messages", "messages"), "messages");
-  for (size_t i = 0; i < in.size(); ++i) add_message(in[i], path("messages", i), messages);
+  for (size_t i = 0; i < in.size(); ++i) add_message(in[i], path("messages", i), messages, t);
   chat["messages"] = std::move(messages);
   if (!count_tokens) chat["max_tokens"] = required(body, "max_tokens", "max_tokens");
-  for (const char* key : {"temperature", "top_p", "top_k", "stream"})
+  for (const char* key : {"temperature", "top_p", "top_k", "stream", "service_tier"})
     if (const Json* v = member(body, key)) chat[key] = *v;
   if (const Json* v = member(body, "stop_sequences")) chat["stop"] = *v;
-  if (const Json* v = member(body, "service_tier")) chat["service_tier"] = *v;
   if (const Json* v = member(body, "metadata")) {
     for (const auto& [key, value] : as_object(*v, "metadata").items()) {
       if (key != "user_id")
         reject(path("metadata", key), kUnknown, fmt::format("metadata.{}: Extra inputs are not permitted", key));
-      if (!value.is_null()) chat["user"] = value;
+      if (value.is_null()) continue;
+      chat["user"] = value;
+      chat["metadata"] = {{"user_id", value}};
     }
   }
-  if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v);
+  if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v, t, r);
   if (const Json* v = member(body, "tool_choice")) {
     const std::string type = string_at(as_object(*v, "tool_choice"), "type", "tool_choice.type");
     if (type == "auto" || type == "none") chat["tool_choice"] = type;
@@ -158,28 +328,51 @@ CompletionRequest parse_messages_request(const Json& body, bool count_tokens) {
       chat["parallel_tool_calls"] = !as_bool(*d, "tool_choice.disable_parallel_tool_use");
     }
   }
+  std::optional<int64_t> budget;
   if (const Json* v = member(body, "thinking")) {
     const std::string type = string_at(as_object(*v, "thinking"), "type", "thinking.type");
-    if (type != "enabled" && type != "disabled")
+    if (type != "enabled" && type != "disabled" && type != "adaptive")
       reject("thinking.type", kInvalidValue,
-             fmt::format("Invalid value for 'thinking.type': '{}' is not one of enabled, disabled.", type));
-    chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
+             fmt::format("Invalid value for 'thinking.type': '{}' is not one of enabled, disabled, adaptive.", type));
+    // adaptive: the model decides whether to think, which is the chat template's default.
+    if (type != "adaptive") chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
     if (const Json* b = member(*v, "budget_tokens")) {
-      if (!b->is_number_integer() || b->get<int64_t>() < 1)
-        reject("thinking.budget_tokens", kInvalidValue, "Invalid value for 'thinking.budget_tokens': expected a positive integer.");
-      if (const Json* m = member(body, "max_tokens"); m && m->is_number_integer() && b->get<int64_t>() >= m->get<int64_t>())
+      budget = positive(*b, "thinking.budget_tokens");
+      if (const Json* m = member(body, "max_tokens"); m && m->is_number_integer() && *budget >= m->get<int64_t>())
         reject("thinking.budget_tokens", kInvalidValue, "Invalid value for 'thinking.budget_tokens': it must be less than max_tokens.");
     }
+    if (const Json* d = member(*v, "display")) {
+      const std::string display = as_string(*d, "thinking.display");
+      if (display != "summarized" && display != "omitted")
+        reject("thinking.display", kInvalidValue,
+               fmt::format("Invalid value for 'thinking.display': '{}' is not one of summarized, omitted.", display));
+      r.omit_thinking = display == "omitted";
+    }
+    for (const auto& [key, value] : v->items())
+      if (key != "type" && key != "budget_tokens" && key != "display")
+        reject(path("thinking", key), kUnknown, fmt::format("thinking.{}: Extra inputs are not permitted", key));
+  }
+  if (const Json* v = member(body, "output_config")) parse_output_config(*v, chat);
+  if (const Json* v = member(body, "context_management")) {
+    r.context_management = true;
+    for (const auto& [key, value] : as_object(*v, "context_management").items())
+      if (key != "edits")
+        reject(path("context_management", key), kUnknown, fmt::format("context_management.{}: Extra inputs are not permitted", key));
+    if (const Json* edits = member(*v, "edits"))
+      for (size_t i = 0; i < as_array(*edits, "context_management.edits").size(); ++i)
+        r.edits.push_back(parse_edit((*edits)[i], path("context_management.edits", i)));
   }
   try {
-    return parse_chat_request(chat);
+    r.chat = parse_chat_request(chat);
   } catch (const ProtocolError& e) {
     // Chat's field names as this API spells them.
     std::string param = e.param(), message = e.message();
     auto rename = [&](const std::string& from, const std::string& to) { return rename_field(param, message, from, to); };
     rename("stop", "stop_sequences") || rename("user", "metadata.user_id") ||
         rename("parallel_tool_calls", "tool_choice.disable_parallel_tool_use") ||
-        rename("tool_choice.function", "tool_choice") || rename("chat_template_kwargs.enable_thinking", "thinking.type");
+        rename("tool_choice.function", "tool_choice") || rename("chat_template_kwargs.enable_thinking", "thinking.type") ||
+        rename("reasoning_effort", "output_config.effort") || rename("response_format.json_schema", "output_config.format") ||
+        rename("response_format", "output_config.format");
     if (param.rfind("tools[", 0) == 0) {
       if (const size_t f = param.find("].function.parameters"); f != std::string::npos)
         rename(param.substr(0, f + 21), param.substr(0, f + 1) + ".input_schema");
@@ -192,6 +385,95 @@ CompletionRequest parse_messages_request(const Json& body, bool count_tokens) {
     }
     throw ProtocolError(e.status(), std::move(message), std::move(param), e.type(), e.code());
   }
+  r.chat.reasoning_effort_hint = true;
+  if (budget) r.chat.client_attributes.emplace_back("thinking.budget_tokens", std::to_string(*budget));
+  if (t.cache_marks > 0) r.chat.client_attributes.emplace_back("cache_control", std::to_string(t.cache_marks));
+  if (!r.server_tools.empty())
+    r.chat.client_attributes.emplace_back("server_tools_not_offered", fmt::format("{}", fmt::join(r.server_tools, ",")));
+  return r;
+}
+
+namespace {
+
+// The name of the call each tool message answers (tool_call_id -> name), from the assistant turns.
+std::map<std::string, std::string, std::less<>> call_names(const CompletionRequest& c) {
+  std::map<std::string, std::string, std::less<>> names;
+  for (const ChatMessage& m : c.messages)
+    for (const ToolCall& call : m.tool_calls) names[call.id] = call.name;
+  return names;
+}
+
+// clear_thinking: the number of assistant turns whose reasoning it dropped.
+int64_t clear_thinking(CompletionRequest& c, const ClearThinking& edit) {
+  if (!edit.keep_turns) return 0;
+  int64_t kept = 0, cleared = 0;
+  for (auto m = c.messages.rbegin(); m != c.messages.rend(); ++m) {
+    if (m->role != "assistant" || m->reasoning_content.empty()) continue;
+    if (kept < *edit.keep_turns) {
+      ++kept;
+    } else {
+      m->reasoning_content.clear();
+      ++cleared;
+    }
+  }
+  return cleared;
+}
+
+// clear_tool_uses, once triggered: the number of tool results it replaced.
+int64_t clear_tool_uses(CompletionRequest& c, const ClearToolUses& edit) {
+  const auto names = call_names(c);
+  std::vector<ChatMessage*> results;
+  for (ChatMessage& m : c.messages)
+    if (m.role == "tool") results.push_back(&m);
+  const size_t keep = size_t(std::min<int64_t>(edit.keep, int64_t(results.size())));
+  int64_t cleared = 0;
+  for (size_t i = 0; i + keep < results.size(); ++i) {
+    ChatMessage& m = *results[i];
+    const auto name = names.find(m.tool_call_id);
+    const std::string tool = name == names.end() ? std::string() : name->second;
+    if (edit.exclude_tools.contains(tool) || m.content == kClearedToolResult) continue;
+    m.content = kClearedToolResult;
+    ++cleared;
+    if (!edit.clear_all_inputs && !edit.clear_inputs_of.contains(tool)) continue;
+    for (ChatMessage& turn : c.messages)
+      for (ToolCall& call : turn.tool_calls)
+        if (call.id == m.tool_call_id) call.arguments = "{}";
+  }
+  return cleared;
+}
+
+}  // namespace
+
+Json apply_context_edits(MessagesRequest& r, const std::function<int64_t(const CompletionRequest&)>& count) {
+  Json applied = Json::array();
+  for (const MessagesRequest::Edit& edit : r.edits) {
+    CompletionRequest edited = r.chat;
+    if (edit.thinking) {
+      const int64_t turns = clear_thinking(edited, *edit.thinking);
+      if (turns == 0) continue;
+      const int64_t freed = count(r.chat) - count(edited);
+      applied.push_back({{"type", "clear_thinking_20251015"}, {"cleared_thinking_turns", turns}, {"cleared_input_tokens", freed}});
+    } else {
+      const ClearToolUses& c = *edit.tool_uses;
+      std::optional<int64_t> before;
+      if (c.trigger == ClearToolUses::Trigger::kInputTokens) {
+        before = count(r.chat);
+        if (*before <= c.trigger_value) continue;
+      } else {
+        const int64_t uses = std::count_if(r.chat.messages.begin(), r.chat.messages.end(),
+                                           [](const ChatMessage& m) { return m.role == "tool"; });
+        if (uses <= c.trigger_value) continue;
+      }
+      const int64_t uses = clear_tool_uses(edited, c);
+      if (uses == 0) continue;
+      if (!before) before = count(r.chat);
+      const int64_t freed = *before - count(edited);
+      if (freed < c.clear_at_least) continue;  // not worth the cache it would invalidate
+      applied.push_back({{"type", "clear_tool_uses_20250919"}, {"cleared_tool_uses", uses}, {"cleared_input_tokens", freed}});
+    }
+    r.chat = std::move(edited);
+  }
+  return applied;
 }
 
 Json messages_error_body(const ProtocolError& e) {

@@ -1,13 +1,17 @@
 #include "anthropic/messages_response.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
+
+#include "openai/sealed_reasoning.h"
 
 namespace rocket {
 
 using Json = nlohmann::ordered_json;
 
-MessagesStream::MessagesStream(std::string id, std::string model, int64_t prompt_tokens) {
+MessagesStream::MessagesStream(std::string id, std::string model, int64_t prompt_tokens, Options options)
+    : options_(std::move(options)) {
   message_ = {{"id", std::move(id)},
               {"type", "message"},
               {"role", "assistant"},
@@ -19,6 +23,19 @@ MessagesStream::MessagesStream(std::string id, std::string model, int64_t prompt
                          {"cache_creation_input_tokens", 0},
                          {"cache_read_input_tokens", 0},
                          {"output_tokens", 0}}}};
+  if (!options_.applied_edits.is_null()) message_["context_management"] = {{"applied_edits", options_.applied_edits}};
+}
+
+Json MessagesStream::usage(const Usage& u) const {
+  // The pages the cache will hold after this prompt, less what it already held.
+  const int64_t kept = options_.page_tokens > 0 ? u.prompt_tokens / options_.page_tokens * options_.page_tokens : 0;
+  const int64_t created = std::max<int64_t>(0, kept - u.cached_tokens);
+  Json out = {{"input_tokens", u.prompt_tokens - u.cached_tokens - created},
+              {"cache_creation_input_tokens", created},
+              {"cache_read_input_tokens", u.cached_tokens},
+              {"output_tokens", u.completion_tokens}};
+  if (options_.server_tools) out["server_tool_use"] = {{"web_search_requests", 0}, {"web_fetch_requests", 0}};
+  return out;
 }
 
 std::vector<Json> MessagesStream::start() { return {{{"type", "message_start"}, {"message", message_}}}; }
@@ -28,6 +45,13 @@ void MessagesStream::close(std::vector<Json>& out) {
   Json& block = message_["content"].back();
   // The fragments of a call's arguments make one JSON object (the output parser checked it).
   if (open_ == Open::kToolUse) block["input"] = Json::parse(arguments_.empty() ? std::string("{}") : arguments_);
+  if (open_ == Open::kThinking) {
+    block["signature"] = seal_reasoning(thinking_);
+    out.push_back({{"type", "content_block_delta"},
+                   {"index", message_["content"].size() - 1},
+                   {"delta", {{"type", "signature_delta"}, {"signature", block["signature"]}}}});
+    thinking_.clear();
+  }
   out.push_back({{"type", "content_block_stop"}, {"index", message_["content"].size() - 1}});
   open_ = Open::kNone;
 }
@@ -57,7 +81,9 @@ std::vector<Json> MessagesStream::on(const OutputEvent& ev) {
   Json& block = message_["content"].back();
   Json delta;
   if (const auto* r = std::get_if<ReasoningDelta>(&ev)) {
-    block["thinking"] = block["thinking"].get<std::string>() + r->text;
+    thinking_ += r->text;
+    if (options_.omit_thinking) return out;  // the signature carries it, at the block's end
+    block["thinking"] = thinking_;
     delta = {{"type", "thinking_delta"}, {"thinking", r->text}};
   } else if (const auto* c = std::get_if<ContentDelta>(&ev)) {
     block["text"] = block["text"].get<std::string>() + c->text;
@@ -80,13 +106,12 @@ std::vector<Json> MessagesStream::finish(FinishReason finish, const std::string&
                                                           : "end_turn";
   message_["stop_reason"] = reason;
   message_["stop_sequence"] = std::string_view(reason) == "stop_sequence" ? Json(stop) : Json(nullptr);
-  message_["usage"] = {{"input_tokens", usage.prompt_tokens - usage.cached_tokens},
-                       {"cache_creation_input_tokens", 0},
-                       {"cache_read_input_tokens", usage.cached_tokens},
-                       {"output_tokens", usage.completion_tokens}};
-  out.push_back({{"type", "message_delta"},
-                 {"delta", {{"stop_reason", message_["stop_reason"]}, {"stop_sequence", message_["stop_sequence"]}}},
-                 {"usage", message_["usage"]}});
+  message_["usage"] = this->usage(usage);
+  Json delta = {{"type", "message_delta"},
+                {"delta", {{"stop_reason", message_["stop_reason"]}, {"stop_sequence", message_["stop_sequence"]}}},
+                {"usage", message_["usage"]}};
+  if (message_.contains("context_management")) delta["context_management"] = message_["context_management"];
+  out.push_back(std::move(delta));
   out.push_back({{"type", "message_stop"}});
   return out;
 }

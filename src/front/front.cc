@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -372,6 +373,8 @@ class Front {
         throw ProtocolError(503, "the replicas are not launched yet; retry later", "", "server_error", "not_launched");
       const httplib::Headers headers = upstream_headers(req);
       std::vector<ReplicaReport> reports = gather_reports(path, headers, req.body);
+      const std::string key = routing_key(path, req.body);
+      if (const std::optional<size_t> last = keyed(key)) reports[*last].keyed = true;
       const int fd = BoundedServer::current_socket();
       for (;;) {
         const std::optional<size_t> pick = choose_replica(reports, rotate_.fetch_add(1));
@@ -400,6 +403,7 @@ class Front {
         }
         ++r.routed;
         if (reports[*pick].cached_tokens > 0) ++r.affinity;
+        remember(key, *pick);
         lock.unlock();
         respond(res, relay, routed, in_flight);
         return;
@@ -410,6 +414,20 @@ class Front {
     } catch (const ProtocolError& e) {
       send_error(res, e);
     }
+  }
+
+  // The replica a routing key (route.h) last went to, if any.
+  std::optional<size_t> keyed(const std::string& key) {
+    if (key.empty()) return std::nullopt;
+    std::lock_guard<std::mutex> lock(keys_mu_);
+    const auto it = keys_.find(key);
+    return it == keys_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+  void remember(const std::string& key, size_t replica) {
+    if (key.empty()) return;
+    std::lock_guard<std::mutex> lock(keys_mu_);
+    if (keys_.size() >= kMaxKeys && !keys_.contains(key)) keys_.clear();  // bounded: old sessions start afresh
+    keys_[key] = replica;
   }
 
   // The replica's answer as the client's: its status and body; a stream chunk by chunk.
@@ -545,6 +563,10 @@ class Front {
   std::atomic<bool> launched_{false}, draining_{false}, listen_over_{false}, server_stopped_{false};
   std::atomic<size_t> rotate_{0};
   std::atomic<int64_t> responses_{0}, unrouted_{0};
+  // Routing key -> the replica it last went to (at most kMaxKeys sessions remembered).
+  static constexpr size_t kMaxKeys = 65536;
+  std::mutex keys_mu_;
+  std::unordered_map<std::string, size_t> keys_;
 };
 
 }  // namespace

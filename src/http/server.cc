@@ -66,6 +66,14 @@ ResponseMeta response_meta(std::string_view id_prefix, const std::string& model)
   return meta;
 }
 
+// Request headers that change no token and say which client, session and API version sent it: recorded
+// on the request's span beside the body's bookkeeping.
+void record_client_headers(const httplib::Request& req, CompletionRequest& r) {
+  for (const char* name : {"user-agent", "anthropic-version", "anthropic-beta", "x-claude-code-session-id", "session-id",
+                           "x-session-id", "originator"})
+    if (req.has_header(name)) r.client_attributes.emplace_back(std::string("header.") + name, req.get_header_value(name));
+}
+
 // The output parser of a chat request. parallel_tool_calls=false allows one tool call, and so does a
 // named tool_choice: it forces a call of that function, and a second call could name any other.
 OutputParser::Options parser_options(const CompletionRequest& r, const Submitted& sub) {
@@ -173,8 +181,10 @@ struct ResponsesState {
   ResponsesStream stream;
   int64_t reasoning_tokens = 0;
 
-  ResponsesState(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub, Json echo)
-      : chat(r, meta, sub), stream(meta.id, meta.created, meta.model, std::move(echo), std::mt19937_64(id_rng()())) {}
+  ResponsesState(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub, Json echo,
+                 ResponsesStream::Options options)
+      : chat(r, meta, sub),
+        stream(meta.id, meta.created, meta.model, std::move(echo), std::mt19937_64(id_rng()()), std::move(options)) {}
 
   // The Responses events of a text event of the loop.
   std::vector<Json> events(TokenEvent& ev, RequestSink& sink) {
@@ -203,8 +213,8 @@ struct MessagesState {
   Response chat;
   MessagesStream stream;
 
-  MessagesState(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub)
-      : chat(r, meta, sub), stream(meta.id, meta.model, sub.prompt_tokens) {}
+  MessagesState(const CompletionRequest& r, const ResponseMeta& meta, const Submitted& sub, MessagesStream::Options options)
+      : chat(r, meta, sub), stream(meta.id, meta.model, sub.prompt_tokens, std::move(options)) {}
 
   std::vector<Json> events(TokenEvent& ev, RequestSink& sink) {
     std::vector<Json> out;
@@ -315,6 +325,19 @@ struct HttpServer::Impl {
                         "invalid_api_key");
   }
 
+  // TEST-ONLY (ServerOptions::forced_tokens): the forced sequence an agent's turn asks for by header.
+  void force_by_header(const httplib::Request& req, CompletionRequest& r) const {
+    if (!options.forced_tokens || !req.has_header("x-rocket-force")) return;
+    const auto results = std::count_if(r.messages.begin(), r.messages.end(), [](const ChatMessage& m) { return m.role == "tool"; });
+    r.user = fmt::format("{}.{}", req.get_header_value("x-rocket-force"), results);
+  }
+
+  // Tokens of the prefix cache's page, as the model's metadata reports it (0 where it keeps none).
+  static int64_t page_tokens(const EngineLoop& engine) {
+    const auto& m = engine.model().metadata;
+    return m.contains("kv_page_tokens") && m["kv_page_tokens"].is_number_integer() ? m["kv_page_tokens"].get<int64_t>() : 0;
+  }
+
   void authorize(const httplib::Request& req) const {
     if (options.api_keys.empty()) return;
     if (!options.api_keys.accepts(req.get_header_value("Authorization")))
@@ -330,6 +353,8 @@ struct HttpServer::Impl {
       const Json body = parse_json_body(req.body, options.max_json_depth);
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
       r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
+      record_client_headers(req, r);
+      force_by_header(req, r);
       check_model(engine, r.model);
       auto sink = std::make_shared<RequestSink>(int(r.n));
       const Submitted sub = engine.submit(r, sink);
@@ -462,6 +487,8 @@ struct HttpServer::Impl {
       ResponsesRequest rr = parse_responses_request(body);
       CompletionRequest& r = rr.chat;
       r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
+      record_client_headers(req, r);
+      force_by_header(req, r);
       check_model(engine, r.model);
       auto sink = std::make_shared<RequestSink>(1);
       Submitted sub;
@@ -470,7 +497,10 @@ struct HttpServer::Impl {
       } catch (const ProtocolError& e) {
         throw responses_error(e);
       }
-      answer_named_events(res, std::make_shared<ResponsesState>(r, response_meta("resp_", r.model), sub, std::move(rr.echo)),
+      ResponsesStream::Options options{.encrypted_reasoning = rr.encrypted_reasoning, .namespace_of = std::move(rr.namespace_of)};
+      answer_named_events(res,
+                          std::make_shared<ResponsesState>(r, response_meta("resp_", r.model), sub, std::move(rr.echo),
+                                                           std::move(options)),
                           sink, sub.id, r.stream, in_flight);
     } catch (const ProtocolError& e) {
       count_refusal(e);
@@ -541,9 +571,19 @@ struct HttpServer::Impl {
     try {
       authorize_anthropic(req);
       EngineLoop& engine = launched();
-      CompletionRequest r = parse_messages_request(parse_json_body(req.body, options.max_json_depth));
+      MessagesRequest mr = parse_messages_request(parse_json_body(req.body, options.max_json_depth));
+      CompletionRequest& r = mr.chat;
       r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
+      record_client_headers(req, r);
       check_model(engine, r.model);
+      // Context editing measures the prompt as the engine would build it.
+      // (max_tokens is a cap here, as below: the count is the prompt's alone.)
+      Json applied = apply_context_edits(mr, [&engine](const CompletionRequest& c) {
+        CompletionRequest prompt = c;
+        prompt.max_tokens.reset();
+        return engine.report_prefix(prompt).prompt_tokens;
+      });
+      force_by_header(req, r);
       auto sink = std::make_shared<RequestSink>(1);
       Submitted sub;
       try {
@@ -555,8 +595,12 @@ struct HttpServer::Impl {
         r.max_tokens.reset();
         sub = engine.submit(r, sink);
       }
-      answer_named_events(res, std::make_shared<MessagesState>(r, response_meta("msg_", r.model), sub), sink, sub.id,
-                          r.stream, in_flight);
+      MessagesStream::Options o{.omit_thinking = mr.omit_thinking,
+                                .page_tokens = page_tokens(engine),
+                                .applied_edits = mr.context_management ? std::move(applied) : Json(nullptr),
+                                .server_tools = !mr.server_tools.empty()};
+      answer_named_events(res, std::make_shared<MessagesState>(r, response_meta("msg_", r.model), sub, std::move(o)), sink,
+                          sub.id, r.stream, in_flight);
     } catch (const ProtocolError& e) {
       count_refusal(e);
       send_messages_error(res, e);
@@ -570,7 +614,7 @@ struct HttpServer::Impl {
     try {
       authorize_anthropic(req);
       EngineLoop& engine = launched();
-      const CompletionRequest r = parse_messages_request(parse_json_body(req.body, options.max_json_depth), true);
+      const CompletionRequest r = parse_messages_request(parse_json_body(req.body, options.max_json_depth), true).chat;
       check_model(engine, r.model);
       res.set_content(Json{{"input_tokens", engine.report_prefix(r).prompt_tokens}}.dump(), "application/json");
     } catch (const ProtocolError& e) {
@@ -589,10 +633,11 @@ struct HttpServer::Impl {
       path == "/v1/messages" ? authorize_anthropic(req) : authorize(req);
       EngineLoop& engine = launched();
       const Json body = parse_json_body(req.body, options.max_json_depth);
-      const CompletionRequest r = path == "/v1/responses"        ? parse_responses_request(body).chat
-                                  : path == "/v1/messages"         ? parse_messages_request(body)
-                                  : path == "/v1/chat/completions" ? parse_chat_request(body)
-                                                                   : parse_completion_request(body);
+      CompletionRequest r = path == "/v1/responses"        ? parse_responses_request(body).chat
+                            : path == "/v1/messages"         ? parse_messages_request(body).chat
+                            : path == "/v1/chat/completions" ? parse_chat_request(body)
+                                                             : parse_completion_request(body);
+      if (path == "/v1/messages") r.max_tokens.reset();  // a cap in that API (messages_api)
       const PrefixReport p = engine.report_prefix(r);
       const Json out = {{"prompt_tokens", p.prompt_tokens}, {"cached_tokens", p.cached_tokens},
                         {"resumable_tokens", p.resumable_tokens}, {"running", p.running}, {"waiting", p.waiting}};

@@ -49,6 +49,10 @@ struct ServerOptions {
   // The names requests may give as `model` (--served-model-name), all listed by /v1/models; empty: the
   // engine's own id (its directory's name). A response names the model as the request did.
   std::vector<std::string> served_model_names;
+  // TEST-ONLY (--force-tokens): a request with the header `x-rocket-force: NAME` takes the forced
+  // sequence "NAME.N", N the tool results in its conversation, so that a coding agent's session
+  // (which sends no `user` of the test's choosing) gets one scripted output per turn.
+  bool forced_tokens = false;
 };
 
 // Room for a prompt filling the context, JSON-escaped, with tools and history around it: 64 bytes per

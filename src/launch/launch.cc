@@ -43,6 +43,7 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is seen as a failed write, not a signal
   Telemetry telemetry(o.telemetry);
   o.server.telemetry = &telemetry;
+  o.server.forced_tokens = !o.force_tokens.empty();
   o.scheduler.telemetry = &telemetry;
   // The server listens from the first second: /health reports the countdown's phase, /v1/* answer 503.
   HttpServer server(o.server);

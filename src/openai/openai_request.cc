@@ -397,15 +397,16 @@ void reject_chat_extras(const Json& body) {
   }
 }
 
-// Fields that cannot change the output: checked for type, then ignored.
-void check_bookkeeping(const Json& body) {
-  if (const Json* v = member(body, "store")) as_bool(*v, "store");
+// Fields that cannot change the output: checked for type, then recorded on the request's span.
+void check_bookkeeping(const Json& body, CompletionRequest& r) {
+  if (const Json* v = member(body, "store")) r.client_attributes.emplace_back("store", as_bool(*v, "store") ? "true" : "false");
   if (const Json* v = member(body, "metadata")) {
     as_object(*v, "metadata");
-    for (const auto& [key, value] : v->items()) as_string(value, path("metadata", key));
+    for (const auto& [key, value] : v->items())
+      r.client_attributes.emplace_back("metadata." + key, as_string(value, path("metadata", key)));
   }
   for (const char* name : {"service_tier", "prompt_cache_key", "safety_identifier"}) {
-    if (const Json* v = member(body, name)) as_string(*v, name);
+    if (const Json* v = member(body, name)) r.client_attributes.emplace_back(name, as_string(*v, name));
   }
 }
 
@@ -515,7 +516,7 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
     unsupported_value("response_format", "a forced tool call (tool_choice required or a named function) answers with a "
                                          "call, not in a response format; send one or the other.");
   reject_chat_extras(body);
-  check_bookkeeping(body);
+  check_bookkeeping(body, r);
   return r;
 }
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -139,6 +140,14 @@ struct CompletionRequest {
   // none | minimal | low | medium | high: a template variable when the fuel's template reads it
   // (the prompt builder refuses it otherwise).
   std::optional<std::string> reasoning_effort;
+  // The effort is a hint (the Messages API's output_config.effort, which Claude Code sends every
+  // turn): a template that does not read reasoning_effort renders without it instead of refusing.
+  bool reasoning_effort_hint = false;
+
+  // What the client sent that changes no token (metadata, prompt_cache_key, store, service_tier,
+  // cache_control marks, client_metadata, the agent's session headers): recorded on the request's
+  // span as `rocket.client.<name>` attributes (telemetry/otlp_json.h), in the order given.
+  std::vector<std::pair<std::string, std::string>> client_attributes;
 };
 
 // How deeply a request's JSON may nest (objects and arrays), checked while parsing: every later walk

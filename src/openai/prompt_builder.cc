@@ -145,7 +145,7 @@ std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
   if (!r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone) ctx["tools"] = tools_json(r.tools);
   ctx["add_generation_prompt"] = true;
   for (const auto& [key, value] : r.template_kwargs.items()) ctx[key] = value;
-  if (r.reasoning_effort) {
+  if (r.reasoning_effort && (template_reads_reasoning_effort_ || !r.reasoning_effort_hint)) {
     if (!template_reads_reasoning_effort_)
       throw ProtocolError(400, "This model's chat template does not read reasoning_effort; use "
                                "chat_template_kwargs.enable_thinking to turn thinking on or off.",

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "openai/json_fields.h"
+#include "openai/sealed_reasoning.h"
 
 namespace rocket {
 
@@ -38,8 +39,8 @@ Json content_of(const Json& v, const std::string& param) {
   return parts;
 }
 
-// A reasoning item's text: its reasoning_text content, else its summary (encrypted_content is
-// another provider's and is dropped).
+// A reasoning item's text: its reasoning_text content, else its summary, else the encrypted_content
+// this server sealed (another provider's opens to nothing and is dropped).
 std::string reasoning_of(const Json& item, const std::string& param) {
   std::string text;
   for (const char* key : {"content", "summary"}) {
@@ -52,8 +53,10 @@ std::string reasoning_of(const Json& item, const std::string& param) {
       if (!text.empty()) text += "\n\n";
       text += string_at((*parts)[i], "text", path(p, "text"));
     }
-    if (!text.empty()) break;
+    if (!text.empty()) return text;
   }
+  if (const Json* e = member(item, "encrypted_content"))
+    if (std::optional<std::string> sealed = open_reasoning(as_string(*e, path(param, "encrypted_content")))) return *sealed;
   return text;
 }
 
@@ -124,25 +127,69 @@ Json messages_of(const Json& body) {
   return messages;
 }
 
-// Flat function tools as chat's.
-Json tools_of(const Json& v) {
+// Hosted tools: OpenAI runs them, this server cannot; they are left out of the model's tools.
+bool hosted_tool(std::string_view type) {
+  for (std::string_view t : {"web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
+                             "file_search", "code_interpreter", "image_generation", "computer_use_preview", "mcp"})
+    if (type == t) return true;
+  return false;
+}
+
+// A function tool {type, name, description, parameters, strict} as chat's.
+Json function_of(const Json& tool, const std::string& p) {
+  Json function = Json::object();
+  for (const auto& [key, value] : tool.items()) {
+    if (key == "type") continue;
+    if (key != "name" && key != "description" && key != "parameters" && key != "strict")
+      reject(path(p, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(p, key)));
+    function[key] = value;
+  }
+  return {{"type", "function"}, {"function", std::move(function)}};
+}
+
+// The tools offered to the model, as chat's: function tools, and those of each namespace under their
+// own names (`namespace_of` maps them back); hosted tools are not offered. `echo`: the request's
+// tools less the hosted ones, as the response lists them.
+Json tools_of(const Json& v, std::map<std::string, std::string, std::less<>>& namespace_of, Json& echo) {
   Json tools = Json::array();
+  echo = Json::array();
+  std::set<std::string, std::less<>> names;  // a namespace's function may not shadow another tool
+  const auto add = [&](const Json& tool, const std::string& p) {
+    if (const Json* n = member(tool, "name"); n && n->is_string() && !names.insert(n->get<std::string>()).second)
+      reject(path(p, "name"), kInvalidValue,
+             fmt::format("Invalid value for '{}': a second tool named '{}' (namespaces are flattened into one list).",
+                         path(p, "name"), n->get<std::string>()));
+    tools.push_back(function_of(tool, p));
+  };
   for (size_t i = 0; i < as_array(v, "tools").size(); ++i) {
     const std::string p = path("tools", i);
     const Json& tool = as_object(v[i], p);
     const std::string type = string_at(tool, "type", path(p, "type"));
-    if (type != "function")
+    if (hosted_tool(type)) continue;
+    echo.push_back(tool);
+    if (type == "function") {
+      add(tool, p);
+    } else if (type == "namespace") {
+      const std::string ns = string_at(tool, "name", path(p, "name"));
+      for (const auto& [key, value] : tool.items())
+        if (key != "type" && key != "name" && key != "description" && key != "tools")
+          reject(path(p, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(p, key)));
+      const Json& inner = as_array(required(tool, "tools", path(p, "tools")), path(p, "tools"));
+      for (size_t j = 0; j < inner.size(); ++j) {
+        const std::string ip = path(path(p, "tools"), j);
+        const std::string inner_type = string_at(as_object(inner[j], ip), "type", path(ip, "type"));
+        if (inner_type != "function")
+          reject(path(ip, "type"), kUnsupportedValue,
+                 fmt::format("Unsupported value for '{}': a namespace's '{}' tools are not supported; this server runs "
+                             "function tools only.", path(ip, "type"), inner_type));
+        add(inner[j], ip);
+        namespace_of[string_at(inner[j], "name", path(ip, "name"))] = ns;
+      }
+    } else {
       reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': '{}' tools are not supported; this server runs function tools "
-                         "only.", path(p, "type"), type));
-    Json function = Json::object();
-    for (const auto& [key, value] : tool.items()) {
-      if (key == "type") continue;
-      if (key != "name" && key != "description" && key != "parameters" && key != "strict")
-        reject(path(p, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(p, key)));
-      function[key] = value;
+                         "(and namespaces of them) only.", path(p, "type"), type));
     }
-    tools.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
   return tools;
 }
@@ -204,36 +251,43 @@ ResponsesRequest parse_responses_request(const Json& body) {
                            "whole conversation in 'input'.", key));
     } else if (key == "background") {
       if (!value.is_null() && value != false) reject(key, kUnsupportedValue, "Unsupported value for 'background': responses run in the foreground.");
+    } else if (key == "client_metadata") {
+      // Codex's thread and turn ids: bookkeeping, recorded below.
     } else if (key == "max_tool_calls" || key == "top_logprobs") {
       if (!value.is_null()) reject(key, kUnsupportedValue, fmt::format("Unsupported parameter: '{}' is not supported by this server.", key));
     } else {
       reject(key, kUnknown, fmt::format("Unrecognized request argument supplied: {}", key));
     }
   }
+  ResponsesRequest r;
   chat["messages"] = messages_of(body);
-  if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v);
+  Json offered = Json::array();
+  if (const Json* v = member(body, "tools")) chat["tools"] = tools_of(*v, r.namespace_of, offered);
   if (const Json* v = member(body, "tool_choice")) chat["tool_choice"] = tool_choice_of(*v);
   if (const Json* v = member(body, "text")) {
     chat["response_format"] = response_format_of(*v);
     if (const Json* verbosity = member(*v, "verbosity")) chat["verbosity"] = *verbosity;  // chat's policy applies
   }
   if (const Json* v = member(body, "max_output_tokens")) chat["max_completion_tokens"] = *v;
+  std::string summary;  // reasoning.summary: the reasoning comes back whole, in reasoning_text
   if (const Json* v = member(body, "reasoning")) {
     for (const auto& [key, value] : as_object(*v, "reasoning").items()) {
       if (key == "effort") {
         if (!value.is_null()) chat["reasoning_effort"] = value;
-      } else if (key != "summary" && key != "generate_summary") {
+      } else if (key == "summary" || key == "generate_summary") {
+        if (!value.is_null()) summary = as_string(value, path("reasoning", key));
+      } else {
         reject(path("reasoning", key), kUnknown, fmt::format("Unrecognized request argument supplied: reasoning.{}", key));
       }
     }
   }
   if (const Json* v = member(body, "include")) {
     for (size_t i = 0; i < as_array(*v, "include").size(); ++i) {
-      // Reasoning comes back in clear (reasoning_text), so there is nothing to encrypt.
       if ((*v)[i] != "reasoning.encrypted_content")
         reject(path("include", i), kUnsupportedValue,
-               fmt::format("Unsupported value for '{}': {}; this server includes nothing but reasoning.encrypted_content, "
-                           "which it answers with the reasoning in clear.", path("include", i), (*v)[i].dump()));
+               fmt::format("Unsupported value for '{}': {}; this server includes nothing but reasoning.encrypted_content.",
+                           path("include", i), (*v)[i].dump()));
+      r.encrypted_reasoning = true;
     }
   }
   if (const Json* v = member(body, "truncation"); v && *v != "disabled")
@@ -241,12 +295,18 @@ ResponsesRequest parse_responses_request(const Json& body) {
            "Unsupported value for 'truncation': only 'disabled'; a prompt over the context is refused, not cut.");
   if (const Json* v = member(body, "stream_options")) as_object(*v, "stream_options");  // include_obfuscation: no-op
 
-  ResponsesRequest r;
   try {
     r.chat = parse_chat_request(chat);
   } catch (const ProtocolError& e) {
     throw responses_error(e);
   }
+  if (const Json* v = member(body, "client_metadata")) {
+    for (const auto& [key, value] : as_object(*v, "client_metadata").items())
+      if (!value.is_null()) r.chat.client_attributes.emplace_back("client_metadata." + key, as_string(value, path("client_metadata", key)));
+  }
+  if (!summary.empty()) r.chat.client_attributes.emplace_back("reasoning.summary", summary);
+  if (const Json* v = member(body, "tools"); v && offered.size() < v->size())
+    r.chat.client_attributes.emplace_back("hosted_tools_not_offered", std::to_string(v->size() - offered.size()));
   auto echo = [&](const char* key, Json fallback) {
     const Json* v = member(body, key);
     r.echo[key] = v ? *v : std::move(fallback);
@@ -259,7 +319,7 @@ ResponsesRequest parse_responses_request(const Json& body) {
   echo("temperature", 1.0);
   echo("text", {{"format", {{"type", "text"}}}});
   echo("tool_choice", "auto");
-  echo("tools", Json::array());
+  r.echo["tools"] = std::move(offered);
   echo("top_p", 1.0);
   r.echo["truncation"] = "disabled";
   echo("user", nullptr);

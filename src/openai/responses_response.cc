@@ -4,13 +4,15 @@
 #include <variant>
 
 #include "openai/random_id.h"
+#include "openai/sealed_reasoning.h"
 
 namespace rocket {
 
 using Json = nlohmann::ordered_json;
 
-ResponsesStream::ResponsesStream(std::string id, int64_t created_at, std::string model, Json echo, std::mt19937_64 rng)
-    : rng_(rng) {
+ResponsesStream::ResponsesStream(std::string id, int64_t created_at, std::string model, Json echo, std::mt19937_64 rng,
+                                 Options options)
+    : options_(std::move(options)), rng_(rng) {
   response_ = {{"id", std::move(id)},
                {"object", "response"},
                {"created_at", created_at},
@@ -57,6 +59,7 @@ void ResponsesStream::open(Open kind, std::vector<Json>& out, const OutputEvent&
       const auto& start = std::get<ToolCallStart>(first);
       item_ = {{"id", item_id("fc_")}, {"type", "function_call"}, {"status", "in_progress"}, {"arguments", ""},
                {"call_id", start.id}, {"name", start.name}};
+      if (const auto ns = options_.namespace_of.find(start.name); ns != options_.namespace_of.end()) item_["namespace"] = ns->second;
       break;
     }
     case Open::kNone:
@@ -107,6 +110,8 @@ void ResponsesStream::close(std::vector<Json>& out, const char* status) {
     out.push_back(std::move(done));
   }
   if (open_ != Open::kReasoning) item_["status"] = status;
+  if (open_ == Open::kReasoning && options_.encrypted_reasoning)
+    item_["encrypted_content"] = seal_reasoning(item_["content"][0]["text"].get<std::string>());
   response_["output"][size_t(index)] = item_;
   Json e = event("response.output_item.done");
   e["output_index"] = index;

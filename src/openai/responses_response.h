@@ -3,10 +3,13 @@
 // a whole response is exactly the last snapshot of the stream the same output would have made.
 //
 // The output items, in the order the model produced them:
-//   reasoning      {id "rs_…", type, summary: [], content: [{type: "reasoning_text", text}]}
+//   reasoning      {id "rs_…", type, summary: [], content: [{type: "reasoning_text", text}],
+//                   encrypted_content (when the request included it: the reasoning sealed, for a
+//                   stateless client to send back next turn)}
 //   message        {id "msg_…", type, status, role: "assistant", content: [{type: "output_text", text,
 //                   annotations: [], logprobs: []}]}
-//   function_call  {id "fc_…", type, status, call_id, name, arguments}
+//   function_call  {id "fc_…", type, status, call_id, name, arguments, namespace (a tool of a
+//                   namespace tool)}
 // A stream is, with a sequence_number on every event:
 //   response.created, response.in_progress                         (status in_progress, no output)
 //   per item: response.output_item.added, then
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,11 +37,17 @@
 
 namespace rocket {
 
+struct ResponsesStreamOptions {
+  bool encrypted_reasoning = false;  // ResponsesRequest::encrypted_reasoning
+  std::map<std::string, std::string, std::less<>> namespace_of;  // ResponsesRequest::namespace_of
+};
+
 class ResponsesStream {
  public:
+  using Options = ResponsesStreamOptions;
   // `echo`: ResponsesRequest::echo. `rng` draws the item ids.
   ResponsesStream(std::string id, int64_t created_at, std::string model, nlohmann::ordered_json echo,
-                  std::mt19937_64 rng);
+                  std::mt19937_64 rng, Options options = {});
 
   // response.created and response.in_progress.
   std::vector<nlohmann::ordered_json> start();
@@ -61,6 +71,7 @@ class ResponsesStream {
   void close(std::vector<nlohmann::ordered_json>& out, const char* status = "completed");
   std::string item_id(const char* prefix);
 
+  Options options_;
   nlohmann::ordered_json response_;
   std::mt19937_64 rng_;
   int64_t sequence_ = 0;

@@ -15,7 +15,7 @@ constexpr int kStatusUnset = 0, kStatusError = 2;
 // Span flags: the low byte is the W3C trace-flags; bit 8 says whether bit 9 (the parent is remote) is known.
 constexpr uint32_t kHasIsRemote = 0x100, kIsRemote = 0x200;
 
-Json attribute(const char* key, Json value) { return Json{{"key", key}, {"value", std::move(value)}}; }
+Json attribute(std::string key, Json value) { return Json{{"key", std::move(key)}, {"value", std::move(value)}}; }
 Json str(std::string s) { return Json{{"stringValue", std::move(s)}}; }
 // Integers as JSON numbers, as the OpenTelemetry JS exporter writes them (every count here is far
 // below 2^53); the OTLP JSON mapping accepts a number or a decimal string.
@@ -64,6 +64,7 @@ std::vector<Json> otlp_spans(const RequestTrace& r, std::mt19937_64& rng) {
     attrs.push_back(attribute("gen_ai.response.finish_reasons",
                               Json{{"arrayValue", {{"values", Json::array({str(r.finish_reason)})}}}}));
   attrs.push_back(attribute("rocket.cached_tokens", integer(r.cached_tokens)));
+  for (const auto& [key, value] : r.client) attrs.push_back(attribute("rocket.client." + key, str(value)));
 
   std::vector<Json> spans;
   const uint32_t root_flags = trace_flags | kHasIsRemote | (r.parent ? kIsRemote : 0);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "telemetry/trace_context.h"
 
@@ -22,6 +24,9 @@ struct RequestTrace {
   std::string model;
   std::optional<int64_t> max_tokens;
   double temperature = 1.0;
+  // What the client sent that changes no token (CompletionRequest::client_attributes): the root
+  // span's rocket.client.* attributes.
+  std::vector<std::pair<std::string, std::string>> client;
 
   // Steady times for durations; `arrived_wall` maps them onto the wall clock spans carry.
   std::chrono::system_clock::time_point arrived_wall;

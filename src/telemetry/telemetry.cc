@@ -37,6 +37,7 @@ RequestTrace Telemetry::begin(const CompletionRequest& r, std::optional<TraceCon
   t.model = r.model;
   t.max_tokens = r.max_tokens;
   t.temperature = r.temperature;
+  t.client = r.client_attributes;
   t.arrived_wall = std::chrono::system_clock::now();
   t.arrived = RequestTrace::Clock::now();
   return t;

@@ -29,10 +29,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     const auto json = rocket::parse_json_body(body);
-    const rocket::CompletionRequest r = messages    ? rocket::parse_messages_request(json)
-                                        : responses ? rocket::parse_responses_request(json).chat
-                                        : chat    ? rocket::parse_chat_request(json)
-                                                  : rocket::parse_completion_request(json);
+    rocket::CompletionRequest r;
+    if (messages) {
+      // Context editing too, measuring prompts as the server does (by building them).
+      rocket::MessagesRequest m = rocket::parse_messages_request(json);
+      rocket::apply_context_edits(m, [](const rocket::CompletionRequest& c) {
+        return int64_t(builder().build(c, builder().tokenizer().vocab_size(), 1 << 20).ids.size());
+      });
+      r = std::move(m.chat);
+    } else {
+      r = responses ? rocket::parse_responses_request(json).chat
+          : chat    ? rocket::parse_chat_request(json)
+                    : rocket::parse_completion_request(json);
+    }
     builder().build(r, builder().tokenizer().vocab_size(), 4096);
   } catch (const rocket::ProtocolError&) {
   }
