@@ -399,8 +399,8 @@ print(out.split(b" ")[1].decode() if out.startswith(b"HTTP/") else "none", round
         s.close()
     ok("100 streams opened and reset by their clients")
     alive("100 vanished clients")
-    # Every vanished request ends: cancelled once the loop sees its client gone, or finished if it got
-    # there first. Wait for the scheduler to account for all of them (its counters, not a time); the
+    # Every vanished request ends: refused while the queue was full, cancelled once the loop sees its
+    # client gone, or finished if it got there first. Wait for the scheduler to account for all of them (its counters, not a time); the
     # deadline only bounds a leak, which would keep a slot active for good.
     deadline = time.monotonic() + 60
     while True:
