@@ -124,7 +124,7 @@ with open(os.path.join(work, "keys"), "w") as f:
     f.write(f"# the replicas' key, forwarded to every replica as a launch flag\n{KEY}\n")
 log = open(os.path.join(work, "front.log"), "w")
 front = subprocess.Popen([rocket, "front", engine, "--replicas", "2", "--port", str(port), "--health-interval", "0.2",
-                          "--drain-timeout", "5", "--queue", "16", "--api-key-file", os.path.join(work, "keys")],
+                          "--drain-timeout", "120", "--queue", "16", "--api-key-file", os.path.join(work, "keys")],
                          stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -303,8 +303,14 @@ try:
     check(st == 200 and json.loads(data)["choices"][0]["message"]["content"] is not None,
           "a request whose replica was killed under it was retried on the other and answered", (st, data[:300]))
     check(front_counter(port, "rocket_front_failovers_total", victim) == 1, "the front counted the failover")
-    time.sleep(0.6)
-    status, h = get_json(port, "/health")
+    # The front sees the death at its next health probe (--health-interval 0.2): wait for /health to say
+    # so rather than for a time (the deadline only bounds a front that never notices).
+    deadline = time.time() + 20
+    while True:
+        status, h = get_json(port, "/health")
+        if h["replicas_up"] == 1 or time.time() > deadline:
+            break
+        time.sleep(0.05)
     rep = h["replicas"]
     check(status == 200 and h["replicas_up"] == 1 and not rep[victim]["healthy"] and "signal 9" in rep[victim]["status"]
           and rep[survivor]["status"] == "ok", "/health: ok with the killed replica shown down", h)
@@ -315,10 +321,11 @@ try:
     # ---- (d) drain ----
     out = {}
 
+    # ignore_eos: the stream is exactly 400 tokens, still running when the front logs its drain.
     def drain_stream():
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        c.request("POST", "/v1/chat/completions", body=json.dumps(chat(None, "Drain " + text(10), 120, True, 9)),
-                  headers=AUTH)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("POST", "/v1/chat/completions",
+                  body=json.dumps(chat(None, "Drain " + text(10), 400, True, 9) | {"ignore_eos": True}), headers=AUTH)
         r = c.getresponse()
         out["first"] = r.readline()
         out["rest"] = (out["first"] + r.read()).decode()
@@ -330,7 +337,11 @@ try:
         time.sleep(0.02)
     t0 = time.time()
     front.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
+    # Routing stops before the front logs its drain: from that line on a new request is refused.
+    deadline = time.time() + 20
+    while "[front] draining" not in open(os.path.join(work, "front.log")).read() and time.time() < deadline:
+        time.sleep(0.02)
+    check("rest" not in out, "the stream was still in flight when the front began its drain")
     try:
         st, data = request(port, "POST", "/v1/completions", {"model": model, "prompt": "late", "max_tokens": 2})
         check(st == 503 and json.loads(data)["error"]["code"] == "shutting_down", "a new request while draining: 503",
