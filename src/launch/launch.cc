@@ -76,7 +76,7 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   if (!o.force_tokens.empty()) {
     forced = ForcedTokens::load(o.force_tokens);
     std::fprintf(stderr, "[engine] TEST-ONLY: %zu forced token sequences from %s replace sampling for requests "
-                         "whose `user` names one\n", forced->size(), o.force_tokens.c_str());
+                         "whose `user` (or x-rocket-force header) names one\n", forced->size(), o.force_tokens.c_str());
   }
   sem_init(&g_wake, 0, 0);
   o.scheduler.on_failure = [] { sem_post(&g_wake); };

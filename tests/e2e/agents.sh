@@ -16,9 +16,10 @@ rocket=$1 work=$2 agent=$3
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 engine=$work/engines/tiny-agents
-# The agents' prompts (system prompt and ~20 tool schemas) run to 15-25K tokens.
+# The agents' prompts (system prompt and ~20 tool schemas) run to 15-25K tokens, and Qwen Code asks for
+# max_tokens 32000 on top (chat completions refuse a prompt plus max_tokens past the context, as OpenAI does).
 if [ "$agent" = --engine ]; then
-  exec "$rocket" build "$work/fuels/tiny-bf16" --booster host --out "$engine" --max-context 32768 --prefill-chunk 256 \
+  exec "$rocket" build "$work/fuels/tiny-bf16" --booster host --out "$engine" --max-context 65536 --prefill-chunk 256 \
     --max-streams 4 --golden "$root/tests/golden/tiny_bf16.json" --force
 fi
 . "$here/serve_lib.sh"
@@ -69,7 +70,7 @@ case $agent in
     # Headless (-p), offline: no telemetry, error reports, update checks or other non-essential traffic.
     ANTHROPIC_BASE_URL=$proxy ANTHROPIC_API_KEY=$key ANTHROPIC_CUSTOM_HEADERS="x-rocket-force: claude" \
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
-      timeout 300 "$bin/claude" -p "$prompt" --model claude-sonnet-4-5 --output-format json --allowedTools Read \
+      timeout 300 "$bin/claude" -p "$prompt" --model claude-sonnet-4-5 --output-format json --allowedTools Read </dev/null \
       >"$work/out.txt" 2>"$work/agent.log"
     ;;
   codex)
@@ -92,18 +93,18 @@ env_key = "ROCKET_API_KEY"
 http_headers = { "x-rocket-force" = "codex" }
 EOF
     CODEX_HOME=$HOME/.codex ROCKET_API_KEY=$key timeout 300 "$bin/codex" exec --skip-git-repo-check \
-      --output-last-message "$work/out.txt" "$prompt" >"$work/agent.log" 2>&1
+      --output-last-message "$work/out.txt" "$prompt" </dev/null >"$work/agent.log" 2>&1
     ;;
   qwen)
     mkdir -p "$HOME/.qwen"
     cat >"$HOME/.qwen/settings.json" <<'EOF'
 {"security": {"auth": {"selectedType": "openai"}},
- "model": {"generationConfig": {"customHeaders": {"x-rocket-force": "qwen"}}},
+ "model": {"generationConfig": {"customHeaders": {"x-rocket-force": "qwen"}, "timeout": 600000}},
  "privacy": {"usageStatisticsEnabled": false},
  "telemetry": {"enabled": false}}
 EOF
     OPENAI_BASE_URL=$proxy/v1 OPENAI_API_KEY=$key OPENAI_MODEL=tiny-bf16 QWEN_CODE_SUPPRESS_YOLO_WARNING=1 \
-      timeout 300 "$bin/qwen" -p "$prompt" --yolo >"$work/out.txt" 2>"$work/agent.log"
+      timeout 300 "$bin/qwen" -p "$prompt" --yolo </dev/null >"$work/out.txt" 2>"$work/agent.log"
     ;;
   opencode)
     mkdir -p "$XDG_CONFIG_HOME/opencode"
@@ -116,7 +117,7 @@ EOF
  "autoupdate": false, "share": "disabled"}
 EOF
     OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 \
-      timeout 300 "$bin/opencode" run --model rocket/tiny-bf16 "$prompt" >"$work/out.txt" 2>"$work/agent.log"
+      timeout 300 "$bin/opencode" run --model rocket/tiny-bf16 "$prompt" </dev/null >"$work/out.txt" 2>"$work/agent.log"
     ;;
 esac
 rc=$?

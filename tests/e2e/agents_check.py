@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # The checks of one agent's session (tests/e2e/agents.sh), over the exchanges agent_recorder.mjs logged:
-#   - every exchange was answered 200 with no API error in it;
+#   - every exchange was answered 200 with no API error in it (a stream's events read one by one);
 #   - the scripted turns ran: a first turn (no tool result yet) and a turn after one;
 #   - the note's secret reached the server in a later request: the agent ran the tool and sent back
-#     what it read;
+#     what it read; Claude Code's and Codex's next request carries the first turn's sealed reasoning;
 #   - the last turn's answer reached the agent's output.
 # Then prints what the agent's requests carried: top-level fields, tool types, input item and block
 # types, headers (docs/agents.md lists them).
@@ -19,6 +19,8 @@ if not exchanges:
 for i, x in enumerate(exchanges):
     if x["status"] != 200 or x["errors"]:
         failures.append(f"exchange {i} {x['method']} {x['path']}: status {x['status']}, errors {x['errors']}")
+    elif isinstance(x.get("body"), dict) and x["body"].get("stream") and x.get("events", 0) == 0:
+        failures.append(f"exchange {i} {x['method']} {x['path']}: a stream asked for, no event read from the answer")
 
 forced = [x for x in exchanges if "x-rocket-force" in x.get("headers", {})]
 if len(forced) < len(exchanges):
@@ -27,6 +29,10 @@ if len(forced) < len(exchanges):
 with_secret = [i for i, x in enumerate(exchanges) if secret in json.dumps(x.get("body"))]
 if not with_secret:
     failures.append(f"no request carried the note's secret {secret}: the tool did not run, or its result was not sent")
+# Claude Code and Codex carry reasoning between turns as the server sealed it (a thinking block's
+# signature, a reasoning item's encrypted_content): it must come back, for the template to render it.
+if agent in ("claude", "codex") and not any("rocket.r1." in json.dumps(x.get("body")) for x in exchanges):
+    failures.append("the first turn's sealed reasoning did not come back in the next request")
 out = open(output, errors="replace").read()
 if final not in out:
     failures.append(f"the agent's output lacks the last turn's answer {final!r}")
