@@ -3,8 +3,9 @@
 // streamed messages (the client's own stream accumulator rebuilds the message from the events),
 // thinking, text and tool_use blocks, tool results sent back, count_tokens, stop sequences, the key
 // as x-api-key, and the refusals in Anthropic's error shape. Each prompt is checked against the chat
-// request it stands for (same prompt tokens, same greedy text). FORCED tests use the server's
-// TEST-ONLY --force-tokens sequences (openai_client.sh).
+// request it stands for (same prompt tokens, same greedy text). What Claude Code sends besides: signed
+// thinking sent back (display omitted), server tools left out, context editing applied to the prompt.
+// FORCED tests use the server's TEST-ONLY --force-tokens sequences (openai_client.sh).
 //
 //   node messages_api.mjs BASE_URL API_KEY MODEL
 import assert from "node:assert/strict";
@@ -39,6 +40,13 @@ async function rejects(promise, status, type, mention) {
 }
 
 const withoutIds = (content) => content.map(({ id, ...rest }) => rest);
+// Anthropic counts a prompt in three parts.
+const promptTokens = (u) => u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+// A thinking block's signature: its reasoning, sealed by the server (openai/sealed_reasoning.h).
+const unseal = (signature) => {
+  assert.ok(signature.startsWith("rocket.r1."), signature);
+  return Buffer.from(signature.slice("rocket.r1.".length), "base64").toString();
+};
 
 test("text: message object and usage as the chat request's; streamed equals whole", async () => {
   const params = { model, max_tokens: 8, system: "Be brief.", messages: hello, temperature: 0 };
@@ -54,7 +62,7 @@ test("text: message object and usage as the chat request's; streamed equals whol
   const chat = await openai.chat.completions.create({
     model, max_tokens: 8, temperature: 0, messages: [{ role: "system", content: "Be brief." }, ...hello] });
   assert.equal(m.content[0].text, chat.choices[0].message.content);
-  assert.equal(m.usage.input_tokens + m.usage.cache_read_input_tokens, chat.usage.prompt_tokens);
+  assert.equal(promptTokens(m.usage), chat.usage.prompt_tokens);
   assert.equal(m.usage.output_tokens, chat.usage.completion_tokens);
 
   const events = [];
@@ -67,7 +75,9 @@ test("text: message object and usage as the chat request's; streamed equals whol
   assert.deepEqual(s.content, m.content);
   assert.equal(s.stop_reason, m.stop_reason);
   assert.equal(s.usage.output_tokens, m.usage.output_tokens);
-  assert.equal(s.usage.input_tokens + s.usage.cache_read_input_tokens, chat.usage.prompt_tokens);
+  assert.equal(promptTokens(s.usage), chat.usage.prompt_tokens);
+  // The second time the prompt's whole pages come from the cache the first one wrote.
+  assert.ok(s.usage.cache_read_input_tokens >= m.usage.cache_creation_input_tokens, JSON.stringify([m.usage, s.usage]));
 });
 
 test("FORCED: thinking and tool_use blocks, whole and streamed", async () => {
@@ -76,7 +86,9 @@ test("FORCED: thinking and tool_use blocks, whole and streamed", async () => {
   const m = await client.messages.create(params);
   assert.equal(m.stop_reason, "tool_use");
   assert.equal(m.content.length, 2, JSON.stringify(m.content));
-  assert.deepEqual(m.content[0], { type: "thinking", thinking: "The user wants the weather in Paris.", signature: "" });
+  assert.equal(m.content[0].type, "thinking");
+  assert.equal(m.content[0].thinking, "The user wants the weather in Paris.");
+  assert.equal(unseal(m.content[0].signature), m.content[0].thinking);
   assert.equal(m.content[1].type, "tool_use");
   assert.equal(m.content[1].name, "get_weather");
   assert.deepEqual(m.content[1].input, { city: "Paris" });
@@ -110,7 +122,7 @@ test("FORCED: tool results sent back; the prompt and count_tokens are the chat t
       { role: "tool", tool_call_id: uses[1].id, content: "14:05" },
       { role: "user", content: "Thanks." },
     ] });
-  assert.equal(next.usage.input_tokens + next.usage.cache_read_input_tokens, chat.usage.prompt_tokens);
+  assert.equal(promptTokens(next.usage), chat.usage.prompt_tokens);
   const counted = await client.messages.countTokens({ model, tools, messages });
   assert.equal(counted.input_tokens, chat.usage.prompt_tokens);
 });
@@ -127,6 +139,68 @@ test("FORCED: stop_sequences report the one hit; a max_tokens past the context i
   assert.equal(s.stop_reason, "end_turn");
 });
 
+test("FORCED: thinking with display omitted comes back by its signature and renders as the turn's reasoning", async () => {
+  const thinking = { type: "enabled", budget_tokens: 100, display: "omitted" };
+  const params = { model, max_tokens: 200, tools, thinking, messages: [{ role: "user", content: "Weather in Paris?" }],
+                   metadata: { user_id: "think_then_call" } };
+  const m = await client.messages.create(params);
+  assert.equal(m.content[0].type, "thinking");
+  assert.equal(m.content[0].thinking, "");  // omitted: the signature carries it
+  assert.equal(unseal(m.content[0].signature), "The user wants the weather in Paris.");
+  const s = await client.messages.stream(params).finalMessage();
+  assert.equal(s.content[0].thinking, "");
+  assert.equal(s.content[0].signature, m.content[0].signature);
+  const use = m.content[1];
+  const messages = [{ role: "user", content: "Weather in Paris?" }, { role: "assistant", content: m.content },
+                    { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: "22 C" }] }];
+  const counted = await client.messages.countTokens({ model, tools, messages });
+  const chat = await openai.chat.completions.create({
+    model, tools: chatTools, max_tokens: 1,
+    messages: [{ role: "user", content: "Weather in Paris?" },
+               { role: "assistant", content: null, reasoning_content: "The user wants the weather in Paris.",
+                 tool_calls: [{ id: use.id, type: "function", function: { name: use.name, arguments: JSON.stringify(use.input) } }] },
+               { role: "tool", tool_call_id: use.id, content: "22 C" }] });
+  assert.equal(counted.input_tokens, chat.usage.prompt_tokens);
+});
+
+test("server tools are not offered: the prompt is the one without them, and no use is counted", async () => {
+  const m = await client.messages.create({ model, max_tokens: 2, messages: hello,
+                                           tools: [{ type: "web_search_20250305", name: "web_search", max_uses: 3 }, tools[0]] });
+  const plain = await client.messages.create({ model, max_tokens: 2, messages: hello, tools: [tools[0]] });
+  assert.equal(promptTokens(m.usage), promptTokens(plain.usage));
+  assert.equal(m.usage.server_tool_use.web_search_requests, 0);
+});
+
+test("context editing: tool results past the trigger are cleared as documented, and the answer says so", async () => {
+  const messages = [
+    { role: "user", content: "Weather and time in Paris?" },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_a", name: "get_weather", input: { city: "Paris" } }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_a", content: "22 C, sunny, light wind from the west" }] },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_b", name: "get_time", input: { zone: "Europe/Paris" } }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_b", content: "14:05" }] },
+  ];
+  const context_management = { edits: [{ type: "clear_tool_uses_20250919", trigger: { type: "tool_uses", value: 1 },
+                                          keep: { type: "tool_uses", value: 1 } }] };
+  const m = await client.beta.messages.create({ model, max_tokens: 2, tools, messages, context_management,
+                                                betas: ["context-management-2025-06-27"] });
+  assert.equal(m.context_management.applied_edits.length, 1, JSON.stringify(m.context_management));
+  const edit = m.context_management.applied_edits[0];
+  assert.equal(edit.type, "clear_tool_uses_20250919");
+  assert.equal(edit.cleared_tool_uses, 1);
+  const chat = await openai.chat.completions.create({
+    model, tools: chatTools, max_tokens: 1,
+    messages: [
+      { role: "user", content: "Weather and time in Paris?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "toolu_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+      { role: "tool", tool_call_id: "toolu_a", content: "[tool result cleared to save context]" },
+      { role: "assistant", content: null, tool_calls: [{ id: "toolu_b", type: "function", function: { name: "get_time", arguments: '{"zone":"Europe/Paris"}' } }] },
+      { role: "tool", tool_call_id: "toolu_b", content: "14:05" },
+    ] });
+  assert.equal(promptTokens(m.usage), chat.usage.prompt_tokens);
+  const full = await client.messages.create({ model, max_tokens: 2, tools, messages });
+  assert.equal(promptTokens(full.usage) - promptTokens(m.usage), edit.cleared_input_tokens);
+});
+
 test("refusals in Anthropic's error shape", async () => {
   const wrong = new Anthropic({ baseURL: base, apiKey: "wrong", maxRetries: 0 });
   await rejects(wrong.messages.create({ model, max_tokens: 4, messages: hello }), 401, "authentication_error");
@@ -136,8 +210,10 @@ test("refusals in Anthropic's error shape", async () => {
     { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }] }] }),
                 400, "invalid_request_error", "messages[0].content[0].type");
   await rejects(client.messages.create({ model, max_tokens: 4, messages: hello,
-                                         tools: [{ type: "web_search_20250305", name: "web_search" }] }),
+                                         tools: [{ type: "bash_20250124", name: "bash" }] }),
                 400, "invalid_request_error", "tools[0].type");
+  await rejects(client.messages.create({ model, max_tokens: 4, messages: hello, mcp_servers: [{ type: "url", url: "http://x", name: "x" }] }),
+                400, "invalid_request_error", "mcp_servers");
   await rejects(client.messages.create({ model, max_tokens: 4, messages: hello, tools: [{ name: "f", input_schema: 5 }] }),
                 400, "invalid_request_error", "tools[0].input_schema");
   await rejects(client.messages.create({ model, max_tokens: 4, messages: hello, stop_sequences: [""] }),

@@ -2,7 +2,8 @@
 // Codex's wire API) through the official `openai` npm client, on the server openai_client.sh starts:
 // whole and streamed responses (the client's own stream accumulator rebuilds the response from the
 // events), items for reasoning, messages and function calls, a conversation sent back as items, the
-// same prompt as the chat request the items stand for, structured output, and the refusals.
+// same prompt as the chat request the items stand for, structured output, and the refusals. What Codex
+// sends besides: encrypted reasoning carried between turns, namespace tools, a hosted web_search.
 // FORCED tests use the server's TEST-ONLY --force-tokens sequences (openai_client.sh).
 //
 //   node responses_api.mjs BASE_URL API_KEY MODEL
@@ -168,6 +169,31 @@ test("FORCED: reasoning then text; a reasoning item sent back is the next assist
   assert.equal(next.usage.input_tokens, chat.usage.prompt_tokens);
 });
 
+test("FORCED: encrypted reasoning sent back alone renders as the turn's reasoning; namespaces and hosted tools", async () => {
+  const namespace = { type: "namespace", name: "weather_ns", description: "Weather tools.", tools: [tools[0]] };
+  const r = await client.responses.create({
+    model, input: "Weather in Paris?", tools: [namespace, tools[1], { type: "web_search", external_web_access: false }],
+    user: "think_then_call", include: ["reasoning.encrypted_content"], store: false, reasoning: { summary: "auto" },
+    prompt_cache_key: "thread-1", client_metadata: { thread_id: "thread-1" } });
+  const [reasoning, call] = r.output;
+  assert.match(reasoning.encrypted_content, /^rocket\.r1\./);
+  assert.equal(call.name, "get_weather");
+  assert.equal(call.namespace, "weather_ns");  // its tool came from the namespace
+  assert.deepEqual(r.tools.map((t) => t.type), ["namespace", "function"]);  // web_search was not offered
+  // The reasoning sent back as Codex does (encrypted_content, no text) is the assistant turn's reasoning.
+  const input = [{ role: "user", content: "Weather in Paris?" },
+                 { type: "reasoning", id: reasoning.id, summary: [], encrypted_content: reasoning.encrypted_content },
+                 call, { type: "function_call_output", call_id: call.call_id, output: "22 C" }];
+  const next = await client.responses.create({ model, input, tools, max_output_tokens: 1 });
+  const chat = await client.chat.completions.create({
+    model, tools: chatTools, max_tokens: 1,
+    messages: [{ role: "user", content: "Weather in Paris?" },
+               { role: "assistant", content: null, reasoning_content: "The user wants the weather in Paris.",
+                 tool_calls: [{ id: call.call_id, type: "function", function: { name: call.name, arguments: call.arguments } }] },
+               { role: "tool", tool_call_id: call.call_id, content: "22 C" }] });
+  assert.equal(next.usage.input_tokens, chat.usage.prompt_tokens);
+});
+
 test("text.format json_schema: the output parses and follows the schema", async () => {
   const schema = { type: "object", properties: { answer: { enum: ["yes", "no"] } }, required: ["answer"],
                    additionalProperties: false };
@@ -181,7 +207,7 @@ test("text.format json_schema: the output parses and follows the schema", async 
 test("refusals name the field as the Responses request spells it", async () => {
   const input = "Hi";
   await rejects(client.responses.create({ model, input, previous_response_id: "resp_x" }), 400, "previous_response_id");
-  await rejects(client.responses.create({ model, input, tools: [{ type: "web_search" }] }), 400, "tools[0].type");
+  await rejects(client.responses.create({ model, input, tools: [{ type: "custom", name: "apply_patch" }] }), 400, "tools[0].type");
   await rejects(client.responses.create({ model, input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] }),
                 400, "input[0].content[0].type");
   await rejects(client.responses.create({ model, input: [{ type: "item_reference", id: "msg_x" }] }), 400, "input[0].type");
