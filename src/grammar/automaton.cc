@@ -17,8 +17,15 @@ int32_t Automaton::add_node() {
   return int32_t(nodes_.size() - 1);
 }
 
-void Automaton::check() const {
+uint64_t Automaton::size() const {
+  uint64_t s = nodes_.size();
+  for (const Node& v : nodes_) s += v.bytes.size() + v.eps.size() + v.calls.size();
+  return s;
+}
+
+uint64_t Automaton::check() const {
   const size_t n = nodes_.size(), rules = rule_start_.size();
+  uint64_t visits = 0;  // edges looked at, every pass below
   auto fail = [&](int32_t rule, const std::string& what) {
     throw SchemaError(rule_name_[size_t(rule)], what);
   };
@@ -31,6 +38,7 @@ void Automaton::check() const {
   std::vector<int32_t> work;
   for (size_t i = 0; i < n; ++i) {
     const Node& v = nodes_[i];
+    visits += v.bytes.size() + v.eps.size() + v.calls.size();
     for (const ByteEdge& e : v.bytes) before[size_t(e.to)].push_back(int32_t(i));
     for (int32_t e : v.eps) before[size_t(e)].push_back(int32_t(i));
     for (const CallEdge& c : v.calls) {
@@ -40,17 +48,17 @@ void Automaton::check() const {
     if (v.final) productive[i] = 1, work.push_back(int32_t(i));
   }
   auto settles = [&](const Node& v) {
-    for (const ByteEdge& e : v.bytes) if (productive[size_t(e.to)]) return true;
-    for (int32_t e : v.eps) if (productive[size_t(e)]) return true;
+    for (const ByteEdge& e : v.bytes) if (++visits, productive[size_t(e.to)]) return true;
+    for (int32_t e : v.eps) if (++visits, productive[size_t(e)]) return true;
     for (const CallEdge& c : v.calls)
-      if (productive[size_t(rule_start_[size_t(c.rule)])] && productive[size_t(c.ret)]) return true;
+      if (++visits, productive[size_t(rule_start_[size_t(c.rule)])] && productive[size_t(c.ret)]) return true;
     return false;
   };
   while (!work.empty()) {
     const int32_t t = work.back();
     work.pop_back();
     for (int32_t u : before[size_t(t)])
-      if (!productive[size_t(u)] && settles(nodes_[size_t(u)])) productive[size_t(u)] = 1, work.push_back(u);
+      if (++visits, !productive[size_t(u)] && settles(nodes_[size_t(u)])) productive[size_t(u)] = 1, work.push_back(u);
   }
   before = {};
   // Which rule owns each node, by walking each rule's body from its start (calls stay outside).
@@ -62,6 +70,7 @@ void Automaton::check() const {
       const Node& v = nodes_[size_t(work.back())];
       work.pop_back();
       auto visit = [&](int32_t to) {
+        ++visits;
         if (owner[size_t(to)] >= 0) return;
         owner[size_t(to)] = int32_t(r);
         work.push_back(to);
@@ -87,6 +96,7 @@ void Automaton::check() const {
       // The root is never called, so it alone may end at once (an empty answer: free text that may
       // lead to a tool call, tool_calls.h).
       if (v.final && int32_t(r) != root_) fail(int32_t(r), "this part of the schema matches an empty value");
+      visits += v.calls.size() + v.eps.size();
       for (const CallEdge& c : v.calls) first_calls[r].push_back(c.rule);
       for (int32_t e : v.eps)
         if (seen[size_t(e)] != stamp) seen[size_t(e)] = stamp, work.push_back(e);
@@ -96,6 +106,7 @@ void Automaton::check() const {
   auto dfs = [&](auto&& self, int32_t r) -> void {
     color[size_t(r)] = 1;
     for (int32_t s : first_calls[size_t(r)]) {
+      ++visits;
       if (color[size_t(s)] == 1) fail(s, "the schema refers to itself ($ref) before any value is written (left recursion)");
       if (color[size_t(s)] == 0) self(self, s);
     }
@@ -103,6 +114,7 @@ void Automaton::check() const {
   };
   for (size_t r = 0; r < rules; ++r)
     if (color[r] == 0) dfs(dfs, int32_t(r));
+  return visits;
 }
 
 }  // namespace rocket::grammar

@@ -48,7 +48,11 @@ class Automaton {
   void set_root(int32_t rule) { root_ = rule; }
 
   // Throws grammar::SchemaError (json_schema.h) naming the rule when an invariant above fails.
-  void check() const;
+  // Returns the edge visits it took: linear in the automaton's edges, which tests hold it to (a sweep
+  // to a fixpoint once took 71 s for an object of 3,000 required properties, on an HTTP thread).
+  uint64_t check() const;
+  // The automaton's size in check()'s terms: nodes plus edges of every kind.
+  uint64_t size() const;
 
   const Node& node(int32_t id) const { return nodes_[size_t(id)]; }
   size_t node_count() const { return nodes_.size(); }
