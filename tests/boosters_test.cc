@@ -76,7 +76,10 @@ Plan split_plan(int boosters, const CoactivationProfile* profile) {
 TEST(BoostersPlan, DefaultPlanIsThePlanBeforeBoosters) {
   // tests/fixtures/plans/tiny_host_bf16.json is the plan.json `rocket build FUEL --booster host
   // --no-weights` wrote before plans had boosters or an expert order (commit eac2384; only its
-  // fuel_dir rewritten to /fuels/tiny): a default build still writes it byte for byte.
+  // fuel_dir rewritten to /fuels/tiny): a default build still writes it byte for byte. This is a
+  // change detector, not a correctness check: it fails on any change to the default plan, right or
+  // wrong, and says nothing about whether the plan is right (plan_properties_test.cc checks that,
+  // this fixture included). A deliberate change to the default plan rewrites the fixture.
   std::ifstream f(test::test_data() + "/fixtures/plans/tiny_host_bf16.json");
   ASSERT_TRUE(f) << "fixture missing";
   std::stringstream want;
