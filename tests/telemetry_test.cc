@@ -250,6 +250,21 @@ TEST(OtlpJson, ContinuesTheClientsTrace) {
   EXPECT_EQ(spans[3]["traceId"], "0af7651916cd43dd8448eb211c80319c");
 }
 
+// What the client sent that changes no token (prompt_cache_key, metadata, client headers): the root
+// span's rocket.client.* attributes, as the request carried them.
+TEST(OtlpJson, ClientBookkeepingOnTheRootSpan) {
+  std::mt19937_64 rng(5);
+  CompletionRequest r;
+  r.client_attributes = {{"prompt_cache_key", "thread-1"}, {"metadata.user_id", "u"}, {"header.anthropic-beta", "b1,b2"}};
+  RequestTrace t = Telemetry::begin(r, std::nullopt);
+  t.ended = t.arrived;
+  const std::vector<nlohmann::ordered_json> spans = otlp_spans(t, rng);
+  EXPECT_EQ(*attribute(spans[0], "rocket.client.prompt_cache_key"), (nlohmann::ordered_json{{"stringValue", "thread-1"}}));
+  EXPECT_EQ(*attribute(spans[0], "rocket.client.metadata.user_id"), (nlohmann::ordered_json{{"stringValue", "u"}}));
+  EXPECT_EQ(*attribute(spans[0], "rocket.client.header.anthropic-beta"), (nlohmann::ordered_json{{"stringValue", "b1,b2"}}));
+  EXPECT_EQ(attribute(spans[1], "rocket.client.prompt_cache_key"), nullptr);  // the root's alone
+}
+
 TEST(OtlpJson, QueuedOnlyRequestHasItsQueueSpan) {
   std::mt19937_64 rng(5);
   CompletionRequest r;
