@@ -5,8 +5,10 @@
 // (restore_state, reset_state, bind_pages) fails that request alone while the others complete. After
 // each, every page and snapshot is accounted for: free, cached by the prefix cache, or the padding
 // page. drain() lets accepted requests finish, refuses new ones, and cuts off what is left at its
-// deadline. Mixed steps (an engine whose mixed_room lets decode rows and prompt pieces share one
-// prefill_batch call) give every request the tokens of separate decode and prefill calls.
+// deadline. Mixed steps (decode rows and prompt pieces in one prefill_batch call, where the plan's
+// StepContract leaves room) give every request the tokens it gets alone. The double enforces the
+// StepContract as the engines do (a call outside it is StepRefused, before any work), and a refused
+// call fails only its streams.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -36,62 +38,67 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The tiny chemistry's host plan, with the h200 plan's regime in small: a prefill call of 64 rows and
+// 8 decode buckets' streams, so calls of many segments and padded decode rows come quickly.
 Plan tiny_plan() {
   Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
   PlanOptions o;
   o.max_context = 2048;
+  o.prefill_chunk = 64;
+  o.buckets = {1, 2, 4, 8};
   return plan_memory(c, o);
 }
 
 // Picks a token from the row's input and position (never an eos id), and throws from a chosen call.
 class FaultyEngine : public BatchEngine {
  public:
-  explicit FaultyEngine(Plan plan) : plan_(std::move(plan)), logits_(size_t(plan_.chemistry.vocab), 0.f) {}
+  explicit FaultyEngine(Plan plan)
+      : plan_(std::move(plan)), contract_(plan_), logits_(size_t(plan_.chemistry.vocab), 0.f) {}
 
   // The `nth` call (1-based) of `op` from now on throws: "prefill" (prefill and prefill_batch),
   // "decode", "capture_state", "restore_state", "reset_state", "bind_pages", "mixed" (a prefill_batch
-  // that leads with decode rows). Set before submitting.
-  void fail_at(const std::string& op, int nth) {
+  // with decode rows). Set before submitting. `refuse`: the fault is a StepRefused, as an engine
+  // refuses a call outside the contract.
+
+  void fail_at(const std::string& op, int nth, bool refuse = false) {
     std::lock_guard<std::mutex> lock(mu_);
     fault_op_ = op;
     fault_at_ = calls_[op] + nth;
+    refuse_ = refuse;
   }
   void set_decode_delay(std::chrono::milliseconds d) { decode_delay_ = d; }
-  // From now on prefill_batch may lead with decode rows (BatchEngine::mixed_room).
-  void set_mixing(MixedRoom room) { room_ = room; }
-  // prefill_batch calls that led with one-row segments, and the prompt segments after them.
+  // prefill_batch calls that led with decode rows and had prompt segments after them.
   int mixed_calls() const { return mixed_calls_.load(); }
 
-  MixedRoom mixed_room(int decode_rows) const override { return decode_rows > 0 ? room_ : MixedRoom{}; }
-
   const Plan& plan() const override { return plan_; }
+  const StepContract& contract() const override { return contract_; }
   int vocab() const override { return plan_.chemistry.vocab; }
 
-  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool,
-               const PrefillCapture*) override {
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool want_logits,
+               const PrefillCapture* capture) override {
+    const PrefillSegment one{.slot = slot, .ids = ids, .n = n, .pos0 = pos0, .knobs = knobs, .want_logits = want_logits,
+                             .capture = capture};
+    contract_.check_prefill_batch({&one, 1}, 0);
     hit("prefill");
     if (knobs) decoding_.insert(slot);
     tokens_.assign(1, pick(ids[n - 1], pos0 + n - 1));
   }
-  void prefill_batch(std::span<const PrefillSegment> segments) override {
+  void prefill_batch(std::span<const PrefillSegment> segments, int d) override {
+    contract_.check_prefill_batch(segments, d);
     hit("prefill");
-    // Decode rows: leading one-row segments of streams that have picked a token since their reset.
-    size_t d = 0;
-    while (d < segments.size() && segments[d].n == 1 && decoding_.count(segments[d].slot)) ++d;
+    for (int i = 0; i < d; ++i)
+      EXPECT_TRUE(decoding_.count(segments[size_t(i)].slot)) << "a decode row of a stream that has not picked a token";
     for (const PrefillSegment& g : segments)
       if (g.knobs) decoding_.insert(g.slot);
-    if (d > 0 && d < segments.size()) {
+    if (d > 0 && d < int(segments.size())) {
       hit("mixed");
       ++mixed_calls_;
-      EXPECT_LE(int(segments.size() - d), room_.segments);
-      int rows = 0;
-      for (size_t i = d; i < segments.size(); ++i) rows += segments[i].n;
-      EXPECT_LE(rows, room_.rows);
     }
     tokens_.clear();
     for (const PrefillSegment& s : segments) tokens_.push_back(pick(s.ids[s.n - 1], s.pos0 + s.n - 1));
   }
-  void decode(int n, const int32_t* ids, const int*, const int64_t* pos, const SamplingKnobs*, bool) override {
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs*, bool) override {
+    contract_.check_decode(n, ids, slots, pos);
     hit("decode");
     if (decode_delay_.count() > 0) std::this_thread::sleep_for(decode_delay_);
     tokens_.clear();
@@ -119,18 +126,21 @@ class FaultyEngine : public BatchEngine {
 
   void hit(const std::string& op) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (++calls_[op] == fault_at_ && op == fault_op_) throw std::runtime_error("injected fault in " + op);
+    if (++calls_[op] != fault_at_ || op != fault_op_) return;
+    if (refuse_) throw StepRefused("injected refusal of " + op);
+    throw std::runtime_error("injected fault in " + op);
   }
 
   Plan plan_;
+  StepContract contract_;
   std::vector<float> logits_;
   std::vector<int32_t> tokens_;
   std::mutex mu_;
   std::map<std::string, int> calls_;
   std::string fault_op_;
   int fault_at_ = -1;
+  bool refuse_ = false;
   std::chrono::milliseconds decode_delay_{0};
-  MixedRoom room_;
   std::atomic<int> mixed_calls_{0};
   std::set<int> decoding_;  // slots that picked a token since their last reset or restore
 };
@@ -157,7 +167,8 @@ struct Answer {
   TokenEvent last;
 };
 
-Answer wait_answer(RequestSink& sink) {
+// With n > 1 choices, every choice's final event (the first error among them is kept).
+Answer wait_answer(RequestSink& sink, int choices = 1) {
   Answer a;
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -165,8 +176,8 @@ Answer wait_answer(RequestSink& sink) {
     if (!e) continue;
     a.text += e->text;
     if (e->done) {
-      a.last = std::move(*e);
-      return a;
+      if (a.last.error.empty()) a.last = std::move(*e);
+      if (--choices == 0) return a;
     }
   }
   ADD_FAILURE() << "a request was never answered";
@@ -183,14 +194,14 @@ class SchedulerFaults : public ::testing::Test {
   }
 
   std::shared_ptr<RequestSink> submit(const CompletionRequest& r) {
-    auto sink = std::make_shared<RequestSink>();
+    auto sink = std::make_shared<RequestSink>(int(r.n));
     scheduler_->submit(r, sink);
     return sink;
   }
 
   // Every page is free, cached, or the padding page; every snapshot free or cached: nothing leaked.
   // The loop publishes its counters at the end of the step that answered the last request.
-  void expect_audit_exact() {
+  void expect_audit_exact(int refused_steps = 0) {
     nlohmann::ordered_json st;
     for (int i = 0; i < 200; ++i) {
       st = scheduler_->stats();
@@ -202,6 +213,7 @@ class SchedulerFaults : public ::testing::Test {
     EXPECT_EQ(st["pages_free"].get<int>() + st["pages_cached"].get<int>() + 1, st["pages"].get<int>()) << st.dump();
     EXPECT_EQ(st["snapshots_free"].get<int>() + st["snapshots_cached"].get<int>(), st["snapshots"].get<int>())
         << st.dump();
+    EXPECT_EQ(st["refused_steps"].get<int>(), refused_steps) << st.dump();
   }
 
   int page() const { return engine_.plan().kv_page_tokens; }
@@ -369,39 +381,61 @@ TEST_F(SchedulerFaults, DrainCutsOffWhatIsLeftAtTheDeadline) {
 namespace rocket {
 namespace {
 
-// The same requests with and without mixed steps: the double picks from each row's token and
-// position, so a decode row's pick read at a prompt's index (or a prompt's at a row's) changes text.
-TEST_F(SchedulerFaults, MixedStepsGiveEveryRequestTheTokensOfSeparateCalls) {
+// Requests running together, prompts arriving while others decode: the mixed steps must give every
+// request the text it gets alone (the double picks from each row's token and position, so a decode
+// row's pick read at a prompt's index, or a prompt's at a row's, changes text).
+TEST_F(SchedulerFaults, MixedStepsGiveEveryRequestTheTokensItGetsAlone) {
   std::vector<CompletionRequest> requests;
   for (int i = 0; i < 12; ++i) requests.push_back(request(i, 5 * page() + 7 * i + 3, 30 + 5 * (i % 4)));
-  auto run = [&](bool mixing) {
-    engine_.set_mixing(mixing ? MixedRoom{.segments = 3, .rows = 40} : MixedRoom{});
-    start();
-    std::vector<std::shared_ptr<RequestSink>> sinks;
-    for (const CompletionRequest& r : requests) sinks.push_back(submit(r));
-    std::vector<std::string> texts;
-    for (const auto& sink : sinks) {
-      const Answer a = wait_answer(*sink);
-      EXPECT_EQ(a.last.error, "");
-      EXPECT_EQ(a.last.finish, FinishReason::kLength);
-      texts.push_back(a.text);
-    }
-    expect_audit_exact();
-    const int mixed = scheduler_->stats()["mixed_steps"].get<int>();
-    scheduler_.reset();
-    return std::make_pair(texts, mixed);
-  };
-  const auto [separate, none] = run(false);
-  EXPECT_EQ(none, 0);
-  EXPECT_EQ(engine_.mixed_calls(), 0);
-  const auto [mixed, steps] = run(true);
+  start();
+  std::vector<std::string> alone;
+  for (const CompletionRequest& r : requests) alone.push_back(wait_answer(*submit(r)).text);
+  EXPECT_EQ(scheduler_->stats()["mixed_steps"].get<int>(), 0);
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (const CompletionRequest& r : requests) sinks.push_back(submit(r));
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    const Answer a = wait_answer(*sinks[i]);
+    EXPECT_EQ(a.last.error, "");
+    EXPECT_EQ(a.last.finish, FinishReason::kLength);
+    EXPECT_EQ(a.text, alone[i]) << "request " << i;
+  }
+  expect_audit_exact();
+  const int steps = scheduler_->stats()["mixed_steps"].get<int>();
   EXPECT_GT(steps, 0);
   EXPECT_EQ(engine_.mixed_calls(), steps);
-  EXPECT_EQ(mixed, separate);
+}
+
+// The load that took the GPU server down (issue 38): every slot filled with cold prompts at once,
+// prompts sharing prefixes, n > 1 forks that resume with one-token tails, decoding streams beside long
+// prompts, clients hanging up. Every call stays inside the contract (the double refuses any other),
+// and every request is answered.
+TEST_F(SchedulerFaults, AgentLoadStaysInsideTheContract) {
+  start();
+  const int slots = engine_.plan().max_streams;
+  std::vector<std::shared_ptr<RequestSink>> sinks, gone;
+  std::vector<int> choices;
+  for (int i = 0; i < 6 * slots; ++i) {
+    CompletionRequest r = request(i % 5, 3 * page() + (i * 37) % (2 * page()) + 1, 4 + i % 9);
+    if (i % 4 == 1) r.n = 1 + i % 3;  // forks resume through the cache, often with a one-token tail
+    if (i % 6 == 5) r.max_tokens = 300;  // long decoders beside the prompts
+    auto sink = submit(r);
+    if (i % 7 == 3) {
+      gone.push_back(sink);
+    } else {
+      sinks.push_back(sink);
+      choices.push_back(int(r.n));
+    }
+  }
+  for (const auto& g : gone) g->cancel();
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    const Answer a = wait_answer(*sinks[i], choices[i]);
+    EXPECT_EQ(a.last.error, "") << "request " << i;
+  }
+  expect_audit_exact();
+  EXPECT_GT(scheduler_->stats()["mixed_steps"].get<int>(), 0);
 }
 
 TEST_F(SchedulerFaults, AFaultInAMixedStepAnswersEveryRequestAndEndsTheLoop) {
-  engine_.set_mixing({.segments = 2, .rows = 24});
   engine_.set_decode_delay(2ms);
   engine_.fail_at("mixed", 2);
   start();
@@ -413,6 +447,30 @@ TEST_F(SchedulerFaults, AFaultInAMixedStepAnswersEveryRequestAndEndsTheLoop) {
   EXPECT_EQ(engine_.mixed_calls(), 1);
   EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);
   expect_audit_exact();
+}
+
+// A call the engine refuses (StepRefused) fails the streams in it; the loop and the other requests go on.
+TEST_F(SchedulerFaults, ARefusedStepFailsItsStreamsAndServingGoesOn) {
+  engine_.set_decode_delay(2ms);
+  engine_.fail_at("mixed", 1, /*refuse=*/true);
+  start();
+  auto first = submit(request(0, 5, 400));  // decoding while the next one prefills: a mixed step
+  for (int i = 0; i < 200 && scheduler_->stats()["decode_rows"].get<int>() == 0; ++i) std::this_thread::sleep_for(5ms);
+  auto second = submit(request(1, 2 * page() + 3, 10));
+  for (const auto& sink : {first, second}) {
+    const Answer a = wait_answer(*sink);
+    EXPECT_NE(a.last.error.find("the engine refused the step: injected refusal of mixed"), std::string::npos) << a.last.error;
+  }
+  const std::string alone_text = [&] {
+    auto s = submit(request(2, page() + 5, 12));
+    const Answer a = wait_answer(*s);
+    EXPECT_EQ(a.last.error, "");
+    return a.text;
+  }();
+  EXPECT_FALSE(alone_text.empty());
+  EXPECT_EQ(scheduler_->state().status, LoopState::Status::kServing);
+  EXPECT_EQ(failures_.load(), 0);
+  expect_audit_exact(/*refused_steps=*/1);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "core/sampling_history.h"
 #include "core/sampling_knobs.h"
 #include "plan/plan.h"
+#include "scheduler/step_contract.h"
 #include "telemetry/step_split.h"
 
 namespace rocket {
@@ -38,15 +39,13 @@ struct PrefillSegment {
   const PrefillCapture* capture = nullptr;
 };
 
-// Room for prompt pieces in a prefill_batch call that leads with decode rows (a mixed step).
-struct MixedRoom {
-  int segments = 0;  // prompt segments after the decode rows
-  int rows = 0;      // prompt rows in all
-};
-
 class BatchEngine {
  public:
   virtual ~BatchEngine() = default;
+
+  // The bounds of every call (scheduler/step_contract.h), the plan's: the scheduler builds its steps
+  // from them and every engine refuses a call outside them with StepRefused.
+  virtual const StepContract& contract() const = 0;
 
   virtual const Plan& plan() const = 0;
   virtual int vocab() const = 0;
@@ -55,22 +54,21 @@ class BatchEngine {
   // `knobs` (the chunk that ends a prompt) the engine picks the token after the last row with them,
   // exactly as decode picks its rows' (read it with tokens()[0]); nullptr picks nothing.
   // `want_logits`: the last row's logits are needed as well (logits(0)). `capture` (nullptr: none)
-  // snapshots the state inside the call.
+  // snapshots the state inside the call. Throws StepRefused for a call outside the contract (as the
+  // one-segment prefill_batch it is).
   virtual void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs,
                        bool want_logits, const PrefillCapture* capture = nullptr) = 0;
-  // Several streams' prefill rows in one call (at most plan().max_streams segments of distinct slots,
-  // plan().prefill_chunk rows in all), so the weights are read once for all of them. Afterwards
+  // Several streams' prefill rows in one call, so the weights are read once for all of them; the
+  // first `decode_rows` segments are decoding streams' rows (one row each, knobs picking their next
+  // token exactly as decode's): a mixed step, decode rows and prompt pieces as one call. Afterwards
   // tokens()[i] and logits(i) are segment i's, as prefill's tokens()[0] and logits(0).
-  virtual void prefill_batch(std::span<const PrefillSegment> segments) = 0;
-  // Mixed steps: what a prefill_batch whose first `decode_rows` segments are decoding streams' rows
-  // (one row each, knobs picking their next token exactly as decode's) may carry besides, so the
-  // scheduler runs decode rows and prompt pieces as one call. {0, 0}: this engine does not mix (the
-  // scheduler calls decode, then prefill).
-  virtual MixedRoom mixed_room(int decode_rows) const { return {}; }
+  // Throws StepRefused, before any work, for a call outside the plan's StepContract.
+  virtual void prefill_batch(std::span<const PrefillSegment> segments, int decode_rows) = 0;
   // One token for each of n <= plan().max_streams streams, run as the smallest bucket holding n; each
   // row picks its next token inside the engine with knobs[row] (read them with tokens()), so the loop
   // thread samples nothing and an engine on a device brings only n tokens back. `want_logits`: the
-  // rows' logits are needed as well (logprobs), at the cost of bringing them to the host.
+  // rows' logits are needed as well (logprobs), at the cost of bringing them to the host. Throws
+  // StepRefused for a call outside the contract.
   virtual void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
                       bool want_logits) = 0;
   // The token each row of the last decode picked, row order, or the last prefill's pick (row 0) when

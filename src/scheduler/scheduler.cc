@@ -35,7 +35,7 @@ Json SchedulerStats::to_json() const {
               {"active", active}, {"waiting", waiting},
               {"prompt_tokens", prompt_tokens}, {"cached_tokens", cached_tokens},
               {"generated_tokens", generated_tokens}, {"steps", steps}, {"decode_rows", decode_rows},
-              {"prefill_tokens", prefill_tokens}, {"mixed_steps", mixed_steps},
+              {"prefill_tokens", prefill_tokens}, {"mixed_steps", mixed_steps}, {"refused_steps", refused_steps},
               {"pages", pages}, {"pages_free", pages_free}, {"pages_cached", pages_cached}, {"page_tokens", page_tokens},
               {"snapshots", snapshots}, {"snapshots_free", snapshots_free}, {"snapshots_cached", snapshots_cached}};
 }
@@ -45,9 +45,9 @@ Scheduler::Scheduler(PromptBuilder prompts, BatchEngine& engine, ModelInfo model
     : prompts_(std::move(prompts)), engine_(engine), model_(std::move(model)), options_(options), forced_(forced),
       geometry_(CacheGeometry::from_plan(engine.plan(), engine.plan().state_snapshots)), cache_(geometry_),
       slots_(size_t(engine.plan().max_streams)) {
-  const Plan& plan = engine.plan();
+  const int chunk = engine.contract().prefill_chunk();
   // Four bucket-sized chunks (the host's 32), or one call where a call is a long token-path piece.
-  if (options_.prefill_budget <= 0) options_.prefill_budget = std::max(4 * std::min(plan.prefill_chunk, 32), plan.prefill_chunk);
+  if (options_.prefill_budget <= 0) options_.prefill_budget = std::max(4 * std::min(chunk, 32), chunk);
   // Padding rows of a bucket write one token's KV somewhere: a page of their own, held for good.
   const std::optional<int> pad = cache_.alloc_page();
   CHECK(pad.has_value(), "a fresh cache pool has pages");
@@ -508,7 +508,12 @@ void Scheduler::decode_step(std::span<const int> rows) {
     masked = masked || s.mask;
   }
   if (masked) engine_.mask_next_picks(masks);
-  engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
+  try {
+    engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
+  } catch (const StepRefused& e) {
+    refused(rows, e);
+    return;
+  }
   decoded(rows, want_logits);
 }
 
@@ -544,7 +549,7 @@ void Scheduler::decoded(std::span<const int> rows, bool want_logits) {
 }
 
 std::vector<Scheduler::Piece> Scheduler::prefill_round(int budget, int max_segments) {
-  const int chunk = engine_.plan().prefill_chunk;
+  const int chunk = engine_.contract().prefill_chunk();
   std::vector<Piece> round;
   int rows = 0;
   for (int slot : std::deque<int>(order_)) {
@@ -621,29 +626,36 @@ void Scheduler::prefilled(std::span<const Piece> round, int first_pick) {
 void Scheduler::prefill_step(int used) {
   const bool decoding = std::any_of(order_.begin(), order_.end(), [&](int slot) { return slots_[size_t(slot)]->decoding; });
   // With nothing decoding there is no latency to keep: four budgets, and at least one full call.
-  const int full = std::max(4 * options_.prefill_budget, engine_.plan().prefill_chunk);
+  const int full = std::max(4 * options_.prefill_budget, engine_.contract().prefill_chunk());
   int budget = (decoding ? options_.prefill_budget : full) - used;
   // Rounds: each takes the next piece of every prompt still prefilling, in admission order, up to the
   // budget and one call's rows, and runs them as one engine call (the weights read once for all).
   while (budget > 0) {
-    const std::vector<Piece> round = prefill_round(budget, engine_.plan().max_streams);
+    const std::vector<Piece> round = prefill_round(budget, engine_.contract().max_streams());
     if (round.empty()) break;
     if (std::any_of(round.begin(), round.end(), [](const Piece& p) { return p.mask; })) {
       std::vector<const uint32_t*> masks;
       for (const Piece& p : round) masks.push_back(p.mask);
       engine_.mask_next_picks(masks);
     }
-    if (round.size() == 1) {
-      const Piece& p = round[0];
-      const Stream& s = *slots_[size_t(p.slot)];
-      engine_.prefill(p.slot, s.prompt.data() + s.computed, p.n, s.computed, p.last ? &p.knobs : nullptr, p.want_logits,
-                      p.inside ? &*p.inside : nullptr);
-    } else {
-      std::vector<PrefillSegment> segments;
-      for (const Piece& p : round) segments.push_back(segment_of(p));
-      engine_.prefill_batch(segments);
-    }
     for (const Piece& p : round) budget -= p.n;
+    try {
+      if (round.size() == 1) {
+        const Piece& p = round[0];
+        const Stream& s = *slots_[size_t(p.slot)];
+        engine_.prefill(p.slot, s.prompt.data() + s.computed, p.n, s.computed, p.last ? &p.knobs : nullptr, p.want_logits,
+                        p.inside ? &*p.inside : nullptr);
+      } else {
+        std::vector<PrefillSegment> segments;
+        for (const Piece& p : round) segments.push_back(segment_of(p));
+        engine_.prefill_batch(segments, 0);
+      }
+    } catch (const StepRefused& e) {
+      std::vector<int> slots;
+      for (const Piece& p : round) slots.push_back(p.slot);
+      refused(slots, e);
+      continue;
+    }
     prefilled(round, 0);
   }
 }
@@ -662,7 +674,7 @@ PrefillSegment Scheduler::segment_of(const Piece& p) const {
 int Scheduler::mixed_step(std::span<const int> rows) {
   const int d = int(rows.size());
   if (d == 0) return -1;
-  const MixedRoom room = engine_.mixed_room(d);
+  const MixedRoom room = engine_.contract().mixed_room(d);
   const int budget = std::min(options_.prefill_budget, room.rows);
   if (budget <= 0 || room.segments <= 0) return -1;
   const std::vector<Piece> round = prefill_round(budget, room.segments);
@@ -689,7 +701,14 @@ int Scheduler::mixed_step(std::span<const int> rows) {
     masks.push_back(p.mask);
   }
   if (std::any_of(masks.begin(), masks.end(), [](const uint32_t* m) { return m; })) engine_.mask_next_picks(masks);
-  engine_.prefill_batch(segments);
+  try {
+    engine_.prefill_batch(segments, d);
+  } catch (const StepRefused& e) {
+    std::vector<int> slots(rows.begin(), rows.end());
+    for (const Piece& p : round) slots.push_back(p.slot);
+    refused(slots, e);
+    return 0;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.mixed_steps;
@@ -699,6 +718,17 @@ int Scheduler::mixed_step(std::span<const int> rows) {
   int carried = 0;
   for (const Piece& p : round) carried += p.n;
   return carried;
+}
+
+void Scheduler::refused(std::span<const int> slots, const StepRefused& e) {
+  std::fprintf(stderr, "[scheduler] STEP REFUSED (a scheduler bug: the step broke the plan's contract; its %zu streams "
+               "fail, the others go on): %s\n", slots.size(), e.what());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.refused_steps;
+  }
+  for (int slot : slots)
+    if (slots_[size_t(slot)]) fail_stream(*slots_[size_t(slot)], fmt::format("the engine refused the step: {}", e.what()));
 }
 
 void Scheduler::traced_token(Stream& s) {

@@ -12,13 +12,14 @@
 //     the engine picks each row's next token with the request's sampling knobs (on the device for the
 //     H200), and hands out logits only when a request asked for logprobs.
 //  3. Prefill: streams still reading their prompt run chunks of the plan's prefill size, oldest first,
-//     within a per-step token budget so the decoding streams keep a steady inter-token latency. On an
-//     engine that mixes (BatchEngine::mixed_room: the h200 token path), a step with decode rows and
-//     prompts waiting is one call: the decode rows, then the budget's prompt pieces, every weight read
-//     once for both (chunked prefill); otherwise the prefill calls follow the decode call. Where a
-//     chunk ends on a page boundary the state is captured into a snapshot slot, and after the prompt
-//     the prefix is published so concurrent requests sharing it hit at once. The chunk that ends a
-//     prompt picks the stream's first token inside the engine, with the knobs decode uses.
+//     within a per-step token budget so the decoding streams keep a steady inter-token latency. A step
+//     with decode rows and prompts waiting is one call where the plan's StepContract leaves room
+//     (mixed_room): the decode rows, then the budget's prompt pieces, every weight read once for both
+//     (chunked prefill); otherwise the prefill calls follow the decode call. Every call is built within
+//     the StepContract (scheduler/step_contract.h), which both engines enforce. Where a chunk ends on a
+//     page boundary the state is captured into a snapshot slot, and after the prompt the prefix is
+//     published so concurrent requests sharing it hit at once. The chunk that ends a prompt picks the
+//     stream's first token inside the engine, with the knobs decode uses.
 // A stream that finishes (eos, stop, length) or whose client left detaches: the pages up to its last
 // captured boundary stay cached for the next turn; the rest returns to the pool.
 // A request with n > 1 choices forks: choice 0 runs as any request; once its prompt is computed and
@@ -27,7 +28,9 @@
 // boundary), so each recomputes only the prompt's tail past that boundary and draws its own tokens
 // (seed + choice) into the request's one sink.
 //
-// Faults. An exception from the engine's batched work (prefill, prefill_batch, decode, a capture in a
+// Faults. A call the engine refuses (StepRefused: outside the contract, so a scheduler bug, refused
+// before any work) fails the streams in it and counts in refused_steps; the loop goes on. Any other
+// exception from the engine's batched work (prefill, prefill_batch, decode, a capture in a
 // step) leaves the device in an unknown state: the loop fails every running and queued request with
 // the error, ends, and reports kFailed (state()) and on_failure, so the process can exit and be
 // restarted. An exception that belongs to one request (admitting it: restore_state, reset_state, a
@@ -74,7 +77,7 @@ namespace rocket {
 struct SchedulerOptions {
   size_t queue_capacity = 64;  // requests waiting for a slot; beyond it submit() answers 503
   // Prompt tokens prefilled per step while streams are decoding (0: 128, or one prefill call where a
-  // call is longer, as the h200 token path's 2048; a mixed step takes at most BatchEngine::mixed_room's
+  // call is longer, as the h200 token path's 2048; a mixed step takes at most StepContract::mixed_room's
   // rows of it). It trades
   // the decoding streams' inter-token latency against the waiting prompts' time to first token; with
   // nothing decoding, prefill runs four times the budget per step, and at least one full call.
@@ -93,6 +96,9 @@ struct SchedulerStats {
   int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
   int64_t steps = 0, decode_rows = 0, prefill_tokens = 0;
   int64_t mixed_steps = 0;  // steps whose decode rows and prompt pieces ran as one engine call
+  // Engine calls refused by the StepContract (scheduler/step_contract.h): a scheduler bug, its streams
+  // failed. Always 0; the serving tests assert it.
+  int64_t refused_steps = 0;
   int active = 0, waiting = 0;
   int pages = 0, pages_free = 0, pages_cached = 0;
   int page_tokens = 0;  // the cache resumes a prompt at multiples of this
@@ -188,10 +194,13 @@ class Scheduler : public EngineLoop {
   PrefillSegment segment_of(const Piece& p) const;
   // The round's pieces computed; the picks of those that end a prompt are tokens()[first_pick + i].
   void prefilled(std::span<const Piece> round, int first_pick);
-  // The decode rows and a round of prompt pieces as one prefill_batch call (BatchEngine::mixed_room),
+  // The decode rows and a round of prompt pieces as one prefill_batch call (StepContract::mixed_room),
   // the rows first; returns the prompt rows it carried, or -1 (nothing run) when there are no rows,
-  // the engine does not mix, or nothing waits to prefill.
+  // the contract leaves no room after them, or nothing waits to prefill (0 when the engine refused it).
   int mixed_step(std::span<const int> rows);
+  // The engine refused a call the scheduler built (StepRefused, before any work): the streams in it
+  // fail with the reason, the step's other work and every other stream go on.
+  void refused(std::span<const int> slots, const StepRefused& e);
   // Leaves the stream's slot: detach (cache what was captured) or release on error.
   void retire(Stream& s, bool keep_cache);
   // This request alone failed: answered with `why` (unless it was already), its slot retired without

@@ -11,34 +11,36 @@ namespace rocket {
 
 class H200BatchEngine final : public BatchEngine {
  public:
-  explicit H200BatchEngine(H200Engine& e) : e_(e) {}
+  explicit H200BatchEngine(H200Engine& e) : e_(e), contract_(e.contract()) {}
 
   const Plan& plan() const override { return e_.plan(); }
+  const StepContract& contract() const override { return contract_; }
   int vocab() const override { return int(engine::kVocab); }
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool want_logits,
                const PrefillCapture* capture) override {
+    const PrefillSegment one{.slot = slot, .ids = ids, .n = n, .pos0 = pos0, .knobs = knobs, .want_logits = want_logits,
+                             .capture = capture};
+    contract_.check_prefill_batch({&one, 1}, 0);
     e_.prefill(slot, ids, n, pos0, want_logits ? n - 1 : n, knobs, capture);
     if (knobs) tokens_ = e_.tokens();
     logits_row0_ = n - 1;
   }
-  void prefill_batch(std::span<const PrefillSegment> segments) override {
-    if (segments.size() == 1) {
+  // A mixed call's decode rows run as a decode bucket inside the token path's piece (H200Engine::
+  // prefill_batch); the bucket's padding and the prompts share the piece's rows and segment entries,
+  // as the contract counts them.
+  // (H200Engine::prefill_batch checks the contract and runs its layout.)
+  void prefill_batch(std::span<const PrefillSegment> segments, int decode_rows) override {
+    if (segments.size() == 1 && decode_rows == 0) {
       const PrefillSegment& g = segments[0];
       return prefill(g.slot, g.ids, g.n, g.pos0, g.knobs, g.want_logits, g.capture);
     }
-    e_.prefill_batch(segments);
+    e_.prefill_batch(segments, decode_rows);
     tokens_ = e_.tokens();
     logits_row0_ = 0;
   }
-  // A mixed call's decode rows run as a decode bucket inside the token path's piece (H200Engine::
-  // prefill_batch); the bucket's padding and the prompts share the piece's rows and segments.
-  MixedRoom mixed_room(int decode_rows) const override {
-    if (decode_rows < 1 || decode_rows > e_.plan().max_streams) return {};
-    return {.segments = e_.mixed_prompt_segments(decode_rows),
-            .rows = int(engine::kPrefillChunk) - e_.bucket_for(decode_rows)};
-  }
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
+    contract_.check_decode(n, ids, slots, pos);
     const bool timed = sampling_.take();
     e_.decode(n, ids, slots, pos, knobs, timed);
     if (want_logits) e_.download_logits(n);
@@ -68,6 +70,7 @@ class H200BatchEngine final : public BatchEngine {
 
  private:
   H200Engine& e_;
+  const StepContract& contract_;
   const int32_t* tokens_ = nullptr;  // the engine's pinned copy of the last picks
   int logits_row0_ = 0;              // the engine's logits row that is row 0 of the last call
   StepSampling sampling_;

@@ -118,6 +118,7 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
                                 .slots = kSlots,
                                 .pages_per_stream = kPagesPerStream,
                                 .full_layers = int(kFullLayers)});
+  contract_.emplace(plan_);
 
   // Upright in the order engine/h200/README.md prescribes: context, free memory, what lives outside the
   // arena, budget, arena.
@@ -488,53 +489,29 @@ void H200Engine::pick_tokens(std::span<const SamplingKnobs* const> knobs, int lo
   with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindSampling, logits_row); });
 }
 
-void H200Engine::prefill_batch(std::span<const PrefillSegment> segments) {
-  CHECK(!segments.empty() && int(segments.size()) <= kMaxStreams, "prefill batch: 1..max_streams segments");
+void H200Engine::prefill_batch(std::span<const PrefillSegment> segments, int decode) {
+  // The piece is the contract's layout of the call (decode rows, the decode bucket's padding rows on
+  // kPadSlot, the prompt pieces), checked: the rows and entries it runs are the ones the scheduler's
+  // bounds counted (the layout once appended a second round of padding after the prompts; issue 38).
+  const CallLayout L = contract_->check_prefill_batch(segments, decode);
   std::vector<PieceSegment> pieces;
   std::vector<int32_t> ids;
-  // The leading one-row segments are a decode bucket inside the piece, padded to its size.
-  // Fewer of them where the padding would not fit the piece's segments or rows (a prefill round that
-  // happens to lead with one-token pieces): the rest run as one-token pieces of the token path.
-  int decode = 0, rows = 0;
-  while (decode < int(segments.size()) && segments[size_t(decode)].n == 1) ++decode;
-  for (const PrefillSegment& g : segments) rows += g.n;
-  while (decode > 0 && (int(segments.size()) - decode > mixed_prompt_segments(decode) ||
-                        rows + bucket_for(decode) - decode > int(kPrefillChunk)))
-    --decode;
-  const int bucket = decode ? bucket_for(decode) : 0;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    if (int(i) == decode)
-      for (int r = decode; r < bucket; ++r) {
-        pieces.push_back({.slot = kPadSlot, .row0 = int(ids.size()), .n = 1, .pos0 = 0, .capture = nullptr});
-        ids.push_back(segments[0].ids[0]);
-      }
-    const PrefillSegment& g = segments[i];
-    CHECK(g.n >= 1 && g.slot >= 0 && g.slot < kMaxStreams, "prefill batch: segment");
-    for (size_t j = 0; j < i; ++j) CHECK(segments[j].slot != g.slot, "prefill batch: two segments of one slot");
-    if (g.pos0 < 0 || g.pos0 + g.n > kMaxContext)
-      throw Error("prefill: positions up to " + std::to_string(g.pos0 + g.n) + " exceed the plan's context " +
-                  std::to_string(kMaxContext));
-    for (int r = 0; r < g.n; ++r)
-      if (g.ids[r] < 0 || g.ids[r] >= kVocab)
-        throw Error("token id " + std::to_string(g.ids[r]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
-    const PrefillCapture* capture = g.capture;
-    CHECK(!capture || (capture->tokens > 0 && capture->tokens < g.n && capture->snapshot >= 0 && capture->snapshot < kStateSnapshots),
-          "prefill batch: capture outside its segment");
-    if (capture && (g.pos0 + capture->tokens) % tiling::kGdnChunk != 0)
-      throw Error("prefill batch: a capture inside a segment must end a 64-token chunk");
-    pieces.push_back({.slot = g.slot, .row0 = int(ids.size()), .n = g.n, .pos0 = g.pos0, .capture = capture});
+  ids.reserve(size_t(L.rows));
+  for (const CallLayout::Entry& e : L.entries) {
+    if (e.segment < 0) {
+      pieces.push_back({.slot = kPadSlot, .row0 = e.row0, .n = 1, .pos0 = 0, .capture = nullptr});
+      ids.push_back(segments[0].ids[0]);
+      continue;
+    }
+    const PrefillSegment& g = segments[size_t(e.segment)];
+    pieces.push_back({.slot = g.slot, .row0 = e.row0, .n = g.n, .pos0 = g.pos0, .capture = g.capture});
     ids.insert(ids.end(), g.ids, g.ids + g.n);
   }
-  for (int r = int(segments.size()); r < bucket; ++r) {  // every segment was a decode row
-    pieces.push_back({.slot = kPadSlot, .row0 = int(ids.size()), .n = 1, .pos0 = 0, .capture = nullptr});
-    ids.push_back(segments[0].ids[0]);
-  }
-  if (int64_t(ids.size()) > kPrefillChunk)
-    throw Error("prefill batch: " + std::to_string(ids.size()) + " rows exceed the plan's prefill chunk " + std::to_string(kPrefillChunk));
-  prefill_piece(pieces, ids.data(), kKindAll, bucket);
-  // The picks and logits are the segments' own: the padding rows are left out.
-  std::vector<PieceSegment> real(pieces.begin(), pieces.begin() + decode);
-  real.insert(real.end(), pieces.begin() + std::min<size_t>(size_t(bucket), pieces.size()), pieces.end());
+  prefill_piece(pieces, ids.data(), kKindAll, L.bucket);
+  // The picks and logits are the segments' own, in segment order: the padding rows are left out.
+  std::vector<PieceSegment> real;
+  for (size_t i = 0; i < L.entries.size(); ++i)
+    if (L.entries[i].segment >= 0) real.push_back(pieces[i]);
   segments_lm_head(real, segments);
   masked_rows_.assign(kMaxBucket, false);
   CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -29,6 +29,7 @@ struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -83,6 +84,8 @@ class H200Engine {
   std::string static_fire();
 
   const Plan& plan() const { return plan_; }
+  // The bounds of every call (scheduler/step_contract.h); prefill_batch runs the contract's layout.
+  const StepContract& contract() const { return *contract_; }
   const LoadReport& load_report() const { return load_report_; }
   // Whether greedy decoding of the plan's static-fire prompt gave the reference's token (true when the
   // build had no goldens). A launch refuses to serve otherwise; the diagnostic commands report it and
@@ -102,15 +105,11 @@ class H200Engine {
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row,
                const SamplingKnobs* knobs = nullptr, const PrefillCapture* capture = nullptr);
   // Several streams' prefill rows as one token-path piece (BatchEngine::prefill_batch): afterwards
-  // tokens()[i] is segment i's pick and logits(i) its last row's logits when it wanted them. Leading
-  // one-row segments are decode rows (a mixed step): they run as a decode bucket inside the piece
-  // (prefill_piece's decode_rows), padded to the bucket with rows on kPadSlot; as many of them as the
-  // padding leaves room for (mixed_prompt_segments, kPrefillChunk rows), the rest as one-token pieces.
-  // REQUIRES: distinct slots, the rows within kPrefillChunk, a capture only at a 64-token chunk end.
-  void prefill_batch(std::span<const PrefillSegment> segments);
-  // How many prompt segments a prefill_batch may carry after d decode rows (the padded bucket and
-  // the prompts share the piece's kSlots segment entries).
-  int mixed_prompt_segments(int d) const { return d == 0 ? kSlots : kSlots - bucket_for(d); }
+  // tokens()[i] is segment i's pick and logits(i) its last row's logits when it wanted them. The first
+  // `decode_rows` segments are decode rows (a mixed step): they run as a decode bucket inside the piece
+  // (prefill_piece's decode_rows), padded to the bucket with rows on kPadSlot.
+  // Throws StepRefused, before any work, for a call outside the plan's StepContract.
+  void prefill_batch(std::span<const PrefillSegment> segments, int decode_rows);
   // The token path alone, for the benchmark: one piece of n tokens (kTokenPieceMin <= n <=
   // kPrefillChunk) of `slot` at pos0 with only the kernels of `kinds`, no logits; returns when done.
   void bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds);
@@ -227,6 +226,7 @@ class H200Engine {
   std::string upright_summary_;
   MemoryBudget budget_;
   Plan plan_;
+  std::optional<StepContract> contract_;  // of plan_, set once it is checked
   cudaStream_t stream_ = nullptr;
   cudaEvent_t staged_ = nullptr;     // recorded after each read of host_step_ is enqueued
   std::unique_ptr<Arena> arena_;

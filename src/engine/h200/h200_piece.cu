@@ -11,7 +11,7 @@
 //                  piece (moe_piece.cuh)
 //   LM head        only at the rows that want logits (and the last, when it picks), a pass at a time
 //
-// A mixed step (prefill_batch with leading one-row segments) puts decoding streams' rows first, padded
+// A mixed step (prefill_batch with decode rows, one-row segments first) puts decoding streams' rows first, padded
 // to a decode bucket: their GDN and attention are the decode kernels' (one recurrent step, split-K
 // attention), their projections and experts the piece's, so a step of 16 decode rows and a prompt's
 // chunk reads every weight once.
@@ -62,7 +62,8 @@ void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, 
 }
 
 void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows) {
-  CHECK(!segments.empty() && int(segments.size()) <= kSlots, "token path: segments");
+  CHECK(!segments.empty() && int(segments.size()) <= kSlots,
+        "token path: " + std::to_string(segments.size()) + " segments for " + std::to_string(kSlots) + " entries");
   const int n = segments.back().row0 + segments.back().n;
   CHECK(n <= kPrefillChunk, "token path: rows beyond the plan's prefill chunk");
   CHECK(decode_rows == 0 || (decode_rows == bucket_for(decode_rows) && decode_rows <= int(segments.size()) &&
@@ -266,7 +267,9 @@ void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, con
 // rows 0.. of one LM-head pass; the picks by the sampler of the smallest bucket holding the segments.
 void H200Engine::segments_lm_head(std::span<const PieceSegment> pieces, std::span<const PrefillSegment> segments) {
   const int S = int(pieces.size());
-  CHECK(S <= kMaxBucket && segments.size() == pieces.size(), "token path: more segments than the largest bucket samples");
+  CHECK(S <= kMaxBucket && segments.size() == pieces.size(),
+        "token path: " + std::to_string(S) + " pieces for " + std::to_string(segments.size()) +
+            " segments (the largest bucket samples " + std::to_string(kMaxBucket) + ")");
   bf16* rows = buf<bf16>(kBuf_attn_out);  // free once the last layer has run
   const bf16* hn = buf<bf16>(kBuf_hn);
   for (int i = 0; i < S; ++i) {

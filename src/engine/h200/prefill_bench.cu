@@ -199,7 +199,7 @@ int run_mixed_bench(H200Engine& e, int decode_rows, const std::vector<int>& leng
     for (int i = 0; i < decode_rows; ++i)
       segments.push_back({.slot = i, .ids = &next[size_t(i)], .n = 1, .pos0 = context, .knobs = &knobs[size_t(i)]});
     segments.push_back({.slot = prompt_slot, .ids = ids.data(), .n = p, .pos0 = 0, .knobs = &greedy});
-    const double mixed = seconds([&] { e.prefill_batch(segments); });
+    const double mixed = seconds([&] { e.prefill_batch(segments, decode_rows); });
     const double separate = seconds([&] {
       e.decode(decode_rows, next.data(), slots.data(), pos.data(), knobs.data());
       (void)e.tokens();
@@ -332,7 +332,7 @@ int run_prefill_check(H200Engine& e, float tol) {
     for (int i = 0; i < 3; ++i)
       segments.push_back({.slot = i, .ids = prompts[size_t(i)].data(), .n = len[i], .pos0 = i == 1 ? 64 : 0, .knobs = &greedy,
                           .want_logits = true, .capture = i == 2 ? &capture : nullptr});
-    e.prefill_batch(segments);
+    e.prefill_batch(segments, 0);
     for (int i = 0; i < 3; ++i) {
       verdict("batched piece: last-row logits", len[i], i == 1 ? 64 : 0, rel_diff(ref[size_t(i)].data(), e.logits(i), size_t(V)));
       const std::vector<float> a = slot_state(e, 3 + i), b = slot_state(e, i);
@@ -342,42 +342,48 @@ int run_prefill_check(H200Engine& e, float tol) {
     verdict("batched piece: snapshot", 448, 0, rel_diff(snap_ref.data(), snap.data(), snap.size()));
     for (int i = 0; i < 6; ++i) e.reset_slot(i);
   }
-  // A mixed step: three decoding streams (slots 6-8, one token each at their own positions: a bucket
-  // of 4 with one padding row) and a 200-token prompt (slot 12) as one prefill_batch, against a decode
-  // call of their twins (slots 9-11) and the prompt through bucket-sized pieces (slot 13).
-  if (kMaxStreams >= 14 && kMaxContext >= 1024) {
-    const int prefix_len[3] = {20, 70, 130};
+  // A mixed step: D decoding streams (slots 6.., one token each at their own positions) and a 200-token
+  // prompt as one prefill_batch, against a decode call of their twins and the prompt through
+  // bucket-sized pieces. D = 3 fills a bucket of 4 but one row; D = 5 leaves three padding rows of a
+  // bucket of 8 and makes the call's 6 segments fewer than the bucket (the layout that once padded twice).
+  for (const int D : {3, 5}) {
+    const int dec0 = 6, twin0 = dec0 + D, prompt_slot = twin0 + D, prompt_twin = prompt_slot + 1;
+    if (prompt_twin >= kMaxStreams || kMaxContext < 1024) continue;
     const SamplingKnobs greedy{.temperature = 0.0f};
-    for (int i = 6; i < 14; ++i) e.reset_slot(i);
-    std::vector<std::vector<int32_t>> prefixes;
-    for (int i = 0; i < 3; ++i) {
-      prefixes.push_back(prompt_of(prefix_len[i], 70 + i));
-      for (int s : {6 + i, 9 + i}) prefill_buckets(e, s, prefixes.back().data(), prefix_len[i], 0);
+    for (int i = dec0; i <= prompt_twin; ++i) e.reset_slot(i);
+    std::vector<int32_t> next;
+    std::vector<int> twins;
+    std::vector<int64_t> pos;
+    for (int i = 0; i < D; ++i) {
+      const int len = 20 + 50 * i;
+      const std::vector<int32_t> prefix = prompt_of(len, 70 + i);
+      for (int s : {dec0 + i, twin0 + i}) prefill_buckets(e, s, prefix.data(), len, 0);
+      next.push_back(int32_t((17 + 6 * i) % V));
+      twins.push_back(twin0 + i);
+      pos.push_back(len);
     }
     const std::vector<int32_t> prompt = prompt_of(200, 80);
-    const float* l = prefill_buckets(e, 13, prompt.data(), 200, 0);
+    const float* l = prefill_buckets(e, prompt_twin, prompt.data(), 200, 0);
     const std::vector<float> prompt_ref(l, l + V);
-    const int32_t next[3] = {int32_t(17 % V), int32_t(23 % V), int32_t(29 % V)};
-    const int twins[3] = {9, 10, 11};
-    const int64_t pos[3] = {prefix_len[0], prefix_len[1], prefix_len[2]};
-    e.decode(3, next, twins, pos, nullptr);
-    e.download_logits(3);
+    e.decode(D, next.data(), twins.data(), pos.data(), nullptr);
+    e.download_logits(D);
     std::vector<std::vector<float>> decode_ref;
-    for (int i = 0; i < 3; ++i) decode_ref.emplace_back(e.logits(i), e.logits(i) + V);
+    for (int i = 0; i < D; ++i) decode_ref.emplace_back(e.logits(i), e.logits(i) + V);
     std::vector<PrefillSegment> segments;
-    for (int i = 0; i < 3; ++i)
-      segments.push_back({.slot = 6 + i, .ids = &next[i], .n = 1, .pos0 = pos[i], .knobs = &greedy, .want_logits = true});
-    segments.push_back({.slot = 12, .ids = prompt.data(), .n = 200, .pos0 = 0, .knobs = &greedy, .want_logits = true});
-    e.prefill_batch(segments);
-    for (int i = 0; i < 3; ++i) {
-      verdict("mixed step: decode row logits", 1, pos[i], rel_diff(decode_ref[size_t(i)].data(), e.logits(i), size_t(V)));
-      const std::vector<float> a = slot_state(e, 9 + i), b = slot_state(e, 6 + i);
-      verdict("mixed step: decode row state", 1, pos[i], rel_diff(a.data(), b.data(), a.size()));
+    for (int i = 0; i < D; ++i)
+      segments.push_back({.slot = dec0 + i, .ids = &next[size_t(i)], .n = 1, .pos0 = pos[size_t(i)], .knobs = &greedy,
+                          .want_logits = true});
+    segments.push_back({.slot = prompt_slot, .ids = prompt.data(), .n = 200, .pos0 = 0, .knobs = &greedy, .want_logits = true});
+    e.prefill_batch(segments, D);
+    for (int i = 0; i < D; ++i) {
+      verdict("mixed step: decode row logits", 1, pos[size_t(i)], rel_diff(decode_ref[size_t(i)].data(), e.logits(i), size_t(V)));
+      const std::vector<float> a = slot_state(e, twin0 + i), b = slot_state(e, dec0 + i);
+      verdict("mixed step: decode row state", 1, pos[size_t(i)], rel_diff(a.data(), b.data(), a.size()));
     }
-    verdict("mixed step: prompt logits", 200, 0, rel_diff(prompt_ref.data(), e.logits(3), size_t(V)));
-    const std::vector<float> a = slot_state(e, 13), b = slot_state(e, 12);
+    verdict("mixed step: prompt logits", 200, 0, rel_diff(prompt_ref.data(), e.logits(D), size_t(V)));
+    const std::vector<float> a = slot_state(e, prompt_twin), b = slot_state(e, prompt_slot);
     verdict("mixed step: prompt state", 200, 0, rel_diff(a.data(), b.data(), a.size()));
-    for (int i = 6; i < 14; ++i) e.reset_slot(i);
+    for (int i = dec0; i <= prompt_twin; ++i) e.reset_slot(i);
   }
   e.reset_slot(0);
   e.reset_slot(1);

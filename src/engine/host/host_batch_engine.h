@@ -16,65 +16,50 @@ namespace rocket {
 class HostBatchEngine final : public BatchEngine {
  public:
   explicit HostBatchEngine(HostEngine& e)
-      : e_(e), counts_(size_t(e.plan().max_streams) * engine::kVocab),
+      : e_(e), contract_(e.plan()), counts_(size_t(e.plan().max_streams) * engine::kVocab),
         prompt_(size_t(e.plan().max_streams) * history_prompt_words(int(engine::kVocab))),
         bias_(size_t(e.plan().max_streams) * kMaxLogitBias) {}
 
   const Plan& plan() const override { return e_.plan(); }
+  // The host engine computes each call its own way, but accepts exactly the calls the h200 engine
+  // does, so CI's serving tests on the host refuse a step the GPU would.
+  const StepContract& contract() const override { return contract_; }
   int vocab() const override { return int(engine::kVocab); }
-  // The last row's logits exist whenever a token is picked, so `want_logits` changes nothing here.
-  // A capture splits the call in two around it.
   void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool want_logits,
                const PrefillCapture* capture) override {
-    if (capture) {
-      const int c = capture->tokens;
-      e_.prefill(slot, ids, c, pos0, c);
-      e_.capture_state(slot, capture->snapshot);
-      ids += c, n -= c, pos0 += c;
-    }
-    e_.prefill(slot, ids, n, pos0, knobs || want_logits ? n - 1 : n);
-    logits_row0_ = n - 1;
-    batched_ = false;
-    const uint32_t* mask = row_mask(0);
-    masks_.clear();
-    if (!knobs) return;
-    tokens_.resize(1);
-    tokens_[0] = pick(e_.logits(n - 1), *knobs, mask);
+    const PrefillSegment one{.slot = slot, .ids = ids, .n = n, .pos0 = pos0, .knobs = knobs, .want_logits = want_logits,
+                             .capture = capture};
+    contract_.check_prefill_batch({&one, 1}, 0);
+    run_prefill(one);
   }
-  // A mixed call's leading one-row segments are one decode call, as decode() would run them.
-  MixedRoom mixed_room(int decode_rows) const override {
-    if (decode_rows < 1 || decode_rows >= e_.plan().max_streams) return {};
-    return {.segments = e_.plan().max_streams - decode_rows, .rows = e_.plan().prefill_chunk};
-  }
-  // The host engine has no batched prefill: the leading one-row segments (decode rows) as one decode
-  // call, then one call per segment, each segment's pick and last row kept.
-  void prefill_batch(std::span<const PrefillSegment> segments) override {
+  // The host engine has no batched prefill: the decode rows as one decode call, as decode() would run
+  // them, then one call per prompt segment, each segment's pick and last row kept.
+  void prefill_batch(std::span<const PrefillSegment> segments, int d) override {
+    contract_.check_prefill_batch(segments, d);
     std::vector<int32_t> picks(segments.size(), -1);
     batch_logits_.resize(segments.size() * size_t(engine::kVocab));
     const std::vector<const uint32_t*> masks = std::move(masks_);
     const auto mask_of = [&](size_t i) { return i < masks.size() ? masks[i] : nullptr; };
-    size_t d = 0;
-    while (d < segments.size() && segments[d].n == 1 && !segments[d].capture) ++d;
     if (d) {
       std::vector<int32_t> ids;
       std::vector<int> slots;
       std::vector<int64_t> pos;
-      for (size_t i = 0; i < d; ++i) {
-        ids.push_back(segments[i].ids[0]);
-        slots.push_back(segments[i].slot);
-        pos.push_back(segments[i].pos0);
+      for (int i = 0; i < d; ++i) {
+        ids.push_back(segments[size_t(i)].ids[0]);
+        slots.push_back(segments[size_t(i)].slot);
+        pos.push_back(segments[size_t(i)].pos0);
       }
-      e_.decode(int(d), ids.data(), slots.data(), pos.data());
+      e_.decode(d, ids.data(), slots.data(), pos.data());
 #pragma omp parallel for if (d > 1) schedule(dynamic)
-      for (size_t i = 0; i < d; ++i)
-        if (segments[i].knobs) picks[i] = pick(e_.logits(int(i)), *segments[i].knobs, mask_of(i));
-      for (size_t i = 0; i < d; ++i)
-        std::copy_n(e_.logits(int(i)), engine::kVocab, batch_logits_.begin() + int64_t(i) * engine::kVocab);
+      for (int i = 0; i < d; ++i)
+        if (segments[size_t(i)].knobs) picks[size_t(i)] = pick(e_.logits(i), *segments[size_t(i)].knobs, mask_of(size_t(i)));
+      for (int i = 0; i < d; ++i)
+        std::copy_n(e_.logits(i), engine::kVocab, batch_logits_.begin() + int64_t(i) * engine::kVocab);
     }
-    for (size_t i = d; i < segments.size(); ++i) {
+    for (size_t i = size_t(d); i < segments.size(); ++i) {
       const PrefillSegment& g = segments[i];
       masks_.assign(1, mask_of(i));
-      prefill(g.slot, g.ids, g.n, g.pos0, g.knobs, g.want_logits, g.capture);
+      run_prefill(g);
       if (g.knobs) picks[i] = tokens_[0];
       if (!g.knobs && !g.want_logits) continue;
       const float* l = logits(0);
@@ -86,6 +71,7 @@ class HostBatchEngine final : public BatchEngine {
   // The host engine computes every row's logits anyway, so `want_logits` changes nothing here.
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
               bool want_logits) override {
+    contract_.check_decode(n, ids, slots, pos);
     const bool timed = sampling_.take();
     if (timed) e_.step_clock().start(e_.bucket_for(n));
     e_.decode(n, ids, slots, pos);
@@ -132,6 +118,28 @@ class HostBatchEngine final : public BatchEngine {
   }
 
  private:
+  // One prefill call (within the contract). The last row's logits exist whenever a token is picked, so
+  // `want_logits` changes nothing here; a capture splits the call in two around it.
+  void run_prefill(const PrefillSegment& g) {
+    const int32_t* ids = g.ids;
+    int n = g.n;
+    int64_t pos0 = g.pos0;
+    if (g.capture) {
+      const int c = g.capture->tokens;
+      e_.prefill(g.slot, ids, c, pos0, c);
+      e_.capture_state(g.slot, g.capture->snapshot);
+      ids += c, n -= c, pos0 += c;
+    }
+    e_.prefill(g.slot, ids, n, pos0, g.knobs || g.want_logits ? n - 1 : n);
+    logits_row0_ = n - 1;
+    batched_ = false;
+    const uint32_t* mask = row_mask(0);
+    masks_.clear();
+    if (!g.knobs) return;
+    tokens_.resize(1);
+    tokens_[0] = pick(e_.logits(n - 1), *g.knobs, mask);
+  }
+
   const uint32_t* row_mask(int row) const { return size_t(row) < masks_.size() ? masks_[size_t(row)] : nullptr; }
 
   // host::sample's two phases with this thread's scratch: picking allocates nothing per token. A row
@@ -168,6 +176,7 @@ class HostBatchEngine final : public BatchEngine {
   }
 
   HostEngine& e_;
+  StepContract contract_;
   std::vector<int32_t> tokens_;  // the last picks
   int logits_row0_ = 0;          // the engine's logits row that is row 0 of the last call
   bool batched_ = false;         // the last call was prefill_batch: logits(i) from batch_logits_
