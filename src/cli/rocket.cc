@@ -36,7 +36,7 @@ constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] [--layout text|multimodal]\n"
     "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
-    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--no-weights|--weights-only]\n"
+    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--no-weights|--weights-only]\n"
     "            [--boosters N] [--arrangement replicated|split] [--coactivation FILE]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
@@ -112,6 +112,9 @@ int cmd_build(const std::vector<std::string>& args) {
   cli.add_option("--max-context", b.max_context, "tokens per stream (0: the booster's default)")->check(at_least(0));
   cli.add_option("--prefill-chunk", b.prefill_chunk,
                  "tokens per prefill call (0: host 32; h200 2048, the largest piece of its tensor-core prefill)")
+      ->check(at_least(0));
+  cli.add_option("--max-streams", b.max_streams,
+                 "streams decoding at once: the largest decode bucket, a power of two (0: 32)")
       ->check(at_least(0));
   cli.add_option("--snapshots", b.state_snapshots, "recurrent-state snapshots the prefix cache keeps (0: 2 per stream slot)")
       ->check(at_least(0));

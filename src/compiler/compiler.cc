@@ -234,6 +234,12 @@ void build(const BuildOptions& opt) {
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
   po.prefill_chunk = opt.prefill_chunk;
+  if (opt.max_streams) {
+    if (opt.max_streams < 1 || opt.max_streams > 128 || (opt.max_streams & (opt.max_streams - 1)) != 0)
+      fail("build: --max-streams {} is not a power of two in [1, 128] (the decode buckets are 1, 2, 4, ... it)", opt.max_streams);
+    po.buckets.clear();
+    for (int b = 1; b <= opt.max_streams; b *= 2) po.buckets.push_back(b);
+  }
   const Placement placement = place(opt, chem, fuel ? &*fuel : nullptr, hw);
   po.expert_units = placement.units;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
