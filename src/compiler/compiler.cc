@@ -237,6 +237,10 @@ void build(const BuildOptions& opt) {
   if (opt.max_streams) {
     if (opt.max_streams < 1 || opt.max_streams > 128 || (opt.max_streams & (opt.max_streams - 1)) != 0)
       fail("build: --max-streams {} is not a power of two in [1, 128] (the decode buckets are 1, 2, 4, ... it)", opt.max_streams);
+    // NOTE: the h200 decode kernels are tiled for at most 32 rows (kernels/cuda/dense.cuh asserts it);
+    // larger buckets are refused here rather than failing the engine's compile.
+    if (opt.booster == "h200" && opt.max_streams > 32)
+      fail("build: --max-streams {}: the h200 engine's decode kernels run buckets of at most 32 rows", opt.max_streams);
     po.buckets.clear();
     for (int b = 1; b <= opt.max_streams; b *= 2) po.buckets.push_back(b);
   }
