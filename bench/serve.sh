@@ -25,7 +25,12 @@ commit=$(cat "$engine/../COMMIT" 2>/dev/null || cat "${CARRY:-.carry/h200}/COMMI
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true)
 table=$(mktemp)
-python3 bench/serve_agents.py --base "http://127.0.0.1:$port" --concurrency 1,4,16,32,64 --markdown "$table" "$@"
+rc=0
+python3 bench/serve_agents.py --base "http://127.0.0.1:$port" --concurrency 1,4,16,32,64 --markdown "$table" "$@" || rc=$?
+# A run the server did not survive, or that logged a refused step or a failed check, fails however the
+# clients fared.
+if ! kill -0 "$server" 2>/dev/null; then echo "FAIL: the server died"; tail -n 30 "$log"; rc=1; fi
+if grep -E "STEP REFUSED|CHECK failed|engine failed" "$log"; then echo "FAIL: the server log above"; rc=1; fi
 {
   echo "## Agent workload on $(basename "$engine")${SERVE_CMD:+ (rocket-engine $SERVE_CMD)} ($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["booster"])' "$engine/plan.json") booster), $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
@@ -38,5 +43,6 @@ python3 bench/serve_agents.py --base "http://127.0.0.1:$port" --concurrency 1,4,
 } >>"$out"
 rm -f "$table"
 echo "appended to $out"
+((rc == 0)) || exit "$rc"
 # The pictures, where gnuplot is (the GPU machine has none: plot the fetched results here).
 if command -v gnuplot >/dev/null; then bash bench/plot.sh "$out"; fi

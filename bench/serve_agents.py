@@ -296,6 +296,11 @@ def main():
         print(f"FAIL: {total_errors} request errors, e.g. {[r['error_samples'] for r in rows if r['errors']]}",
               file=sys.stderr)
         return 1
+    status, stats = client.get_json("/stats")
+    if status == 200 and (stats or {}).get("refused_steps", 0):
+        print(f"FAIL: the engine refused {stats['refused_steps']} steps the scheduler built (the step contract)",
+              file=sys.stderr)
+        return 1
     overall = sum(r["cached_tokens"] for r in rows) / max(1, sum(r["prompt_tokens"] for r in rows))
     if overall < args.min_hit_rate:
         print(f"FAIL: prefix-cache hit rate {overall:.3f} below {args.min_hit_rate}", file=sys.stderr)

@@ -104,7 +104,7 @@ def get(port, path):
 # The loop's counters, from GET /stats (JSON; /metrics is the Prometheus exposition, whose names
 # differ): requests in flight and every page and state snapshot by where it is.
 COUNTERS = ("active", "waiting", "pages", "pages_free", "pages_cached", "snapshots", "snapshots_free",
-            "snapshots_cached")
+            "snapshots_cached", "refused_steps")
 
 
 def read_counters(port):
@@ -278,6 +278,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log", default="/tmp/rocket_soak.log")
     ap.add_argument("--markdown")
+    ap.add_argument("--mismatch-ok", action="store_true",
+                    help="report greedy responses that differ from their cold run without failing: for engines whose "
+                         "kernels are not batch-invariant (the h200's: bench/results/h200-soak.md says why)")
     args = ap.parse_args()
 
     server = Server(args.engine, args.log)
@@ -372,6 +375,8 @@ def main():
         leaks.append(f"pages: {c['pages_free']} free + {c['pages_cached']} cached + 1 padding != {c['pages']}")
     if c["snapshots_free"] + c["snapshots_cached"] != c["snapshots"]:
         leaks.append(f"snapshots: {c['snapshots_free']} free + {c['snapshots_cached']} cached != {c['snapshots']}")
+    if c["refused_steps"]:
+        leaks.append(f"{c['refused_steps']} engine calls refused by the step contract (a scheduler bug)")
     rss_end = server.rss()
     soak_exit = server.stop()
 
@@ -422,7 +427,7 @@ def main():
     if args.markdown:
         with open(args.markdown, "a") as f:
             f.write(report + "\n")
-    ok = not (tally["errors"] or tally["malformed_wrong"] or leaks or mismatches or bad_exits)
+    ok = not (tally["errors"] or tally["malformed_wrong"] or leaks or (mismatches and not args.mismatch_ok) or bad_exits)
     sys.exit(0 if ok else 1)
 
 
