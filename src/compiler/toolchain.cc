@@ -22,10 +22,11 @@ std::string host_engine_compile_command(const std::string& engine_dir, const std
 #else
   const char* link = ROCKET_ENGINE_LINK;
 #endif
-  // -march=native: a host engine is built for the machine it runs on (booster identity).
-  return fmt::format("'{}' -std=c++20 -O2 -march=native -fopenmp -DFMT_HEADER_ONLY -I'{}' -I'{}'{} {} "
+  // -march=native: a host engine is built for the machine it runs on (booster identity). The flags
+  // are this CLI's build's (-O2 -fopenmp; a sanitized build's instrumentation, CMakeLists.txt).
+  return fmt::format("'{}' -std=c++20 {} -march=native -DFMT_HEADER_ONLY -I'{}' -I'{}'{} {} "
                      "-static-libstdc++ -static-libgcc -o '{}'",
-                     ROCKET_CXX, engine_dir, src, sources, link, output);
+                     ROCKET_CXX, ROCKET_ENGINE_FLAGS, engine_dir, src, sources, link, output);
 }
 
 std::string h200_engine_compile_command(const std::string& engine_dir, const std::string& output) {

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Scheduler under load: N concurrent streaming clients for a bounded time against a running
-server, a share of them hanging up mid-stream. Every request must either complete (a finish_reason and
-[DONE]) or be one we cancelled; afterwards the scheduler must go idle (no deadlock) with every KV page
-and snapshot slot either free or held by the prefix cache (no leaks).
+server, a share of them hanging up mid-stream, some asking for several choices (n > 1: forks through
+the prefix cache), some sending long prompts beside the decoding streams. Every request must either
+complete (a finish_reason per choice and [DONE]) or be one we cancelled; afterwards the scheduler must
+go idle (no deadlock) with every KV page and snapshot slot either free or held by the prefix cache (no
+leaks), and no engine call refused by the step contract (refused_steps).
 
-    serve_load.py BASE_URL API_KEY [--clients 64] [--seconds 20] [--disconnect 0.3]
+    serve_load.py BASE_URL API_KEY [--clients 64] [--seconds 20] [--disconnect 0.3] [--fork 0.2]
+        [--long 0.1] [--long-words 1500]
 """
 import argparse
 import http.client
@@ -27,6 +30,9 @@ def main():
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--disconnect", type=float, default=0.3)
+    ap.add_argument("--fork", type=float, default=0.0, help="share of requests with n = 2 or 3")
+    ap.add_argument("--long", type=float, default=0.0, help="share of requests with a long prompt")
+    ap.add_argument("--long-words", type=int, default=1500)
     args = ap.parse_args()
     u = urllib.parse.urlparse(args.base)
     headers = {"Content-Type": "application/json", "Authorization": "Bearer " + args.key}
@@ -46,11 +52,13 @@ def main():
     model = get("/v1/models")[1]["data"][0]["id"]
 
     def one(rng, n):
+        length = args.long_words if rng.random() < args.long else rng.randint(3, 400)
         words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "page", "cache", "token"])
-                         for _ in range(rng.randint(3, 400)))
+                         for _ in range(length))
+        choices = rng.choice([2, 3]) if rng.random() < args.fork else 1
         body = {"model": model, "messages": [{"role": "user", "content": f"client {n}: {words}"}],
                 "max_tokens": rng.randint(4, 24), "temperature": 0.8, "seed": rng.randint(0, 1 << 30),
-                "stream": True}
+                "stream": True, "n": choices}
         hang_up = rng.random() < args.disconnect
         c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
         c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=headers)
@@ -61,19 +69,21 @@ def main():
             return "busy_503"
         if r.status != 200:
             raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
-        finish, chunks = None, 0
+        finish, chunks = {}, 0
         stream = SseStream(r)
         for chunk in stream:
             chunks += 1
             for ch in chunk.get("choices", []):
-                finish = ch.get("finish_reason") or finish
+                if ch.get("finish_reason"):
+                    finish[ch.get("index", 0)] = ch["finish_reason"]
             if hang_up and chunks >= 2:
                 c.sock.close()  # the client goes away mid-stream
                 c.close()
                 return "cancelled"
         c.close()
-        if not (stream.done and finish):
-            raise RuntimeError(f"stream ended without finish_reason/[DONE] (finish={finish}, done={stream.done})")
+        if not (stream.done and len(finish) == choices):
+            raise RuntimeError(f"stream ended without a finish_reason for each of its {choices} choices and [DONE] "
+                               f"(finish={finish}, done={stream.done})")
         return "completed"
 
     def client(n):
@@ -111,11 +121,16 @@ def main():
         if idle["pages_free"] + idle["pages_cached"] + 1 != idle["pages"]:
             failures.append(f"page leak: {idle['pages_free']} free + {idle['pages_cached']} cached + 1 pad "
                             f"!= {idle['pages']}")
-        if idle["finished"] + idle["cancelled"] != idle["requests"]:
+        # The scheduler counts each choice of an n > 1 request as a stream of its own (finished or
+        # cancelled), a request once: with forks every request is accounted for at least once.
+        ended = idle["finished"] + idle["cancelled"]
+        if ended != idle["requests"] and not (args.fork > 0 and ended > idle["requests"]):
             failures.append(f"{idle['requests']} requests but {idle['finished']} finished + {idle['cancelled']} "
                             "cancelled")
         if idle["finished"] < counts["completed"]:
             failures.append(f"clients saw {counts['completed']} completions, the scheduler {idle['finished']}")
+        if idle.get("refused_steps", 0) != 0:
+            failures.append(f"{idle['refused_steps']} engine calls refused by the step contract (a scheduler bug)")
         if idle["snapshots_free"] + idle["snapshots_cached"] != idle["snapshots"]:
             failures.append(f"snapshot leak: {idle['snapshots_free']} free + {idle['snapshots_cached']} cached "
                             f"!= {idle['snapshots']}")
