@@ -213,7 +213,7 @@ class Front {
   }
 
   void listen() {
-    if (!server_.bind_to_port(options_.host.c_str(), options_.port))
+    if (!server_.bind(options_.host, options_.port))
       fail("front: cannot listen on {}:{}", options_.host, options_.port);
     std::fprintf(stderr, "[front] listening on http://%s:%d for %zu replicas\n", options_.host.c_str(), options_.port,
                  replicas_.size());

@@ -241,6 +241,12 @@ BoundedServer::BoundedServer(HeadLimits limits) : limits_(limits) {
 
 int BoundedServer::current_socket() { return t_socket; }
 
+bool BoundedServer::bind(const std::string& host, int port) {
+  if (!bind_to_port(host, port)) return false;
+  // listen() again on a listening socket only changes its backlog.
+  return ::listen(svr_sock_, SOMAXCONN) == 0;
+}
+
 bool BoundedServer::process_and_close_socket(socket_t sock) {
   Connection c{sock, {}};
   t_socket = sock;

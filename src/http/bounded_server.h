@@ -40,6 +40,11 @@ class BoundedServer : public httplib::Server {
   // The socket of the connection whose request the calling thread is handling; -1 outside a handler.
   static int current_socket();
 
+  // bind_to_port, then a listen backlog of the system's maximum. NOTE: cpp-httplib listens with a
+  // backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian built it): a burst of clients
+  // connecting at once overflowed it and the kernel reset some of them (200 at once: 31 reset).
+  bool bind(const std::string& host, int port);
+
  private:
   bool process_and_close_socket(socket_t sock) override;
 

@@ -772,7 +772,7 @@ HttpServer::~HttpServer() {
 
 void HttpServer::start() {
   Impl& im = *impl_;
-  if (!im.server.bind_to_port(im.options.host.c_str(), im.options.port))
+  if (!im.server.bind(im.options.host, im.options.port))
     fail("serve: cannot listen on {}:{}", im.options.host, im.options.port);
   std::fprintf(stderr, "[serve] listening on http://%s:%d (phase %s)\n", im.options.host.c_str(), im.options.port,
                im.current_phase().c_str());

@@ -7,7 +7,10 @@ go idle (no deadlock) with every KV page and snapshot slot either free or held b
 leaks), and no engine call refused by the step contract (refused_steps).
 
     serve_load.py BASE_URL API_KEY [--clients 64] [--seconds 20] [--disconnect 0.3] [--fork 0.2]
-        [--long 0.1] [--long-words 1500]
+        [--long 0.1] [--long-words 1500] [--burst 200]
+
+--burst N first opens N connections at once, each with one short request: all must be answered (the
+listen backlog; cpp-httplib's own of 5 reset 31 of 200).
 """
 import argparse
 import http.client
@@ -33,6 +36,7 @@ def main():
     ap.add_argument("--fork", type=float, default=0.0, help="share of requests with n = 2 or 3")
     ap.add_argument("--long", type=float, default=0.0, help="share of requests with a long prompt")
     ap.add_argument("--long-words", type=int, default=1500)
+    ap.add_argument("--burst", type=int, default=0, help="connections opened at once before the load")
     args = ap.parse_args()
     u = urllib.parse.urlparse(args.base)
     headers = {"Content-Type": "application/json", "Authorization": "Bearer " + args.key}
@@ -50,6 +54,34 @@ def main():
         return r.status, json.loads(body)
 
     model = get("/v1/models")[1]["data"][0]["id"]
+
+    if args.burst:
+        go, burst_errors = threading.Event(), []
+
+        def knock():
+            go.wait()
+            try:
+                c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
+                c.request("POST", "/v1/completions", headers=headers,
+                          body=json.dumps({"model": model, "prompt": "knock knock", "max_tokens": 2}))
+                r = c.getresponse()
+                r.read()
+                c.close()
+                if r.status not in (200, 503):
+                    raise RuntimeError(f"HTTP {r.status}")
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                with lock:
+                    burst_errors.append(repr(e))
+        knockers = [threading.Thread(target=knock) for _ in range(args.burst)]
+        for t in knockers:
+            t.start()
+        go.set()
+        for t in knockers:
+            t.join()
+        if burst_errors:
+            failures.append(f"{len(burst_errors)} of {args.burst} connections opened at once failed, e.g. {burst_errors[0]}")
+        print(f"burst of {args.burst} connections: {len(burst_errors)} failed", flush=True)
+        deadline = time.time() + args.seconds
 
     def one(rng, n):
         length = args.long_words if rng.random() < args.long else rng.randint(3, 400)

@@ -36,7 +36,7 @@ serve() {  # serve NAME BUILD_FLAGS...: build the engine, launch it, run the loa
     --turns 2 --max-tokens 12 --system-words 500 --fork-rate 0.3 --markdown "$work/$name.agents.md" >"$work/$name.agents.log" 2>&1 ||
     { echo "FAIL $name: agent workload"; tail -n 5 "$work/$name.agents.log"; failures=$((failures + 1)); }
   echo "=== $name: 64 clients, n > 1, long prompts, hang-ups"
-  python3 "$here/serve_load.py" "$base" k --clients 64 --seconds 15 --disconnect 0.3 --fork 0.2 --long 0.15 ||
+  python3 "$here/serve_load.py" "$base" k --clients 64 --seconds 15 --disconnect 0.3 --fork 0.2 --long 0.15 --burst 200 ||
     { echo "FAIL $name: load"; failures=$((failures + 1)); }
   local stats
   stats=$(curl -s -H 'Authorization: Bearer k' "$base/stats")
