@@ -62,15 +62,17 @@ for _ in $(seq 1 100); do [ -s "$work/recorder.port" ] && break; sleep 0.1; done
 proxy=http://127.0.0.1:$(cat "$work/recorder.port")
 
 prompt="Read the file note.txt in the current directory and tell me what it says."
+# A first turn prefills ~20K tokens on the host engine, minutes on a loaded 2-core machine: every agent
+# is told to wait for it (request and stream-idle timeouts) instead of retrying.
 export HOME=$work/home XDG_CONFIG_HOME=$work/home/.config XDG_DATA_HOME=$work/home/.local/share \
   XDG_CACHE_HOME=$work/home/.cache XDG_STATE_HOME=$work/home/.local/state
 cd "$scratch"
 case $agent in
   claude)
     # Headless (-p), offline: no telemetry, error reports, update checks or other non-essential traffic.
-    ANTHROPIC_BASE_URL=$proxy ANTHROPIC_API_KEY=$key ANTHROPIC_CUSTOM_HEADERS="x-rocket-force: claude" \
+    ANTHROPIC_BASE_URL=$proxy ANTHROPIC_API_KEY=$key ANTHROPIC_CUSTOM_HEADERS="x-rocket-force: claude" API_TIMEOUT_MS=900000 \
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
-      timeout 300 "$bin/claude" -p "$prompt" --model claude-sonnet-4-5 --output-format json --allowedTools Read </dev/null \
+      timeout 900 "$bin/claude" -p "$prompt" --model claude-sonnet-4-5 --output-format json --allowedTools Read </dev/null \
       >"$work/out.txt" 2>"$work/agent.log"
     ;;
   codex)
@@ -91,33 +93,35 @@ base_url = "$proxy/v1"
 wire_api = "responses"
 env_key = "ROCKET_API_KEY"
 http_headers = { "x-rocket-force" = "codex" }
+stream_idle_timeout_ms = 900000
 EOF
-    CODEX_HOME=$HOME/.codex ROCKET_API_KEY=$key timeout 300 "$bin/codex" exec --skip-git-repo-check \
+    CODEX_HOME=$HOME/.codex ROCKET_API_KEY=$key timeout 900 "$bin/codex" exec --skip-git-repo-check \
       --output-last-message "$work/out.txt" "$prompt" </dev/null >"$work/agent.log" 2>&1
     ;;
   qwen)
     mkdir -p "$HOME/.qwen"
     cat >"$HOME/.qwen/settings.json" <<'EOF'
 {"security": {"auth": {"selectedType": "openai"}},
- "model": {"generationConfig": {"customHeaders": {"x-rocket-force": "qwen"}, "timeout": 600000}},
+ "model": {"generationConfig": {"customHeaders": {"x-rocket-force": "qwen"}, "timeout": 900000}},
  "privacy": {"usageStatisticsEnabled": false},
  "telemetry": {"enabled": false}}
 EOF
     OPENAI_BASE_URL=$proxy/v1 OPENAI_API_KEY=$key OPENAI_MODEL=tiny-bf16 QWEN_CODE_SUPPRESS_YOLO_WARNING=1 \
-      timeout 300 "$bin/qwen" -p "$prompt" --yolo </dev/null >"$work/out.txt" 2>"$work/agent.log"
+      QWEN_STREAM_IDLE_TIMEOUT_MS=900000 QWEN_STREAM_MAX_LIFETIME_MS=900000 \
+      timeout 900 "$bin/qwen" -p "$prompt" --yolo </dev/null >"$work/out.txt" 2>"$work/agent.log"
     ;;
   opencode)
     mkdir -p "$XDG_CONFIG_HOME/opencode"
     cat >"$XDG_CONFIG_HOME/opencode/opencode.json" <<EOF
 {"\$schema": "https://opencode.ai/config.json",
  "provider": {"rocket": {"npm": "@ai-sdk/openai-compatible", "name": "Rocket",
-   "options": {"baseURL": "$proxy/v1", "apiKey": "$key", "headers": {"x-rocket-force": "opencode"}},
+   "options": {"baseURL": "$proxy/v1", "apiKey": "$key", "headers": {"x-rocket-force": "opencode"}, "timeout": 900000},
    "models": {"tiny-bf16": {"name": "tiny-bf16"}}}},
  "model": "rocket/tiny-bf16", "small_model": "rocket/tiny-bf16",
  "autoupdate": false, "share": "disabled"}
 EOF
     OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 \
-      timeout 300 "$bin/opencode" run --model rocket/tiny-bf16 "$prompt" </dev/null >"$work/out.txt" 2>"$work/agent.log"
+      timeout 900 "$bin/opencode" run --model rocket/tiny-bf16 "$prompt" </dev/null >"$work/out.txt" 2>"$work/agent.log"
     ;;
 esac
 rc=$?
