@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/staged_dir.h"
-#include "engine/golden.h"
+#include "fuel/golden.h"
 #include "fuel/coactivation.h"
 #include "fuel/fuel.h"
 #include "template/chat_template.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/golden.h"
+#include "fuel/golden.h"
 #include "scheduler/batch_engine.h"
 
 namespace rocket {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How far two golden files' logits are apart, with the parity measure the engines use
-(src/engine/golden.h compare_logits): per position, the largest |a - b| over the coordinates both files
+(src/fuel/golden.h compare_logits): per position, the largest |a - b| over the coordinates both files
 hold (the strided sample, and top-64 ids present in both), relative to the row's largest |reference|
 value. Only prompt positions are compared (the greedy continuations of two references may differ).
 

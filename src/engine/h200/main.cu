@@ -15,7 +15,7 @@
 
 #include "core/cli.h"
 #include "core/error.h"
-#include "engine/golden.h"
+#include "fuel/golden.h"
 #include "engine/parity.h"
 #include "engine/h200/prefill_bench.h"
 #include "engine/h200/h200_batch_engine.h"

@@ -21,7 +21,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "engine/generate_options.h"
-#include "engine/golden.h"
+#include "fuel/golden.h"
 #include "engine/parity.h"
 #include "engine/host/cache_check.h"
 #include "engine/host/host_batch_engine.h"

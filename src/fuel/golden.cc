@@ -1,4 +1,4 @@
-#include "engine/golden.h"
+#include "fuel/golden.h"
 
 #include <cmath>
 #include <cstring>
