@@ -20,18 +20,17 @@ Only the Python standard library. Exit 1 when any request fails (an HTTP error, 
 output tokens than asked for, or no [DONE]).
 """
 import argparse
-import http.client
 import json
 import random
 import statistics
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "client"))
-from sse import SseStream  # noqa: E402 - tools/client is not a package
+from server import Server  # noqa: E402 - tools/client is not a package
+from sse import SseStream  # noqa: E402
 
 
 def pct(xs, p):
@@ -41,30 +40,13 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
-class Client:
-    def __init__(self, base, api_key):
-        u = urllib.parse.urlparse(base)
-        self.host, self.port = u.hostname, u.port or 80
-        self.headers = {"Content-Type": "application/json"}
-        if api_key:
-            self.headers["Authorization"] = "Bearer " + api_key
-
-    def get_json(self, path):
-        c = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        c.request("GET", path, headers=self.headers)
-        r = c.getresponse()
-        body = r.read()
-        c.close()
-        return r.status, (json.loads(body) if body else None)
-
+class Client(Server):
     def completion(self, model, ids, output_len):
         """One streamed completion; the arrival time of every chunk that carried tokens."""
         body = {"model": model, "prompt": ids, "max_tokens": output_len, "ignore_eos": True, "temperature": 0,
                 "stream": True, "stream_options": {"include_usage": True}}
         t0 = time.perf_counter()
-        c = http.client.HTTPConnection(self.host, self.port, timeout=3600)
-        c.request("POST", "/v1/completions", body=json.dumps(body), headers=self.headers)
-        r = c.getresponse()
+        c, r = self.post("/v1/completions", body, timeout=3600)
         if r.status != 200:
             err = r.read().decode(errors="replace")
             c.close()

@@ -20,18 +20,17 @@ Only the Python standard library; one thread per concurrent client. Exit 1 on an
 a hit rate below --min-hit-rate), so CI can run it at small scale.
 """
 import argparse
-import http.client
 import json
 import random
 import statistics
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "client"))
-from sse import SseStream  # noqa: E402 - tools/client is not a package
+from server import Server  # noqa: E402 - tools/client is not a package
+from sse import SseStream  # noqa: E402
 
 WORDS = ("agent tool call result plan step file search query answer context memory page cache token stream "
          "branch merge review test build deploy config value error retry budget latency schedule queue").split()
@@ -53,28 +52,11 @@ def tools():
             tool("run_tests", "Run the test suite and report failures.", {"filter": "test name filter"})]
 
 
-class Client:
-    def __init__(self, base, api_key):
-        u = urllib.parse.urlparse(base)
-        self.host, self.port = u.hostname, u.port or 80
-        self.headers = {"Content-Type": "application/json"}
-        if api_key:
-            self.headers["Authorization"] = "Bearer " + api_key
-
-    def get_json(self, path):
-        c = http.client.HTTPConnection(self.host, self.port, timeout=600)
-        c.request("GET", path, headers=self.headers)
-        r = c.getresponse()
-        body = r.read()
-        c.close()
-        return r.status, (json.loads(body) if body else None)
-
+class Client(Server):
     def chat_stream(self, body):
         """One streamed chat completion. Returns a dict of timings, text and usage (or error)."""
         t0 = time.perf_counter()
-        c = http.client.HTTPConnection(self.host, self.port, timeout=600)
-        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=self.headers)
-        r = c.getresponse()
+        c, r = self.post("/v1/chat/completions", body)
         if r.status != 200:
             err = r.read().decode(errors="replace")
             c.close()
