@@ -241,6 +241,32 @@ namespace {
 // A structured output with reasoning open: the reasoning is free text (no mask), the grammar starts
 // after </think>, its mask allows exactly what continues the schema, and eos only once complete; a
 // token outside the grammar fails the request rather than producing invalid JSON.
+// thinking.budget_tokens: after `budget` reasoning tokens the next pick becomes </think> (fed to the
+// engine in its place), and the answer follows unbudgeted; a model that closes the reasoning itself
+// within the budget keeps its own picks.
+TEST(Generation, AReasoningBudgetClosesTheReasoningWhenSpent) {
+  const Tokenizer& tok = qwen();
+  const int32_t think_close = *tok.token_id("</think>");
+  const std::vector<int32_t> eos = {*tok.token_id("<|im_end|>")};
+  const std::vector<int32_t> words = tok.encode(" one two three four five six");
+  ASSERT_GE(words.size(), 6u);
+  CompletionRequest r;
+  auto sink = std::make_shared<RequestSink>();
+  Generation g(1, r, tok.encode("hi"), 100, tok, eos, sink, nullptr);
+  g.budget_reasoning(think_close, 3);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(g.step(words[size_t(i)], nullptr, tok.vocab_size()), words[size_t(i)]);
+  EXPECT_EQ(g.step(words[3], nullptr, tok.vocab_size()), think_close);  // the budget is spent
+  for (int i = 4; i < 6; ++i) EXPECT_EQ(g.step(words[size_t(i)], nullptr, tok.vocab_size()), words[size_t(i)]);
+  EXPECT_EQ(g.completion_tokens(), 6);
+
+  auto sink2 = std::make_shared<RequestSink>();
+  Generation own(2, r, tok.encode("hi"), 100, tok, eos, sink2, nullptr);
+  own.budget_reasoning(think_close, 3);
+  ASSERT_EQ(own.step(words[0], nullptr, tok.vocab_size()), words[0]);
+  ASSERT_EQ(own.step(think_close, nullptr, tok.vocab_size()), think_close);
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(own.step(words[size_t(i)], nullptr, tok.vocab_size()), words[size_t(i)]);
+}
+
 TEST(Generation, GrammarStartsAfterTheReasoning) {
   const Tokenizer& tok = test::qwen();
   const int32_t im_end = *tok.token_id("<|im_end|>"), think_close = *tok.token_id("</think>");

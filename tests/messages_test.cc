@@ -177,6 +177,7 @@ TEST(MessagesRequest, ClaudeCodesRequestIsTaken) {
   ASSERT_EQ(r.chat.tools.size(), 2u);  // the deferred tool is not offered until a tool_reference loads it
   EXPECT_EQ(r.chat.tools[1].name, "ToolSearch");
   EXPECT_EQ(r.chat.enable_thinking, true);
+  EXPECT_EQ(r.chat.reasoning_budget, 31999);  // enforced: the reasoning is closed once it is spent
   EXPECT_EQ(r.chat.reasoning_effort, "high");
   EXPECT_TRUE(r.chat.reasoning_effort_hint);  // a template without reasoning_effort renders without it
   EXPECT_TRUE(r.omit_thinking);

@@ -329,6 +329,7 @@ MessagesRequest parse_messages_request(const Json& body, bool count_tokens) {
     }
   }
   std::optional<int64_t> budget;
+  bool thinking_enabled = false;  // the budget closes reasoning the template opened (type enabled)
   if (const Json* v = member(body, "thinking")) {
     const std::string type = string_at(as_object(*v, "thinking"), "type", "thinking.type");
     if (type != "enabled" && type != "disabled" && type != "adaptive")
@@ -336,6 +337,7 @@ MessagesRequest parse_messages_request(const Json& body, bool count_tokens) {
              fmt::format("Invalid value for 'thinking.type': '{}' is not one of enabled, disabled, adaptive.", type));
     // adaptive: the model decides whether to think, which is the chat template's default.
     if (type != "adaptive") chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
+    thinking_enabled = type == "enabled";
     if (const Json* b = member(*v, "budget_tokens")) {
       budget = positive(*b, "thinking.budget_tokens");
       if (const Json* m = member(body, "max_tokens"); m && m->is_number_integer() && *budget >= m->get<int64_t>())
@@ -387,6 +389,7 @@ MessagesRequest parse_messages_request(const Json& body, bool count_tokens) {
   }
   r.chat.reasoning_effort_hint = true;
   if (budget) r.chat.client_attributes.emplace_back("thinking.budget_tokens", std::to_string(*budget));
+  if (budget && thinking_enabled) r.chat.reasoning_budget = *budget;
   if (t.cache_marks > 0) r.chat.client_attributes.emplace_back("cache_control", std::to_string(t.cache_marks));
   if (!r.server_tools.empty())
     r.chat.client_attributes.emplace_back("server_tools_not_offered", fmt::format("{}", fmt::join(r.server_tools, ",")));

@@ -108,6 +108,9 @@ struct CompletionRequest {
   // are not looked for in them (the server checks min_tokens <= max_tokens).
   bool ignore_eos = false;
   int64_t min_tokens = 0;
+  // The most tokens the reasoning may take before the server closes it with </think> (Anthropic's
+  // thinking.budget_tokens); -1: as many as the model writes.
+  int64_t reasoning_budget = -1;
   int64_t n = 1;  // choices, forked from one prefill; the server bounds it by the plan's streams
 
   bool stream = false;

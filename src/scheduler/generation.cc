@@ -164,6 +164,10 @@ std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int
     next = (*forced_)[forced_next_++];
     if (next >= vocab) rocket::fail("forced token {} is outside the engine's vocabulary [0, {})", next, vocab);
   }
+  if (reasoning_close_) {
+    if (next != *reasoning_close_ && reasoning_left_-- <= 0) next = *reasoning_close_;  // the budget is spent
+    if (next == *reasoning_close_) reasoning_close_.reset();
+  }
   if (matcher_ && !grammar_after_ && !matcher_->advance(next)) {
     fail(fmt::format("structured output: token {} does not continue the response format after {} bytes of output",
                      next, matcher_->position()));
@@ -196,6 +200,12 @@ std::optional<int32_t> Generation::step(int32_t picked, const float* logits, int
   }
   if (usage_.completion_tokens == max_tokens_) return finish(FinishReason::kLength);
   return next;
+}
+
+void Generation::budget_reasoning(int32_t close, int64_t budget) {
+  CHECK(budget >= 0 && usage_.completion_tokens == 0, "a reasoning budget is set before the first step");
+  reasoning_close_ = close;
+  reasoning_left_ = budget;
 }
 
 std::optional<int32_t> Generation::finish(FinishReason reason) {

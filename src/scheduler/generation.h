@@ -154,6 +154,10 @@ class Generation {
   // opening). Call before the first step. REQUIRES: the grammar accepts `primer`.
   void constrain(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::optional<int32_t> after,
                  std::string_view primer = {});
+  // A reasoning budget (thinking.budget_tokens): the prompt opened the reasoning, and once `budget`
+  // tokens of it are out the next pick is replaced by `close` (</think>), which the engine is fed in
+  // its place, so the answer follows. Call before the first step.
+  void budget_reasoning(int32_t close, int64_t budget);
   // min_tokens: eos is masked out of the request's first min_tokens picks, in an engine vocabulary of
   // `vocab` tokens (the masks' width). Call before the first step when the request has min_tokens.
   void hold_eos(int vocab);
@@ -197,6 +201,8 @@ class Generation {
   int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested
   std::optional<grammar::Matcher> matcher_;  // a structured output
   std::optional<int32_t> grammar_after_;    // the matcher starts after this token (</think>)
+  std::optional<int32_t> reasoning_close_;  // budget_reasoning(): </think>, while the reasoning is open
+  int64_t reasoning_left_ = 0;              // reasoning tokens the budget still allows
   std::vector<uint32_t> mask_;
   bool ignore_eos_ = false;
   int64_t min_tokens_ = 0;

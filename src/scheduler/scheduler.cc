@@ -382,6 +382,10 @@ void Scheduler::admit() {
         gen->constrain(w.grammar, w.prompt.reasoning_open && w.grammar_primer.empty() ? think_close_ : std::nullopt,
                        w.grammar_primer);
       if (w.request.min_tokens > 0) gen->hold_eos(engine_.vocab());
+      // thinking.budget_tokens: the reasoning the prompt opened is closed once the budget is spent.
+      if (w.request.reasoning_budget >= 0 && w.prompt.reasoning_open)
+        if (const std::optional<int32_t> close = prompts_.tokenizer().token_id("</think>"))
+          gen->budget_reasoning(*close, w.request.reasoning_budget);
       std::optional<Waiting> forks;
       if (w.choice == 0 && w.request.n > 1) forks = w;
       Stream& s = slots_[size_t(slot)].emplace(Stream{.id = w.id,
