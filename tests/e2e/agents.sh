@@ -26,7 +26,7 @@ fi
 work=$work/agents/$agent
 rm -rf "$work"; mkdir -p "$work/home" "$work/scratch"
 bin=$root/node_modules/.bin
-[ -x "$bin/$agent" ] || { echo "FAIL $bin/$agent is not installed: run npm ci (scripts/setup.sh does)"; exit 1; }
+[ -x "$bin/$agent" ] || { echo "FAIL $bin/$agent is not installed: run npm install (scripts/setup.sh does)"; exit 1; }
 port=$(free_port)
 base=http://127.0.0.1:$port
 key=sekrit
