@@ -35,7 +35,7 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // tiling (kernels/tiling/*.h, the headers their traits are computed from) at every bucket: the
 // engine runs decode at each bucket and prefill in pieces of those sizes.
 void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
-  const uint64_t M = p.max_rows, S = p.max_streams, slots = uint64_t(p.max_streams) + 1;
+  const uint64_t S = p.max_streams, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
   // Per-step inputs of a decode step or a bucket-sized prefill piece: token ids, stream slots and
   // positions (int32 each), then one SamplingKnobs per row; the step's first kernel copies them
