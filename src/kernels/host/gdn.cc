@@ -11,7 +11,7 @@ namespace rocket::host {
 namespace {
 
 // Below this much state per step the heads run on the calling thread: a fork/join would cost more.
-constexpr int64_t kParallelMin = int64_t(1) << 16;
+constexpr int64_t kGdnParallelMin = int64_t(1) << 16;
 
 }  // namespace
 
@@ -21,7 +21,7 @@ void gdn_step(float* state, const float* q, const float* k, const float* v, cons
   const int group = Hv / Hk;
   // HF: scale = 1 / head_k_dim ** 0.5 in Python double, applied to fp32 q as an fp32 scalar.
   const float q_scale = float(1.0 / std::sqrt(double(Kd)));
-#pragma omp parallel for schedule(static) if (int64_t(Hv) * Kd * Vd >= kParallelMin)
+#pragma omp parallel for schedule(static) if (int64_t(Hv) * Kd * Vd >= kGdnParallelMin)
   for (int h = 0; h < Hv; ++h) {
     thread_local std::vector<float> scratch;
     if (scratch.size() < size_t(2 * Kd + Vd)) scratch.resize(size_t(2 * Kd + Vd));

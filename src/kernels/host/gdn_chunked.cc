@@ -14,7 +14,7 @@ namespace {
 constexpr int C = kGdnChunkTokens;
 
 // Below this much state per chunk the heads run on the calling thread: a fork/join would cost more.
-constexpr int64_t kParallelMin = int64_t(1) << 16;
+constexpr int64_t kGdnChunkedParallelMin = int64_t(1) << 16;
 
 // One value head over one chunk of L tokens (local rows 0..L-1 of the piece's tokens s..s+L-1).
 struct ChunkHead {
@@ -122,7 +122,7 @@ void gdn_chunked(float* state, const float* q, const float* k, const float* v, c
   CHECK(Hk > 0 && Hv % Hk == 0, "GDN value heads must be a multiple of key heads");
   for (int s = 0; s < n;) {
     const int e = std::min(n, s + C - (pos0 + s) % C);  // the chunk ends at the next multiple of C
-#pragma omp parallel for schedule(static) if (int64_t(Hv) * Kd * Vd >= kParallelMin)
+#pragma omp parallel for schedule(static) if (int64_t(Hv) * Kd * Vd >= kGdnChunkedParallelMin)
     for (int h = 0; h < Hv; ++h) {
       thread_local std::vector<ChunkHead> scratch;
       if (scratch.empty() || scratch[0].Kd != Kd || scratch[0].Vd != Vd) scratch.assign(1, ChunkHead(Kd, Vd));
