@@ -180,10 +180,10 @@ void save_profile(const HardwareProfile& p, const std::filesystem::path& path) {
 
 namespace {
 
-std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / double(kGiB)); }
+std::string gib_text(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / double(kGiB)); }
 
 std::string size_text(uint64_t bytes) {
-  if (bytes >= kGiB) return gib(bytes);
+  if (bytes >= kGiB) return gib_text(bytes);
   if (bytes >= kMiB) return fmt::format("{:.1f} MiB", double(bytes) / double(kMiB));
   return fmt::format("{} KiB", bytes / 1024);
 }
@@ -200,9 +200,9 @@ std::string describe_profile(const HardwareProfile& p) {
     s += fmt::format("booster   {}: {}\n", p.booster, p.device_name.empty() ? "unnamed CPU" : p.device_name);
     s += fmt::format("caches    L2 {} per core\n", size_text(p.l2_bytes));
   }
-  s += fmt::format("memory    total {}, free {} ({} bytes)\n", gib(p.memory_total), gib(p.memory_free), p.memory_free);
-  s += fmt::format("budget    usable {} = free {} - reserve {} - floor {}  ({} bytes)\n", gib(p.usable_bytes()),
-                   gib(p.memory_free), size_text(p.reserve), size_text(p.floor), p.usable_bytes());
+  s += fmt::format("memory    total {}, free {} ({} bytes)\n", gib_text(p.memory_total), gib_text(p.memory_free), p.memory_free);
+  s += fmt::format("budget    usable {} = free {} - reserve {} - floor {}  ({} bytes)\n", gib_text(p.usable_bytes()),
+                   gib_text(p.memory_free), size_text(p.reserve), size_text(p.floor), p.usable_bytes());
   s += fmt::format("copy      {:.1f} GB/s (read+write)\n", p.copy_gbps);
   s += fmt::format("machine   {}: {} hardware threads, page {}\n", p.host, p.cores, size_text(p.page_size));
   if (!p.driver_version.empty())
@@ -321,7 +321,7 @@ HardwareProfile probe_host(uint64_t copy_bytes) {
   // Memory is measured before the copy benchmark allocates its buffers.
   HardwareProfile p = probe_host_memory();
   if (2 * copy_bytes + p.floor > p.memory_free)
-    fail("probe host: {} free is too little to time a copy of {} above the {} floor", gib(p.memory_free),
+    fail("probe host: {} free is too little to time a copy of {} above the {} floor", gib_text(p.memory_free),
          size_text(copy_bytes), size_text(p.floor));
   p.copy_gbps = host_copy_gbps(copy_bytes);
   stamp_machine(p);
