@@ -92,6 +92,27 @@ static_assert([]<size_t... I>(std::index_sequence<I...>) { return (KernelsAsPlan
     std::make_index_sequence<std::size(kBuckets)>{}));
 static_assert(kBoosterLimits == cuda::kBooster, "the kernels are tiled for the plan's booster");
 
+// plan.json of the engine directory, refused (Error "upright: ...") unless it is the plan this engine
+// was compiled for.
+Plan checked_plan(const std::string& dir) {
+  Plan plan = Plan::load((fs::path(dir) / "plan.json").string());
+  check_plan(plan, EngineBuild{.fingerprint = kFingerprint,
+                               .booster = kBooster,
+                               .blob_bytes = kBlobBytes,
+                               .arena_bytes = kArenaBytes,
+                               .slots = H200Engine::kSlots,
+                               .pages_per_stream = H200Engine::kPagesPerStream,
+                               .full_layers = int(kFullLayers)});
+  return plan;
+}
+
+// The device's context, created; returns the memory free right after, the budget's starting point.
+uint64_t open_context() {
+  CUDA_CHECK(cudaSetDevice(0));
+  CUDA_CHECK(cudaFree(nullptr));
+  return device_free_bytes();
+}
+
 std::string gib(uint64_t bytes) {
   char s[32];
   std::snprintf(s, sizeof s, "%.2f GiB", double(bytes) / double(1ull << 30));
@@ -108,44 +129,35 @@ struct H200Engine::StepInputs {
   SamplingKnobs sample[kMaxBucket];  // decode: each row's; prefill: sample[0], the last piece's pick
 };
 
-H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : dir_(engine_dir) {
+// Upright in the order engine/h200/README.md prescribes (context, free memory, what lives outside the
+// arena, budget, arena): the members' initialisers run in that order (h200_engine.h).
+H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes)
+    : dir_(engine_dir),
+      plan_(checked_plan(dir_)),
+      contract_(plan_),
+      free_at_context_(open_context()),
+      stream_(cudaStreamNonBlocking),
+      staged_(cudaEventDisableTiming),
+      // The step inputs and the sampled tokens cross in mapped pinned memory, read and written by the
+      // step's kernels through the same address (unified addressing), so a step needs no copies.
+      host_step_(1, cudaHostAllocMapped),
+      host_logits_(size_t(kLogitRows) * kVocab, cudaHostAllocDefault),
+      host_tokens_(kMaxBucket, cudaHostAllocMapped),
+      // Grammar masks the loop thread writes and the sampler reads over PCIe (31 KB a row at a3b's vocab).
+      host_masks_(size_t(kMaxBucket) * cuda::mask_words(int(kVocab)), cudaHostAllocMapped),
+      host_piece_(1, cudaHostAllocDefault),
+      // cuBLAS allocates its own device memory once, here, before the budget is measured; its
+      // workspace is the plan's (set in fuel()).
+      cublas_(stream_.get()) {
   static_assert(sizeof(StepInputs) <= kBufBytes_step_inputs);
-  plan_ = Plan::load((fs::path(dir_) / "plan.json").string());
-  check_plan(plan_, EngineBuild{.fingerprint = kFingerprint,
-                                .booster = kBooster,
-                                .blob_bytes = kBlobBytes,
-                                .arena_bytes = kArenaBytes,
-                                .slots = kSlots,
-                                .pages_per_stream = kPagesPerStream,
-                                .full_layers = int(kFullLayers)});
-  contract_.emplace(plan_);
-
-  // Upright in the order engine/h200/README.md prescribes: context, free memory, what lives outside the
-  // arena, budget, arena.
-  CUDA_CHECK(cudaSetDevice(0));
-  CUDA_CHECK(cudaFree(nullptr));
-  const uint64_t free0 = device_free_bytes();
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
-  // The step inputs and the sampled tokens cross in mapped pinned memory, read and written by the
-  // step's kernels through the same address (unified addressing), so a step needs no copies.
-  CUDA_CHECK(cudaHostAlloc(&host_step_, sizeof(StepInputs), cudaHostAllocMapped));
-  CUDA_CHECK(cudaMallocHost(&host_logits_, sizeof(float) * kLogitRows * kVocab));
-  CUDA_CHECK(cudaHostAlloc(&host_tokens_, sizeof(int32_t) * kMaxBucket, cudaHostAllocMapped));
-  // Grammar masks the loop thread writes and the sampler reads over PCIe (31 KB a row at a3b's vocab).
-  CUDA_CHECK(cudaHostAlloc(&host_masks_, sizeof(uint32_t) * kMaxBucket * cuda::mask_words(int(kVocab)), cudaHostAllocMapped));
   masked_rows_.assign(kMaxBucket, false);
-  CUDA_CHECK(cudaHostAlloc(&host_piece_, sizeof(PieceInputs), cudaHostAllocDefault));
-  // cuBLAS allocates its own device memory once, here, before the budget is measured; its workspace
-  // is the plan's (set in fuel()).
-  CUBLAS_CHECK(cublasCreate(&cublas_));
-  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-  for (void* h : {static_cast<void*>(host_step_), static_cast<void*>(host_tokens_), static_cast<void*>(host_masks_)}) {
+  for (void* h : {static_cast<void*>(host_step_.get()), static_cast<void*>(host_tokens_.get()),
+                  static_cast<void*>(host_masks_.get())}) {
     void* d = nullptr;
     CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
     if (d != h) throw Error("upright: mapped pinned memory has a device address of its own (no unified addressing)");
   }
-  MemoryBudget budget = measure_budget(free0);
+  MemoryBudget budget = measure_budget(free_at_context_);
   budget.reserve += reserve_bytes;
   upright_summary_ = "memory: " + budget.describe() + "; plan residency " + gib(kArenaBytes);
   budget.admit(kArenaBytes, "device memory");
@@ -158,31 +170,17 @@ H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes) : 
 
 const LoadReport& H200Engine::fuel(const LoadOptions& load) {
   load_report_ = load_weights((fs::path(dir_) / "weights.blob").string(), kBlobBytes, *arena_, load);
-  CUDA_CHECK(cudaMemsetAsync(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals, stream_));  // the kernel's contract
-  CUBLAS_CHECK(cublasSetWorkspace(cublas_, buf<uint8_t>(kBuf_gemm_workspace), kBufBytes_gemm_workspace));
+  CUDA_CHECK(cudaMemsetAsync(buf<int>(kBuf_moe_arrivals), 0, kBufBytes_moe_arrivals, stream_.get()));  // the kernel's contract
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), buf<uint8_t>(kBuf_gemm_workspace), kBufBytes_gemm_workspace));
   page_tables_.resize(size_t(kSlots) * kPagesPerStream);
   for (size_t i = 0; i < page_tables_.size(); ++i) page_tables_[i] = int(i);
   CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables), page_tables_.data(), page_tables_.size() * 4,
-                             cudaMemcpyHostToDevice, stream_));
+                             cudaMemcpyHostToDevice, stream_.get()));
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
   return load_report_;
 }
 
-H200Engine::~H200Engine() {
-  for (auto& [key, g] : graphs_) cudaGraphExecDestroy(g);
-  for (auto& t : timing_graphs_) {
-    cudaGraphExecDestroy(t->exec);
-    for (cudaEvent_t e : t->events) cudaEventDestroy(e);
-  }
-  cudaFreeHost(host_step_);
-  cudaFreeHost(host_logits_);
-  cudaFreeHost(host_tokens_);
-  cudaFreeHost(host_masks_);
-  cudaFreeHost(host_piece_);
-  if (cublas_) cublasDestroy(cublas_);
-  if (staged_) cudaEventDestroy(staged_);
-  if (stream_) cudaStreamDestroy(stream_);
-}
+H200Engine::~H200Engine() = default;
 
 int H200Engine::bucket_for(int n) const {
   for (int b : kBuckets)
@@ -193,14 +191,14 @@ int H200Engine::bucket_for(int n) const {
 H200Engine::StepInputs& H200Engine::staging() {
   // The previous step reads the pinned twin asynchronously (prefill's copy, decode's embedding): wait
   // for that before rewriting it.
-  CUDA_CHECK(cudaEventSynchronize(staged_));
-  return *host_step_;
+  CUDA_CHECK(cudaEventSynchronize(staged_.get()));
+  return *host_step_.get();
 }
 
-void H200Engine::staged_read_enqueued() { CUDA_CHECK(cudaEventRecord(staged_, stream_)); }
+void H200Engine::staged_read_enqueued() { CUDA_CHECK(cudaEventRecord(staged_.get(), stream_.get())); }
 
 void H200Engine::upload_step() {
-  CUDA_CHECK(cudaMemcpyAsync(buf<StepInputs>(kBuf_step_inputs), host_step_, sizeof(StepInputs), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(buf<StepInputs>(kBuf_step_inputs), host_step_.get(), sizeof(StepInputs), cudaMemcpyHostToDevice, stream_.get()));
   staged_read_enqueued();
 }
 
@@ -226,7 +224,7 @@ void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
   auto add_norm = [&](const bf16* delta, uint64_t w) {
     if (norm)
       cuda::add_rms_norm<int(kHidden)>(
-          {.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, B, stream_);
+          {.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, B, stream_.get());
   };
   // Decode: the embedding reads the step's inputs from the pinned staging and lands them in
   // step_inputs for the kernels after it; prefill copies them before its pieces (upload_step).
@@ -234,14 +232,14 @@ void H200Engine::enqueue_layers(uint32_t kinds, int slot) {
   cuda::EmbeddingParams embed{.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = x};
   if constexpr (!kPrefill) {
     embed.ids = host_step_->ids;
-    embed.inputs_from = reinterpret_cast<const uint4*>(host_step_);
+    embed.inputs_from = reinterpret_cast<const uint4*>(host_step_.get());
     embed.inputs_to = buf<uint4>(kBuf_step_inputs);
     embed.input_vectors = int(sizeof(StepInputs) / 16);
   }
-  if (norm) cuda::embedding<int(kHidden)>(embed, B, stream_);
+  if (norm) cuda::embedding<int(kHidden)>(embed, B, stream_.get());
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
-      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, B, stream_);
+      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, B, stream_.get());
     } else {
       add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
@@ -274,22 +272,22 @@ void H200Engine::gdn_layer(int l, uint32_t kinds) {
          .x = hn,
          .y = {mix, z, gb, ga},
          .rows = B},
-        stream_);
+        stream_.get());
   }
   mark(StepGroup::kDense);
   if (kinds & kKindGdn) {
     const cuda::Conv1dParams cp = conv_params(*arena_, l, 0, in->slots, kPrefill ? B : 1);
     const cuda::GdnParams gp = gdn_params(*arena_, l, in->slots, kPrefill ? B : 1);
     if constexpr (kPrefill) {
-      cuda::conv1d_prefill<kMaxBucket, int(kConvDim), int(kConvKernel)>(cp, stream_);
-      cuda::gdn_prefill<GdnS, kMaxBucket>(gp, stream_);
+      cuda::conv1d_prefill<kMaxBucket, int(kConvDim), int(kConvKernel)>(cp, stream_.get());
+      cuda::gdn_prefill<GdnS, kMaxBucket>(gp, stream_.get());
     } else {
-      cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
-      cuda::gdn_decode<GdnS, B>(gp, stream_);
+      cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_.get());
+      cuda::gdn_decode<GdnS, B>(gp, stream_.get());
     }
   }
   mark(StepGroup::kGdn);
-  if (kinds & kKindDense) project<int(kHidden), int(kValueDim), B>(*arena_, G.out, core, buf<bf16>(kBuf_attn_out), B, stream_);
+  if (kinds & kKindDense) project<int(kHidden), int(kValueDim), B>(*arena_, G.out, core, buf<bf16>(kBuf_attn_out), B, stream_.get());
   mark(StepGroup::kDense);
 }
 
@@ -309,17 +307,17 @@ void H200Engine::attention_layer(int l, uint32_t kinds, int slot) {
          .x = hn,
          .y = {qg, k, v},
          .rows = B},
-        stream_);
+        stream_.get());
   }
   mark(StepGroup::kDense);
   if (kinds & kKindAttention) {
     const int32_t* table = buf<int32_t>(kBuf_page_tables) + (kPrefill ? int64_t(slot) * kPagesPerStream : 0);
     const cuda::AttentionParams<AttnS> p = attention_params(*arena_, l, 0, table, kPagesPerStream, in->slots, in->pos);
-    if constexpr (kPrefill) cuda::attention_prefill<AttnS, B>(p, stream_);
-    else cuda::attention_decode<AttnS, B>(p, stream_);
+    if constexpr (kPrefill) cuda::attention_prefill<AttnS, B>(p, stream_.get());
+    else cuda::attention_decode<AttnS, B>(p, stream_.get());
   }
   mark(StepGroup::kAttention);
-  if (kinds & kKindDense) project<int(kHidden), kQ, B>(*arena_, A.o, core, buf<bf16>(kBuf_attn_out), B, stream_);
+  if (kinds & kKindDense) project<int(kHidden), kQ, B>(*arena_, A.o, core, buf<bf16>(kBuf_attn_out), B, stream_.get());
   mark(StepGroup::kDense);
 }
 
@@ -333,8 +331,8 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
   float* w = buf<float>(kBuf_route_w);
   auto* route = buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
   const uint8_t* experts = weight<uint8_t>(L.experts);
-  project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_);
-  cuda::moe_route<MoeS, B>({.logits = router, .idx = idx, .weight = w, .route = route}, stream_);
+  project<int(kExperts), int(kHidden), B, float>(*arena_, L.router, hn, router, B, stream_.get());
+  cuda::moe_route<MoeS, B>({.logits = router, .idx = idx, .weight = w, .route = route}, stream_.get());
   cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = hn,
                                                  .route = route,
                                                  .experts = experts,
@@ -348,7 +346,7 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
                                                  .shared_scale = buf<float>(kBuf_shared_scale),
                                                  .partial = buf<float>(kBuf_moe_partial),
                                                  .arrivals = buf<int>(kBuf_moe_arrivals)},
-                                                stream_);
+                                                stream_.get());
   cuda::moe_down<MoeS, B, kPrecisionExperts>({.route = route,
                                               .route_weight = w,
                                               .experts = experts,
@@ -359,7 +357,7 @@ void H200Engine::moe_block(int l, uint32_t kinds) {
                                               .shared_act = buf<bf16>(kBuf_shared_act),
                                               .shared_scale = buf<float>(kBuf_shared_scale),
                                               .out = buf<bf16>(kBuf_moe_out)},
-                                             stream_);
+                                             stream_.get());
 }
 
 template <int B>
@@ -370,17 +368,17 @@ void H200Engine::enqueue_decode(uint32_t kinds, int logits_row) {
   // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are
   // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
   if (kinds & kKindLmHead)
-    project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_, int(kMaxRows));
+    project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), logits, B, stream_.get(), int(kMaxRows));
   mark(StepGroup::kLmHead);
   if (kinds & kKindSampling)
     cuda::sample<B, int(kVocab)>({.logits = logits,
                                   .knobs = in->sample,
-                                  .tokens = host_tokens_,
+                                  .tokens = host_tokens_.get(),
                                   .counts = buf<int32_t>(kBuf_history_counts),
                                   .prompt = buf<uint32_t>(kBuf_history_prompt),
                                   .bias = buf<LogitBias>(kBuf_history_bias),
-                                  .mask = host_masks_},
-                                 stream_);
+                                  .mask = host_masks_.get()},
+                                 stream_.get());
   mark(StepGroup::kSampling);
 }
 
@@ -388,7 +386,7 @@ template <int B>
 void H200Engine::enqueue_prefill(int slot, bool logits) {
   enqueue_layers<B, true>(kKindAll, slot);
   if (logits)
-    project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), buf<float>(kBuf_logits), B, stream_);
+    project<int(kVocab), int(kHidden), B, float>(*arena_, kLmHead, buf<bf16>(kBuf_hn), buf<float>(kBuf_logits), B, stream_.get());
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -409,7 +407,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   logits_base_ = first_logit_row;
   logits_rows_ = n - first_logit_row;
   if (logits_rows_ <= kLogitRows) {
-    logits_at_ = host_logits_;
+    logits_at_ = host_logits_.get();
   } else {
     wide_logits_.resize(size_t(logits_rows_) * kVocab);
     logits_at_ = wide_logits_.data();
@@ -442,7 +440,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
       if (want) {
         const int r0 = std::max(first_logit_row - at, 0);
         CUDA_CHECK(cudaMemcpyAsync(row_at(at + r0), buf<float>(kBuf_logits) + int64_t(r0) * kVocab,
-                                   sizeof(float) * (piece - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+                                   sizeof(float) * (piece - r0) * kVocab, cudaMemcpyDeviceToHost, stream_.get()));
       }
       at += piece;
     }
@@ -458,7 +456,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
     run(capture->tokens, n - capture->tokens, nullptr);
   }
   masked_rows_.assign(kMaxBucket, false);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
 void H200Engine::mask_next_picks(std::span<const uint32_t* const> masks) {
@@ -466,11 +464,11 @@ void H200Engine::mask_next_picks(std::span<const uint32_t* const> masks) {
   constexpr int kWords = cuda::mask_words(int(kVocab));
   // The last call's sampler may still read the rows: the scheduler has its tokens by now, so this waits
   // for nothing in practice, but the rows are never rewritten under a running sampler.
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   masked_rows_.assign(kMaxBucket, false);
   for (size_t i = 0; i < masks.size(); ++i) {
     if (!masks[i]) continue;
-    std::copy_n(masks[i], kWords, host_masks_ + i * kWords);
+    std::copy_n(masks[i], kWords, host_masks_.get() + i * kWords);
     masked_rows_[i] = true;
   }
 }
@@ -493,7 +491,7 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments, int dec
   // The piece is the contract's layout of the call (decode rows, the decode bucket's padding rows on
   // kPadSlot, the prompt pieces), checked: the rows and entries it runs are the ones the scheduler's
   // bounds counted (the layout once appended a second round of padding after the prompts; issue 38).
-  const CallLayout L = contract_->check_prefill_batch(segments, decode);
+  const CallLayout L = contract_.check_prefill_batch(segments, decode);
   std::vector<PieceSegment> pieces;
   std::vector<int32_t> ids;
   ids.reserve(size_t(L.rows));
@@ -514,7 +512,7 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments, int dec
     if (L.entries[i].segment >= 0) real.push_back(pieces[i]);
   segments_lm_head(real, segments);
   masked_rows_.assign(kMaxBucket, false);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
 void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
@@ -539,7 +537,7 @@ void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64
   // The graph's embedding reads the staging itself (enqueue_layers). A timed step runs the same
   // kernels with events between their groups.
   timed_ = timed ? &timing_graph(b) : nullptr;
-  CUDA_CHECK(cudaGraphLaunch(timed_ ? timed_->exec : graph(b, kKindAll), stream_));
+  CUDA_CHECK(cudaGraphLaunch(timed_ ? timed_->exec.get() : graph(b, kKindAll), stream_.get()));
   staged_read_enqueued();
   step_rows_ = b;
   masked_rows_.assign(kMaxBucket, false);
@@ -552,19 +550,21 @@ H200Engine::TimingGraph& H200Engine::timing_graph(int b) {
   t->bucket = b;
   // Events exist before the capture (nothing but stream work inside it): one per group boundary.
   constexpr int kMarks = 6 * int(kLayers) + 3;
-  t->events.resize(kMarks + 1);
-  for (cudaEvent_t& e : t->events) CUDA_CHECK(cudaEventCreate(&e));
-  cudaGraph_t g;
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  // cudaEventRecordExternal: a record node in the graph (a plain record in a capture only orders streams).
-  CUDA_CHECK(cudaEventRecordWithFlags(t->events[0], stream_, cudaEventRecordExternal));
-  capturing_ = t.get();
-  with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindAll); });
-  capturing_ = nullptr;
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  t->events.reserve(kMarks + 1);
+  for (int i = 0; i <= kMarks; ++i) t->events.emplace_back(cudaEventDefault);
+  t->exec = capture_graph(stream_.get(), [&] {
+    // cudaEventRecordExternal: a record node in the graph (a plain record in a capture only orders streams).
+    CUDA_CHECK(cudaEventRecordWithFlags(t->events[0].get(), stream_.get(), cudaEventRecordExternal));
+    capturing_ = t.get();
+    try {
+      with_bucket(b, [&]<int B>() { enqueue_decode<B>(kKindAll); });
+    } catch (...) {
+      capturing_ = nullptr;
+      throw;
+    }
+    capturing_ = nullptr;
+  });
   CHECK(int(t->groups.size()) == kMarks, "the timing graph's marks are the group boundaries of a decode step");
-  CUDA_CHECK(cudaGraphInstantiate(&t->exec, g, 0));
-  CUDA_CHECK(cudaGraphDestroy(g));
   timing_graphs_.push_back(std::move(t));
   return *timing_graphs_.back();
 }
@@ -573,17 +573,17 @@ void H200Engine::mark(StepGroup group) {
   if (!capturing_) return;
   const size_t i = capturing_->groups.size() + 1;
   CHECK(i < capturing_->events.size(), "more group boundaries than the timing graph has events");
-  CUDA_CHECK(cudaEventRecordWithFlags(capturing_->events[i], stream_, cudaEventRecordExternal));
+  CUDA_CHECK(cudaEventRecordWithFlags(capturing_->events[i].get(), stream_.get(), cudaEventRecordExternal));
   capturing_->groups.push_back(group);
 }
 
 StepSplit H200Engine::step_split() {
   CHECK(timed_, "step_split() after a decode that was not timed");
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   StepSplit split{.rows = timed_->bucket};
   for (size_t i = 0; i < timed_->groups.size(); ++i) {
     float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, timed_->events[i], timed_->events[i + 1]));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, timed_->events[i].get(), timed_->events[i + 1].get()));
     split[timed_->groups[i]] += 1e-3 * ms;
   }
   timed_ = nullptr;
@@ -592,32 +592,25 @@ StepSplit H200Engine::step_split() {
 
 const int32_t* H200Engine::tokens() {
   // The sampler wrote them to the mapped host_tokens_; the step's end makes them visible here.
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return host_tokens_;
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  return host_tokens_.get();
 }
 
 void H200Engine::download_logits(int n) {
   CHECK(n >= 1 && n <= step_rows_);
-  CUDA_CHECK(cudaMemcpyAsync(host_logits_, buf<float>(kBuf_logits), sizeof(float) * n * kVocab, cudaMemcpyDeviceToHost, stream_));
-  logits_at_ = host_logits_;
+  CUDA_CHECK(cudaMemcpyAsync(host_logits_.get(), buf<float>(kBuf_logits), sizeof(float) * n * kVocab, cudaMemcpyDeviceToHost, stream_.get()));
+  logits_at_ = host_logits_.get();
   logits_base_ = 0;
   logits_rows_ = n;
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
 cudaGraphExec_t H200Engine::graph(int b, uint32_t kinds) {
   const uint64_t key = uint64_t(b) << 32 | kinds;
   for (auto& [k, g] : graphs_)
-    if (k == key) return g;
-  cudaGraph_t g;
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  with_bucket(b, [&]<int B>() { enqueue_decode<B>(kinds); });
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
-  cudaGraphExec_t exec;
-  CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-  CUDA_CHECK(cudaGraphDestroy(g));
-  graphs_.emplace_back(key, exec);
-  return exec;
+    if (k == key) return g.get();
+  graphs_.emplace_back(key, capture_graph(stream_.get(), [&] { with_bucket(b, [&]<int B>() { enqueue_decode<B>(kinds); }); }));
+  return graphs_.back().second.get();
 }
 
 // Static fire: every bucket runs once directly (the first launch of each kernel instantiation sets its
@@ -644,7 +637,7 @@ std::string H200Engine::static_fire() {
     for (int i = 0; i < kTokenPieceMin; ++i) ids[size_t(i)] = int32_t((7919 * (i + 1)) % kVocab);
     bench_piece(kPadSlot, ids.data(), kTokenPieceMin, 0, kKindAll);
   }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   reset_slot(kPadSlot);
   char summary[256];
   std::snprintf(summary, sizeof summary, "%zu decode graphs captured and run, the token path warmed, in %.2f s",
@@ -659,7 +652,7 @@ std::string H200Engine::static_fire() {
   }
   const int32_t got = host::argmax(logits((n - 1) % int(kPrefillChunk)), int(kVocab));
   reset_slot(0);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   static_fire_passed_ = got == f.token;
   char verdict[256];
   if (static_fire_passed_)
@@ -676,9 +669,9 @@ std::string H200Engine::static_fire() {
 void H200Engine::reset_slot(int slot) {
   CHECK(slot >= 0 && slot < kSlots);
   CUDA_CHECK(cudaMemsetAsync(buf<float>(kBuf_gdn_state) + slot * kLinearLayers * kGdnStateFloats, 0,
-                             sizeof(float) * kLinearLayers * kGdnStateFloats, stream_));
+                             sizeof(float) * kLinearLayers * kGdnStateFloats, stream_.get()));
   CUDA_CHECK(cudaMemsetAsync(buf<float>(kBuf_conv_state) + slot * kLinearLayers * kConvStateFloats, 0,
-                             sizeof(float) * kLinearLayers * kConvStateFloats, stream_));
+                             sizeof(float) * kLinearLayers * kConvStateFloats, stream_.get()));
 }
 
 void H200Engine::reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) {
@@ -692,13 +685,13 @@ void H200Engine::reset_history(int slot, std::span<const int32_t> prompt, std::s
     CHECK(t >= 0 && t < int(kVocab), "prompt token outside the vocabulary");
     bits[size_t(t / 32)] |= 1u << (t % 32);
   }
-  CUDA_CHECK(cudaMemsetAsync(buf<int32_t>(kBuf_history_counts) + int64_t(slot) * kVocab, 0, sizeof(int32_t) * kVocab, stream_));
+  CUDA_CHECK(cudaMemsetAsync(buf<int32_t>(kBuf_history_counts) + int64_t(slot) * kVocab, 0, sizeof(int32_t) * kVocab, stream_.get()));
   // From pageable memory: the copies have taken the data when the calls return.
   CUDA_CHECK(cudaMemcpyAsync(buf<uint32_t>(kBuf_history_prompt) + int64_t(slot) * kWords, bits.data(), bits.size() * 4,
-                             cudaMemcpyHostToDevice, stream_));
+                             cudaMemcpyHostToDevice, stream_.get()));
   if (!bias.empty())
     CUDA_CHECK(cudaMemcpyAsync(buf<LogitBias>(kBuf_history_bias) + int64_t(slot) * kMaxLogitBias, bias.data(),
-                               bias.size() * sizeof(LogitBias), cudaMemcpyHostToDevice, stream_));
+                               bias.size() * sizeof(LogitBias), cudaMemcpyHostToDevice, stream_.get()));
 }
 
 void H200Engine::bind_pages(int slot, const int* pages, int n) {
@@ -710,7 +703,7 @@ void H200Engine::bind_pages(int slot, const int* pages, int n) {
   // From pageable memory: the copy has taken the data when the call returns.
   CUDA_CHECK(cudaMemcpyAsync(buf<int32_t>(kBuf_page_tables) + int64_t(slot) * kPagesPerStream,
                              page_tables_.data() + size_t(slot) * kPagesPerStream, sizeof(int32_t) * n, cudaMemcpyHostToDevice,
-                             stream_));
+                             stream_.get()));
 }
 
 void H200Engine::copy_page(int src, int dst, int tokens) {
@@ -719,25 +712,25 @@ void H200Engine::copy_page(int src, int dst, int tokens) {
   for (int64_t l = 0; l < kFullLayers; ++l)
     for (int h = 0; h < 2; ++h)
       CUDA_CHECK(cudaMemcpyAsync(kv + kKv.offset(dst, l, h), kv + kKv.offset(src, l, h), sizeof(bf16) * tokens * kKV,
-                                 cudaMemcpyDeviceToDevice, stream_));
+                                 cudaMemcpyDeviceToDevice, stream_.get()));
 }
 
 void H200Engine::capture_state(int slot, int snapshot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
   constexpr uint64_t R = kSnapshot.recurrent_bytes, C = kSnapshot.conv_bytes;
   uint8_t* dst = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
-  CUDA_CHECK(cudaMemcpyAsync(dst, buf<uint8_t>(kBuf_gdn_state) + slot * R, R, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dst, buf<uint8_t>(kBuf_gdn_state) + slot * R, R, cudaMemcpyDeviceToDevice, stream_.get()));
   CUDA_CHECK(cudaMemcpyAsync(dst + kSnapshot.conv_offset(), buf<uint8_t>(kBuf_conv_state) + slot * C, C,
-                             cudaMemcpyDeviceToDevice, stream_));
+                             cudaMemcpyDeviceToDevice, stream_.get()));
 }
 
 void H200Engine::restore_state(int snapshot, int slot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
   constexpr uint64_t R = kSnapshot.recurrent_bytes, C = kSnapshot.conv_bytes;
   const uint8_t* src = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
-  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_gdn_state) + slot * R, src, R, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_gdn_state) + slot * R, src, R, cudaMemcpyDeviceToDevice, stream_.get()));
   CUDA_CHECK(cudaMemcpyAsync(buf<uint8_t>(kBuf_conv_state) + slot * C, src + kSnapshot.conv_offset(), C,
-                             cudaMemcpyDeviceToDevice, stream_));
+                             cudaMemcpyDeviceToDevice, stream_.get()));
 }
 
 void H200Engine::copy_state(int from_slot, int to_slot) {
@@ -745,8 +738,8 @@ void H200Engine::copy_state(int from_slot, int to_slot) {
   constexpr uint64_t R = kSnapshot.recurrent_bytes, C = kSnapshot.conv_bytes;
   uint8_t* g = buf<uint8_t>(kBuf_gdn_state);
   uint8_t* c = buf<uint8_t>(kBuf_conv_state);
-  CUDA_CHECK(cudaMemcpyAsync(g + to_slot * R, g + from_slot * R, R, cudaMemcpyDeviceToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(c + to_slot * C, c + from_slot * C, C, cudaMemcpyDeviceToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(g + to_slot * R, g + from_slot * R, R, cudaMemcpyDeviceToDevice, stream_.get()));
+  CUDA_CHECK(cudaMemcpyAsync(c + to_slot * C, c + from_slot * C, C, cudaMemcpyDeviceToDevice, stream_.get()));
 }
 
 }  // namespace rocket

@@ -25,8 +25,6 @@
 
 #include <cuda_runtime.h>
 
-struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,6 +36,7 @@ struct cublasContext;  // cublas_v2.h's handle type, kept out of this header
 #include "boosters/memory_budget.h"
 #include "engine/h200/arena.h"
 #include "engine/h200/weight_loader.h"
+#include "kernels/cuda/primitives/cuda_handles.h"
 #include "kernels/cuda/sample.cuh"
 #include "kernels/tiling/gdn.h"
 #include "core/error.h"
@@ -85,7 +84,7 @@ class H200Engine {
 
   const Plan& plan() const { return plan_; }
   // The bounds of every call (scheduler/step_contract.h); prefill_batch runs the contract's layout.
-  const StepContract& contract() const { return *contract_; }
+  const StepContract& contract() const { return contract_; }
   const LoadReport& load_report() const { return load_report_; }
   // Whether greedy decoding of the plan's static-fire prompt gave the reference's token (true when the
   // build had no goldens). A launch refuses to serve otherwise; the diagnostic commands report it and
@@ -156,7 +155,7 @@ class H200Engine {
   // For the benchmark. A graph of bucket b holding only the kernels of `kinds` (captured on first
   // use); the decode graph is kinds == kKindAll. Launched again, it reads the last decode's inputs.
   cudaGraphExec_t graph(int b, uint32_t kinds);
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return stream_.get(); }
   const Arena& arena() const { return *arena_; }
 
   // The device inputs of a token-path piece (the plan's piece_inputs) and its pinned host twin: rows
@@ -222,35 +221,40 @@ class H200Engine {
   template <typename T>
   const T* weight(uint64_t offset) const { return arena_->at<const T>(offset); }
 
+  // Every device resource is an RAII member (kernels/cuda/primitives/cuda_handles.h), made in
+  // declaration order by the constructor's initialisers in the order upright prescribes (context, the
+  // free memory, what lives outside the arena, the budget, the arena), so a throw at any step releases
+  // what the steps before it made, and the destructor has nothing to free by hand.
   std::string dir_;
-  std::string upright_summary_;
+  Plan plan_;  // checked against this engine's build
+  StepContract contract_;  // of plan_
+  uint64_t free_at_context_;  // device memory free right after context creation
+  Stream stream_;
+  Event staged_;  // recorded after each read of host_step_ is enqueued
+  HostMemory<StepInputs> host_step_;  // pinned, mapped
+  HostMemory<float> host_logits_;     // pinned [kLogitRows][kVocab]
+  HostMemory<int32_t> host_tokens_;   // pinned, mapped [max bucket]: the sampler's output
+  HostMemory<uint32_t> host_masks_;   // pinned, mapped [max bucket][mask words]: mask_next_picks' rows
+  HostMemory<PieceInputs> host_piece_;  // pinned twin of the plan's piece_inputs
+  Cublas cublas_;
   MemoryBudget budget_;
-  Plan plan_;
-  std::optional<StepContract> contract_;  // of plan_, set once it is checked
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t staged_ = nullptr;     // recorded after each read of host_step_ is enqueued
+  std::string upright_summary_;
   std::unique_ptr<Arena> arena_;
   LoadReport load_report_;
-  StepInputs* host_step_ = nullptr;  // pinned, mapped
-  float* host_logits_ = nullptr;     // pinned [kLogitRows][kVocab]
   std::vector<float> wide_logits_;   // a prefill's logits when they exceed one LM-head pass
   float* logits_at_ = nullptr;       // the last step's logits on the host: rows [logits_base_, +logits_rows_)
   int logits_base_ = 0, logits_rows_ = 0;
-  int32_t* host_tokens_ = nullptr;   // pinned, mapped [max bucket]: the sampler's output
-  uint32_t* host_masks_ = nullptr;   // pinned, mapped [max bucket][mask words]: mask_next_picks' rows
   std::vector<bool> masked_rows_;    // [max bucket]: rows of the next call with a mask in host_masks_
-  PieceInputs* host_piece_ = nullptr;  // pinned twin of the plan's piece_inputs
-  cublasContext* cublas_ = nullptr;
   int step_rows_ = 0;                // rows of the last decode staged
   bool static_fire_passed_ = true;
   std::vector<int> page_tables_;     // host mirror of the device page tables [slot][kPagesPerStream]
-  std::vector<std::pair<uint64_t, cudaGraphExec_t>> graphs_;  // (bucket << 32 | kinds) -> graph
+  std::vector<std::pair<uint64_t, GraphExec>> graphs_;  // (bucket << 32 | kinds) -> graph
   // A decode graph of one bucket with an event recorded after each kernel group: events[i + 1] ends
   // groups[i], events[0] starts the step.
   struct TimingGraph {
     int bucket = 0;
-    cudaGraphExec_t exec = nullptr;
-    std::vector<cudaEvent_t> events;
+    GraphExec exec;  // captured once the events exist
+    std::vector<Event> events;
     std::vector<StepGroup> groups;
   };
   TimingGraph& timing_graph(int b);

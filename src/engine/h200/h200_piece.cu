@@ -58,7 +58,7 @@ void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, 
   CHECK(n >= kTokenPieceMin && n <= kPrefillChunk && slot >= 0 && slot < kSlots && pos0 + n <= kMaxContext);
   const PieceSegment seg{.slot = slot, .row0 = 0, .n = n, .pos0 = pos0, .capture = nullptr};
   prefill_piece({&seg, 1}, ids, kinds);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 
 void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows) {
@@ -71,8 +71,8 @@ void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int
         "token path: decode rows are a bucket of one-row segments");
   // The previous piece's copies out of host_piece_ must have run before it is rewritten (a prefill
   // split around a capture runs two pieces in one call; otherwise the stream is idle already).
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  PieceInputs& in = *host_piece_;
+  CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  PieceInputs& in = *host_piece_.get();
   std::copy(ids, ids + n, in.ids);
   for (size_t i = 0; i < segments.size(); ++i) {
     const PieceSegment& g = segments[i];
@@ -86,11 +86,11 @@ void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int
     }
   }
   PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
-  CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_.get()));
+  CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_.get()));
+  CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, stream_.get()));
   CUDA_CHECK(cudaMemcpyAsync(dev->capture_at, in.capture_at, sizeof(in.capture_at[0]) * segments.size(), cudaMemcpyHostToDevice,
-                             stream_));
+                             stream_.get()));
 
   bf16* x = buf<bf16>(kBuf_x);
   bf16* hn = buf<bf16>(kBuf_hn);
@@ -98,12 +98,12 @@ void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int
   auto add_norm = [&](const bf16* delta, uint64_t w) {
     if (norm)
       cuda::add_rms_norm<int(kHidden)>({.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, n,
-                                       stream_);
+                                       stream_.get());
   };
-  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .x = x}, n, stream_);
+  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .x = x}, n, stream_.get());
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
-      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, n, stream_);
+      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, n, stream_.get());
     } else {
       add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
     }
@@ -127,10 +127,10 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
   bf16* gb = buf<bf16>(kBuf_gdn_b);
   bf16* core = buf<bf16>(kBuf_core);
   if (kinds & kKindDense) {
-    project(cublas_, weight<bf16>(G.qkv.weight), int(kConvDim), int(kHidden), hn, n, mix);
-    project(cublas_, weight<bf16>(G.z.weight), int(kValueDim), int(kHidden), hn, n, z);
-    project(cublas_, weight<bf16>(G.b.weight), int(kLinVHeads), int(kHidden), hn, n, gb);
-    project(cublas_, weight<bf16>(G.a.weight), int(kLinVHeads), int(kHidden), hn, n, ga);
+    project(cublas_.get(), weight<bf16>(G.qkv.weight), int(kConvDim), int(kHidden), hn, n, mix);
+    project(cublas_.get(), weight<bf16>(G.z.weight), int(kValueDim), int(kHidden), hn, n, z);
+    project(cublas_.get(), weight<bf16>(G.b.weight), int(kLinVHeads), int(kHidden), hn, n, gb);
+    project(cublas_.get(), weight<bf16>(G.a.weight), int(kLinVHeads), int(kHidden), hn, n, ga);
   }
   if (kinds & kKindGdn) {
     const int64_t layer = kKindSlot[l];
@@ -141,8 +141,8 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
       with_bucket(decode_rows, [&]<int B>() {
         const cuda::Conv1dParams cp = conv_params(*arena_, l, 0, dev->slot, 1);
         const cuda::GdnParams gp = gdn_params(*arena_, l, dev->slot, 1);
-        cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
-        cuda::gdn_decode<GdnS, B>(gp, stream_);
+        cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_.get());
+        cuda::gdn_decode<GdnS, B>(gp, stream_.get());
       });
     // Each stream's rows with its own state: the conv over them, then the recurrence in chunks of 64
     // positions (gdn_chunked.cuh); a capture names the chunk ending at its boundary (prefill() sends
@@ -156,10 +156,10 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
         uint8_t* snapshot = buf<uint8_t>(kBuf_state_snapshots) + g.capture->snapshot * kSnapshot.slot_bytes();
         cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(
             cp, g.capture->tokens, reinterpret_cast<float*>(snapshot + kSnapshot.conv_offset()) + layer * kConvStateFloats,
-            stream_);
+            stream_.get());
       }
-      cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_);
-      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, g.n, conv_state + int64_t(g.slot) * cp.slot_stride, stream_);
+      cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_.get());
+      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, g.n, conv_state + int64_t(g.slot) * cp.slot_stride, stream_.get());
       const cuda::GdnChunkedParams gp{.qkv = mixc + r0 * kConvDim,
                                       .a = ga + r0 * kLinVHeads,
                                       .b = gb + r0 * kLinVHeads,
@@ -178,11 +178,11 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
                                       .tokens = g.n,
                                       .pos0 = int(g.pos0),
                                       .eps = kNormEps};
-      cuda::gdn_chunked<GdnS>(gp, stream_);
+      cuda::gdn_chunked<GdnS>(gp, stream_.get());
     }
   }
   if (kinds & kKindDense)
-    project(cublas_, weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
+    project(cublas_.get(), weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
 }
 
 void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
@@ -195,9 +195,9 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
   bf16* v = buf<bf16>(kBuf_v);
   bf16* core = buf<bf16>(kBuf_core);
   if (kinds & kKindDense) {
-    project(cublas_, weight<bf16>(A.q.weight), 2 * kQ, int(kHidden), hn, n, qg);
-    project(cublas_, weight<bf16>(A.k.weight), kKV, int(kHidden), hn, n, k);
-    project(cublas_, weight<bf16>(A.v.weight), kKV, int(kHidden), hn, n, v);
+    project(cublas_.get(), weight<bf16>(A.q.weight), 2 * kQ, int(kHidden), hn, n, qg);
+    project(cublas_.get(), weight<bf16>(A.k.weight), kKV, int(kHidden), hn, n, k);
+    project(cublas_.get(), weight<bf16>(A.v.weight), kKV, int(kHidden), hn, n, v);
   }
   if (kinds & kKindAttention) {
     // Decode rows: split-K attention of one row each through its slot's page table, appending its K
@@ -206,7 +206,7 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
       with_bucket(decode_rows, [&]<int B>() {
         const cuda::AttentionParams<AttnS> p =
             attention_params(*arena_, l, 0, buf<int32_t>(kBuf_page_tables), kPagesPerStream, dev->slot, dev->pos);
-        cuda::attention_decode<AttnS, B>(p, stream_);
+        cuda::attention_decode<AttnS, B>(p, stream_.get());
       });
     // Each stream's rows through its own page table: their K and V appended, then flash attention of
     // the rows over everything the stream holds up to each row (attention_flash.cuh).
@@ -216,11 +216,11 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
       const cuda::AttentionParams<AttnS> p = attention_params(
           *arena_, l, r0, buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * kPagesPerStream, kPagesPerStream, dev->slot + i,
           dev->pos + r0);
-      cuda::attention_append<AttnS>(p, g.n, stream_);
-      cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), stream_);
+      cuda::attention_append<AttnS>(p, g.n, stream_.get());
+      cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), stream_.get());
     }
   }
-  if (kinds & kKindDense) project(cublas_, weight<bf16>(A.o.weight), int(kHidden), kQ, core, n, buf<bf16>(kBuf_attn_out));
+  if (kinds & kKindDense) project(cublas_.get(), weight<bf16>(A.o.weight), int(kHidden), kQ, core, n, buf<bf16>(kBuf_attn_out));
 }
 
 void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
@@ -228,7 +228,7 @@ void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
   const LayerAt& L = kLayer[l];
   const bf16* hn = buf<bf16>(kBuf_hn);
   float* router = buf<float>(kBuf_router);
-  project(cublas_, weight<bf16>(L.router.weight), int(kExperts), int(kHidden), hn, n, router);
+  project(cublas_.get(), weight<bf16>(L.router.weight), int(kExperts), int(kHidden), hn, n, router);
   cuda::moe_piece<MoeS, kPrecisionExperts>({.x = hn,
                                             .logits = router,
                                             .experts = weight<uint8_t>(L.experts),
@@ -243,7 +243,7 @@ void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
                                             .workspace = buf<uint8_t>(kBuf_moe_workspace),
                                             .max_tokens = int(kPrefillChunk),
                                             .out = buf<bf16>(kBuf_moe_out)},
-                                           n, stream_);
+                                           n, stream_.get());
 }
 
 // Logits only where they are wanted, kLogitRows rows a pass; with knobs, the last row's pass is the
@@ -254,11 +254,11 @@ void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, con
   const int from = knobs ? std::min(first_logit_row, n - 1) : first_logit_row;
   for (int at = from; at < n; at += int(kLogitRows)) {
     const int rows = std::min(int(kLogitRows), n - at);
-    project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), hn + int64_t(at) * kHidden, rows, logits);
+    project(cublas_.get(), weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), hn + int64_t(at) * kHidden, rows, logits);
     const int r0 = std::max(first_logit_row, at);
     if (r0 < at + rows)
       CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0 - first_logit_row) * kVocab, logits + int64_t(r0 - at) * kVocab,
-                                 sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+                                 sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, stream_.get()));
     if (knobs && at + rows == n) pick_tokens({&knobs, 1}, rows - 1);
   }
 }
@@ -275,18 +275,18 @@ void H200Engine::segments_lm_head(std::span<const PieceSegment> pieces, std::spa
   for (int i = 0; i < S; ++i) {
     const PieceSegment& g = pieces[size_t(i)];
     CUDA_CHECK(cudaMemcpyAsync(rows + int64_t(i) * kHidden, hn + int64_t(g.row0 + g.n - 1) * kHidden, sizeof(bf16) * kHidden,
-                               cudaMemcpyDeviceToDevice, stream_));
+                               cudaMemcpyDeviceToDevice, stream_.get()));
   }
   float* logits = buf<float>(kBuf_logits);
-  project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, logits);
+  project(cublas_.get(), weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, logits);
   std::vector<const SamplingKnobs*> knobs;
   for (const PrefillSegment& g : segments) knobs.push_back(g.knobs);
   pick_tokens(knobs, 0);
   for (int i = 0; i < S; ++i)
     if (segments[size_t(i)].want_logits)
-      CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(i) * kVocab, logits + int64_t(i) * kVocab, sizeof(float) * kVocab,
-                                 cudaMemcpyDeviceToHost, stream_));
-  logits_at_ = host_logits_;
+      CUDA_CHECK(cudaMemcpyAsync(host_logits_.get() + int64_t(i) * kVocab, logits + int64_t(i) * kVocab, sizeof(float) * kVocab,
+                                 cudaMemcpyDeviceToHost, stream_.get()));
+  logits_at_ = host_logits_.get();
   logits_base_ = 0;
   logits_rows_ = S;
 }
