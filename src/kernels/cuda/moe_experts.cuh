@@ -41,6 +41,7 @@
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/tiling/moe.h"
 #include "plan/layout.h"
@@ -516,11 +517,7 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
 template <class D, int B, Precision P>
 void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
   using T = MoeGateUpTraits<D, B, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_gate_up_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_gate_up_kernel<D, B, P>>(T::kSmemBytes);
   launch_dependent(moe_gate_up_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
@@ -530,11 +527,7 @@ void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
 template <class D, int B, Precision P>
 void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
   using T = MoeDownTraits<D, B, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_down_kernel<D, B, P>>(T::kSmemBytes);
   launch_dependent(moe_down_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 

@@ -58,6 +58,7 @@
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/nvfp4.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/cuda/router.cuh"
 #include "kernels/tiling/moe.h"
@@ -632,11 +633,7 @@ void moe_piece_group(const MoePieceParams& p, int n, cudaStream_t stream) {
 template <class D, Precision P>
 void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
   using T = MoePieceTraits<D, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_gate_up_kernel<D, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kGateUpSmem));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_piece_gate_up_kernel<D, P>>(T::kGateUpSmem);
   const dim3 grid(T::kTiling.gate_up_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
   moe_piece_gate_up_kernel<D, P><<<grid, T::kGateUpThreads, T::kGateUpSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
@@ -645,11 +642,7 @@ void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
 template <class D, Precision P>
 void moe_piece_down(const MoePieceParams& p, int n, cudaStream_t stream) {
   using T = MoePieceTraits<D, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_down_kernel<D, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kDownSmem));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_piece_down_kernel<D, P>>(T::kDownSmem);
   const dim3 grid(T::kTiling.down_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
   moe_piece_down_kernel<D, P><<<grid, T::kDownThreads, T::kDownSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
