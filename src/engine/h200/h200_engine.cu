@@ -517,15 +517,10 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments, int dec
 
 void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
                         bool timed) {
-  CHECK(n >= 1);
+  // The plan's limits on a decode call (rows, distinct slots, positions, token ids) have one source,
+  // the contract the host engine and the scheduler check too.
+  contract_.check_decode(n, ids, slots, pos);
   const int b = bucket_for(n);
-  for (int i = 0; i < n; ++i) {
-    CHECK(slots[i] >= 0 && slots[i] < kMaxStreams);
-    if (pos[i] < 0 || pos[i] >= kMaxContext)
-      throw Error("decode: position " + std::to_string(pos[i]) + " outside the plan's context " + std::to_string(kMaxContext));
-    if (ids[i] < 0 || ids[i] >= kVocab)
-      throw Error("token id " + std::to_string(ids[i]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
-  }
   StepInputs& s = staging();
   for (int i = 0; i < b; ++i) {
     const bool real = i < n;

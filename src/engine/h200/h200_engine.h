@@ -116,6 +116,7 @@ class H200Engine {
   // One token for each of n streams, as the smallest bucket >= n (rows beyond n run on the padding
   // slot). `knobs` (n rows, or nullptr for greedy) pick each row's next token into tokens(). Logits
   // stay on the device until download_logits.
+  // Throws StepRefused, before any work, for a call outside the plan's StepContract.
   // `timed`: run the bucket's timing graph instead (the same kernels with a CUDA event between kernel
   // groups, captured on first use), whose split step_split() then reads.
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs* knobs,
