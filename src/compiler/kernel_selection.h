@@ -2,7 +2,7 @@
 // launch and tile parameters of kernels/tiling/*.h evaluated for the chemistry's shapes and the
 // plan's booster limits. Plain data the plan records, engine.h carries and tests read (DeepGEMM's
 // "heuristics live apart from kernels"). The names and shapes here are the h200 engine's launches
-// (src/engine/h200/h200_engine.cu), which static_asserts each against its entry.
+// (src/engine/h200/qwen3_5_moe_step.cu), which static_asserts each against its entry.
 #pragma once
 
 #include <vector>

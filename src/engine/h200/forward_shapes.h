@@ -1,12 +1,14 @@
-// What both halves of the H200 forward pass (h200_engine.cu: decode and bucket-sized prefill pieces;
-// h200_piece.cu: the token path) share: the kernels' shape types for this chemistry, the state and
-// snapshot geometry, and the bucket dispatcher. Included only by the engine's .cu files (needs engine.h).
+// What both halves of the qwen3_5_moe forward pass (qwen3_5_moe_step.cu: decode and bucket-sized
+// prefill pieces; qwen3_5_moe_piece.cu: the token path) and the runner's state copies share: the
+// kernels' shape types for this chemistry, the state and snapshot geometry, and the bucket dispatchers.
+// Included only by the engine's .cu files (needs engine.h).
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include <cstdint>
 #include <iterator>
+#include <string>
 #include <utility>
 
 #include "cache/layout.h"
@@ -47,6 +49,13 @@ void with_bucket(int b, F&& f) {
     return ((kBuckets[I] == b ? (f.template operator()<kBuckets[I]>(), true) : false) || ...);
   }(std::make_index_sequence<std::size(kBuckets)>{});
   CHECK(found, "not a compiled bucket");
+}
+
+// The smallest bucket >= n: the bucket a decode of n streams runs.
+inline int bucket_at_least(int n) {
+  for (int b : kBuckets)
+    if (b >= n) return b;
+  throw Error("decode: " + std::to_string(n) + " streams exceed the largest compiled bucket " + std::to_string(kMaxStreams));
 }
 
 // The largest bucket <= n (n >= 1; kBuckets[0] == 1).

@@ -42,6 +42,7 @@
 #include "kernels/cuda/primitives/bulk_copy.cuh"
 #include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/cuda/rope.cuh"
 
@@ -333,11 +334,7 @@ void attention_flash(const AttentionParams<S>& p, int n, int pos0, cudaStream_t 
   CHECK(int64_t(pos0) + n <= int64_t(p.table_width) * S::kPageTokens, "attention_flash: piece past the page table");
   CHECK(p.page_stride % 8 == 0 && reinterpret_cast<uintptr_t>(p.k_cache) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v_cache) % 16 == 0,
         "attention_flash: KV cache must keep 16-byte alignment");
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(attention_flash_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
+  raise_smem_limit_once<attention_flash_kernel<S>>(T::kSmemBytes);
   const dim3 grid((n + T::kTokens - 1) / T::kTokens, S::kKvHeads);
   attention_flash_kernel<S><<<grid, T::kThreads, T::kSmemBytes, stream>>>(p, n, pos0);
   CUDA_CHECK(cudaGetLastError());

@@ -53,6 +53,7 @@
 #include "kernels/cuda/primitives/bulk_copy.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/cuda/booster.cuh"
 #include "kernels/tiling/dense.h"
@@ -435,23 +436,14 @@ template <DenseForm F, int K, int B, typename Out, int... Ns>
 void dense_group_in(const DenseGroupParams<K, B, Out, Ns...>& p, int x_rows, cudaStream_t stream) {
   CHECK(p.rows >= 1 && p.rows <= B, "dense group: rows outside [1, B]");
   CHECK(x_rows >= 0, "dense: negative x_rows");
-  static bool configured = false;
   if constexpr (F == DenseForm::kStream) {
     using T = DenseStreamTraits<K, B, Ns...>;
     static_assert(T::kFits, "dense stream: x and three ring stages do not fit in shared memory");
-    if (!configured) {
-      CUDA_CHECK(cudaFuncSetAttribute(dense_stream_kernel<K, B, Out, Ns...>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      T::kSmemBytes));
-      configured = true;
-    }
+    raise_smem_limit_once<dense_stream_kernel<K, B, Out, Ns...>>(T::kSmemBytes);
     launch_dependent(dense_stream_kernel<K, B, Out, Ns...>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p, x_rows);
   } else {
     using T = DenseGroupTraits<K, B, Ns...>;
-    if (!configured) {
-      CUDA_CHECK(cudaFuncSetAttribute(dense_group_kernel<K, B, Out, Ns...>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      T::kSmemBytes));
-      configured = true;
-    }
+    raise_smem_limit_once<dense_group_kernel<K, B, Out, Ns...>>(T::kSmemBytes);
     launch_dependent(dense_group_kernel<K, B, Out, Ns...>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
   }
 }
@@ -470,11 +462,7 @@ void dense(const DenseParams<N, K, B, Out>& p, cudaStream_t stream) {
     using T = DenseTraits<N, K, B>;
     CHECK(p.rows >= 1 && p.rows <= B, "dense: rows outside [1, B]");
     CHECK(p.x_rows >= 0, "dense: negative x_rows");
-    static bool configured = false;
-    if (!configured) {
-      CUDA_CHECK(cudaFuncSetAttribute(dense_kernel<N, K, B, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-      configured = true;
-    }
+    raise_smem_limit_once<dense_kernel<N, K, B, Out>>(T::kSmemBytes);
     launch_dependent(dense_kernel<N, K, B, Out>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
   }
 }

@@ -45,6 +45,7 @@
 #include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/tiling/gdn.h"
 
 namespace rocket::cuda {
@@ -519,11 +520,7 @@ void gdn_chunk_prepare(const GdnChunkedParams& p, cudaStream_t stream) {
   CHECK(tiling::gdn_chunked_workspace_floats(S::kKHeads, S::kVHeads, T::kKd, T::kVd, p.tokens) <= p.workspace_floats,
         "gdn chunked: the workspace is smaller than the piece needs");
   constexpr int kSmem = sizeof(GdnPrepareSmem<S>);
-  static const bool attribute_set = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(gdn_chunk_prepare_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return true;
-  }();
-  (void)attribute_set;
+  raise_smem_limit_once<gdn_chunk_prepare_kernel<S>>(kSmem);
   const int first = T::C - p.pos0 % T::C;
   const int chunks = p.tokens <= first ? 1 : 1 + (p.tokens - first + T::C - 1) / T::C;
   gdn_chunk_prepare_kernel<S><<<dim3(chunks, S::kVHeads), T::kThreads, kSmem, stream>>>(p);
@@ -535,11 +532,7 @@ void gdn_chunk_scan(const GdnChunkedParams& p, cudaStream_t stream) {
   using T = GdnChunkedShape<S>;
   CHECK(p.capture_at == nullptr || p.snapshot_state != nullptr, "gdn chunked: captures need the snapshot state");
   constexpr int kSmem = sizeof(GdnScanSmem<S>);
-  static const bool attribute_set = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(gdn_chunk_scan_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return true;
-  }();
-  (void)attribute_set;
+  raise_smem_limit_once<gdn_chunk_scan_kernel<S>>(kSmem);
   gdn_chunk_scan_kernel<S><<<dim3(T::kSplit, S::kVHeads), T::kThreads, kSmem, stream>>>(p);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -40,7 +40,9 @@
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/moe_shared_gate.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/tiling/moe.h"
 #include "plan/layout.h"
@@ -273,27 +275,13 @@ __device__ __forceinline__ void prefetch_shared_tiles(const uint8_t* gate, const
   }
 }
 
-// sigmoid(shared_expert_gate . x[b]) for every row: one warp per row, lanes over 8 columns at a time,
-// a fixed shuffle tree.
+// sigmoid(shared_expert_gate . x[b]) for every row: one warp per row (moe_shared_gate.cuh).
 template <class D, int B, int kWarps>
 __device__ __forceinline__ void shared_expert_scale(const MoeGateUpParams<D, B>& p) {
-  static_assert(D::kHidden % 8 == 0, "shared expert gate: hidden must be a multiple of 8");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int b = warp; b < B; b += kWarps) {
-    float s = 0.0f;
-    for (int k = lane * 8; k < D::kHidden; k += 256) {
-      const uint4 wv = __ldg(reinterpret_cast<const uint4*>(p.shared_expert_gate + k));
-      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + size_t(b) * D::kHidden + k));
-      const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
-      const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 wf = __bfloat1622float2(w2[i]), xf = __bfloat1622float2(x2[i]);
-        s += wf.x * xf.x + wf.y * xf.y;
-      }
-    }
-    s = warp_sum(s);
-    if (lane == 0) p.shared_scale[b] = 1.0f / (1.0f + expf(-s));
+    const float dot = shared_gate_dot<D::kHidden>(p.shared_expert_gate, p.x + size_t(b) * D::kHidden, lane);
+    if (lane == 0) p.shared_scale[b] = shared_gate_scale(dot);
   }
 }
 
@@ -516,11 +504,7 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
 template <class D, int B, Precision P>
 void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
   using T = MoeGateUpTraits<D, B, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_gate_up_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_gate_up_kernel<D, B, P>>(T::kSmemBytes);
   launch_dependent(moe_gate_up_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
@@ -530,11 +514,7 @@ void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
 template <class D, int B, Precision P>
 void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
   using T = MoeDownTraits<D, B, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<D, B, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_down_kernel<D, B, P>>(T::kSmemBytes);
   launch_dependent(moe_down_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 

@@ -54,10 +54,12 @@
 #include "fuel/chemistry.h"
 #include "kernels/cuda/booster.cuh"
 #include "kernels/cuda/moe_dispatch.cuh"
+#include "kernels/cuda/moe_shared_gate.cuh"
 #include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/nvfp4.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/cuda/router.cuh"
 #include "kernels/tiling/moe.h"
@@ -400,21 +402,9 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kRouteWarps * 32)
     atomicOr(&w.bits[size_t(e) * w.bit_words + t / 32], 1u << (t % 32));
     atomicAdd(&w.counts[e], 1);
   }
-  // sigmoid(shared_expert_gate . x[t]): the arithmetic of moe_experts.cuh shared_expert_scale.
-  float s = 0.0f;
-  for (int k = lane * 8; k < D::kHidden; k += 256) {
-    const uint4 wv = __ldg(reinterpret_cast<const uint4*>(p.shared_expert_gate + k));
-    const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + size_t(t) * D::kHidden + k));
-    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
-    const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 wf = __bfloat1622float2(w2[i]), xf = __bfloat1622float2(x2[i]);
-      s += wf.x * xf.x + wf.y * xf.y;
-    }
-  }
-  s = warp_sum(s);
-  if (lane == 0) w.shared_scale[t] = 1.0f / (1.0f + expf(-s));
+  // sigmoid(shared_expert_gate . x[t]): decode's functions (moe_shared_gate.cuh), so bit for bit its scale.
+  const float dot = shared_gate_dot<D::kHidden>(p.shared_expert_gate, p.x + size_t(t) * D::kHidden, lane);
+  if (lane == 0) w.shared_scale[t] = shared_gate_scale(dot);
 }
 
 // Every block scans all counts (experts' first slots and first items); warp v of block b then sorts
@@ -632,11 +622,7 @@ void moe_piece_group(const MoePieceParams& p, int n, cudaStream_t stream) {
 template <class D, Precision P>
 void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
   using T = MoePieceTraits<D, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_gate_up_kernel<D, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kGateUpSmem));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_piece_gate_up_kernel<D, P>>(T::kGateUpSmem);
   const dim3 grid(T::kTiling.gate_up_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
   moe_piece_gate_up_kernel<D, P><<<grid, T::kGateUpThreads, T::kGateUpSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
@@ -645,11 +631,7 @@ void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
 template <class D, Precision P>
 void moe_piece_down(const MoePieceParams& p, int n, cudaStream_t stream) {
   using T = MoePieceTraits<D, P>;
-  static bool configured = false;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(moe_piece_down_kernel<D, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kDownSmem));
-    configured = true;
-  }
+  raise_smem_limit_once<moe_piece_down_kernel<D, P>>(T::kDownSmem);
   const dim3 grid(T::kTiling.down_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
   moe_piece_down_kernel<D, P><<<grid, T::kDownThreads, T::kDownSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();

@@ -53,6 +53,7 @@
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/dependent_launch.cuh"
 #include "kernels/cuda/primitives/reduce.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/tiling/sample.h"
 
 namespace rocket::cuda {
@@ -651,11 +652,7 @@ void sample(const SampleParams& p, cudaStream_t stream) {
   static_assert(kSampleTiles<B, kVocab>.grid == B * T::kBlocks && kSampleTiles<B, kVocab>.threads == T::kThreads &&
                     kSampleTiles<B, kVocab>.smem_bytes == T::kSmemBytes,
                 "sample: the planned launch differs from this one");
-  static bool configured = false;  // NOTE: one attribute call per instantiation, before any capture
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(sample_kernel<kVocab>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
+  raise_smem_limit_once<sample_kernel<kVocab>>(T::kSmemBytes);
   launch_dependent(sample_kernel<kVocab>, B * T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 

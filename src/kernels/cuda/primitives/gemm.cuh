@@ -13,19 +13,11 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
-#include <string>
+#include <type_traits>
 
-#include "core/error.h"
+#include "kernels/cuda/primitives/cublas_check.h"
 
 namespace rocket::cuda {
-
-inline void cublas_check(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(std::string("cuBLAS error at ") + file + ":" + std::to_string(line) + ": " + call + " failed: " +
-              cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")");
-}
-
-#define CUBLAS_CHECK(call) ::rocket::cuda::cublas_check((call), #call, __FILE__, __LINE__)
 
 // y (bf16 or fp32, leading dimension ldy) = alpha · x · wᵀ + beta · y. x has leading dimension ldx.
 template <typename Out>

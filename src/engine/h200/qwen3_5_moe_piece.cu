@@ -1,6 +1,7 @@
-// The token path: one prefill piece of n tokens (kTokenPieceMin <= n <= kPrefillChunk) of one stream,
-// each layer's work done over all n rows at once, so a weight is read once per piece instead of once
-// per 32 tokens. The same sequence and the same state as the bucket-sized pieces of h200_engine.cu:
+// The qwen3_5_moe token path (qwen3_5_moe_forward.h): one prefill piece of n tokens (kTokenPieceMin <=
+// n <= kPrefillChunk) of one stream, each layer's work done over all n rows at once, so a weight is read
+// once per piece instead of once per 32 tokens. The same sequence and the same state as the
+// bucket-sized pieces of qwen3_5_moe_step.cu:
 //
 //   projections    cuBLAS GEMMs over the piece's rows (kernels/cuda/primitives/gemm.cuh)
 //   conv1d         every (row, channel) at once (conv1d.cuh conv1d_piece), bit-identical outputs
@@ -24,7 +25,7 @@
 #include <algorithm>
 
 #include "engine/h200/forward_shapes.h"
-#include "engine/h200/h200_engine.h"
+#include "engine/h200/qwen3_5_moe_forward.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_flash.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
@@ -40,7 +41,6 @@ namespace rocket {
 
 using namespace h200;
 
-static_assert(sizeof(H200Engine::PieceInputs) <= kBufBytes_piece_inputs, "the compiler sized piece_inputs for another piece");
 // The prefix cache snapshots at page boundaries, which the GDN scan passes only at its chunk ends.
 static_assert(kKvPageTokens % tiling::kGdnChunk == 0, "token path: KV pages must hold whole 64-token GDN chunks");
 
@@ -54,25 +54,15 @@ void project(cublasHandle_t h, const bf16* w, int N, int K, const bf16* x, int n
 
 }  // namespace
 
-void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds) {
-  CHECK(n >= kTokenPieceMin && n <= kPrefillChunk && slot >= 0 && slot < kSlots && pos0 + n <= kMaxContext);
-  const PieceSegment seg{.slot = slot, .row0 = 0, .n = n, .pos0 = pos0, .capture = nullptr};
-  prefill_piece({&seg, 1}, ids, kinds);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-}
-
-void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows) {
-  CHECK(!segments.empty() && int(segments.size()) <= kSlots,
-        "token path: " + std::to_string(segments.size()) + " segments for " + std::to_string(kSlots) + " entries");
+void Qwen35MoeForward::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows) {
+  CHECK(!segments.empty() && int(segments.size()) <= H200Runner::kSlots,
+        "token path: " + std::to_string(segments.size()) + " segments for " + std::to_string(H200Runner::kSlots) + " entries");
   const int n = segments.back().row0 + segments.back().n;
   CHECK(n <= kPrefillChunk, "token path: rows beyond the plan's prefill chunk");
-  CHECK(decode_rows == 0 || (decode_rows == bucket_for(decode_rows) && decode_rows <= int(segments.size()) &&
+  CHECK(decode_rows == 0 || (decode_rows == bucket_at_least(decode_rows) && decode_rows <= int(segments.size()) &&
                              segments[size_t(decode_rows) - 1].row0 == decode_rows - 1),
         "token path: decode rows are a bucket of one-row segments");
-  // The previous piece's copies out of host_piece_ must have run before it is rewritten (a prefill
-  // split around a capture runs two pieces in one call; otherwise the stream is idle already).
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  PieceInputs& in = *host_piece_;
+  H200Runner::PieceInputs& in = run_.piece_staging();
   std::copy(ids, ids + n, in.ids);
   for (size_t i = 0; i < segments.size(); ++i) {
     const PieceSegment& g = segments[i];
@@ -85,64 +75,57 @@ void H200Engine::prefill_piece(std::span<const PieceSegment> segments, const int
       in.capture_at[i][g.capture->tokens <= first ? 0 : (g.capture->tokens - first) / tiling::kGdnChunk] = g.capture->snapshot;
     }
   }
-  PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
-  CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, stream_));
+  H200Runner::PieceInputs* dev = run_.buf<H200Runner::PieceInputs>(kBuf_piece_inputs);
+  CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, run_.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, run_.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, run_.stream()));
   CUDA_CHECK(cudaMemcpyAsync(dev->capture_at, in.capture_at, sizeof(in.capture_at[0]) * segments.size(), cudaMemcpyHostToDevice,
-                             stream_));
+                             run_.stream()));
 
-  bf16* x = buf<bf16>(kBuf_x);
-  bf16* hn = buf<bf16>(kBuf_hn);
   const bool norm = kinds & kKindNorm;
   auto add_norm = [&](const bf16* delta, uint64_t w) {
     if (norm)
-      cuda::add_rms_norm<int(kHidden)>({.x = x, .delta = delta, .residual = x, .w = weight<bf16>(w), .y = hn, .eps = kNormEps}, n,
-                                       stream_);
+      cuda::add_rms_norm<int(kHidden)>(
+          {.x = act_.x, .delta = delta, .residual = act_.x, .w = weight<bf16>(w), .y = act_.hn, .eps = kNormEps}, n, run_.stream());
   };
-  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .x = x}, n, stream_);
+  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .x = act_.x}, n, run_.stream());
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
-      if (norm) cuda::rms_norm<int(kHidden)>({.x = x, .w = weight<bf16>(kLayer[0].input_norm), .y = hn, .eps = kNormEps}, n, stream_);
+      if (norm)
+        cuda::rms_norm<int(kHidden)>({.x = act_.x, .w = weight<bf16>(kLayer[0].input_norm), .y = act_.hn, .eps = kNormEps}, n,
+                                     run_.stream());
     } else {
-      add_norm(buf<bf16>(kBuf_moe_out), kLayer[l].input_norm);
+      add_norm(act_.moe_out, kLayer[l].input_norm);
     }
     if (kIsFull[l]) piece_attention(l, segments, kinds, decode_rows);
     else piece_gdn(l, segments, kinds, decode_rows);
-    add_norm(buf<bf16>(kBuf_attn_out), kLayer[l].post_norm);
+    add_norm(act_.attn_out, kLayer[l].post_norm);
     piece_moe(l, n, kinds);
   }
-  add_norm(buf<bf16>(kBuf_moe_out), kFinalNorm);
+  add_norm(act_.moe_out, kFinalNorm);
 }
 
-void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
+void Qwen35MoeForward::piece_gdn(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
   const GdnAt& G = kLayer[l].gdn;
-  const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  const H200Runner::PieceInputs* dev = run_.buf<H200Runner::PieceInputs>(kBuf_piece_inputs);
   const int n = segments.back().row0 + segments.back().n;
-  const bf16* hn = buf<bf16>(kBuf_hn);
-  bf16* mix = buf<bf16>(kBuf_mix);
-  bf16* mixc = buf<bf16>(kBuf_mixc);
-  bf16* z = buf<bf16>(kBuf_z);
-  bf16* ga = buf<bf16>(kBuf_gdn_a);
-  bf16* gb = buf<bf16>(kBuf_gdn_b);
-  bf16* core = buf<bf16>(kBuf_core);
   if (kinds & kKindDense) {
-    project(cublas_, weight<bf16>(G.qkv.weight), int(kConvDim), int(kHidden), hn, n, mix);
-    project(cublas_, weight<bf16>(G.z.weight), int(kValueDim), int(kHidden), hn, n, z);
-    project(cublas_, weight<bf16>(G.b.weight), int(kLinVHeads), int(kHidden), hn, n, gb);
-    project(cublas_, weight<bf16>(G.a.weight), int(kLinVHeads), int(kHidden), hn, n, ga);
+    project(run_.cublas(), weight<bf16>(G.qkv.weight), int(kConvDim), int(kHidden), act_.hn, n, act_.mix);
+    project(run_.cublas(), weight<bf16>(G.z.weight), int(kValueDim), int(kHidden), act_.hn, n, act_.z);
+    project(run_.cublas(), weight<bf16>(G.b.weight), int(kLinVHeads), int(kHidden), act_.hn, n, act_.gdn_b);
+    project(run_.cublas(), weight<bf16>(G.a.weight), int(kLinVHeads), int(kHidden), act_.hn, n, act_.gdn_a);
   }
   if (kinds & kKindGdn) {
     const int64_t layer = kKindSlot[l];
-    float* conv_state = buf<float>(kBuf_conv_state) + layer * kConvStateFloats;
-    float* gdn_state = buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats;
+    float* conv_state = run_.buf<float>(kBuf_conv_state) + layer * kConvStateFloats;
+    float* gdn_state = run_.buf<float>(kBuf_gdn_state) + layer * kGdnStateFloats;
     // Decode rows: one recurrent step each, as a decode bucket (segment i is row i, on slots[i]).
     if (decode_rows)
       with_bucket(decode_rows, [&]<int B>() {
-        const cuda::Conv1dParams cp = conv_params(*arena_, l, 0, dev->slot, 1);
-        const cuda::GdnParams gp = gdn_params(*arena_, l, dev->slot, 1);
-        cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, stream_);
-        cuda::gdn_decode<GdnS, B>(gp, stream_);
+        const cuda::Conv1dParams cp = conv_params(run_.arena(), l, 0, dev->slot, 1);
+        const cuda::GdnParams gp = gdn_params(run_.arena(), l, dev->slot, 1);
+        cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, run_.stream());
+        cuda::gdn_decode<GdnS, B>(gp, run_.stream());
       });
     // Each stream's rows with its own state: the conv over them, then the recurrence in chunks of 64
     // positions (gdn_chunked.cuh); a capture names the chunk ending at its boundary (prefill() sends
@@ -150,54 +133,49 @@ void H200Engine::piece_gdn(int l, std::span<const PieceSegment> segments, uint32
     for (size_t i = size_t(decode_rows); i < segments.size(); ++i) {
       const PieceSegment& g = segments[i];
       const int64_t r0 = g.row0;
-      const cuda::Conv1dParams cp = conv_params(*arena_, l, r0, dev->slot + i, g.n);
+      const cuda::Conv1dParams cp = conv_params(run_.arena(), l, r0, dev->slot + i, g.n);
       // Both captures read the state before the piece: first the snapshot's, then the piece's own end.
       if (g.capture) {
-        uint8_t* snapshot = buf<uint8_t>(kBuf_state_snapshots) + g.capture->snapshot * kSnapshot.slot_bytes();
+        uint8_t* snapshot = run_.buf<uint8_t>(kBuf_state_snapshots) + g.capture->snapshot * kSnapshot.slot_bytes();
         cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(
             cp, g.capture->tokens, reinterpret_cast<float*>(snapshot + kSnapshot.conv_offset()) + layer * kConvStateFloats,
-            stream_);
+            run_.stream());
       }
-      cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, stream_);
-      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, g.n, conv_state + int64_t(g.slot) * cp.slot_stride, stream_);
-      const cuda::GdnChunkedParams gp{.qkv = mixc + r0 * kConvDim,
-                                      .a = ga + r0 * kLinVHeads,
-                                      .b = gb + r0 * kLinVHeads,
-                                      .z = z + r0 * kValueDim,
+      cuda::conv1d_piece<int(kConvDim), int(kConvKernel)>(cp, run_.stream());
+      cuda::conv1d_capture<int(kConvDim), int(kConvKernel)>(cp, g.n, conv_state + int64_t(g.slot) * cp.slot_stride, run_.stream());
+      const cuda::GdnChunkedParams gp{.qkv = act_.mixc + r0 * kConvDim,
+                                      .a = act_.gdn_a + r0 * kLinVHeads,
+                                      .b = act_.gdn_b + r0 * kLinVHeads,
+                                      .z = act_.z + r0 * kValueDim,
                                       .a_log = weight<bf16>(G.a_log),
                                       .dt_bias = weight<bf16>(G.dt_bias),
                                       .norm_w = weight<bf16>(G.norm),
                                       .state = gdn_state + int64_t(g.slot) * kLinearLayers * kGdnStateFloats,
-                                      .snapshot_state = reinterpret_cast<float*>(buf<uint8_t>(kBuf_state_snapshots)) +
+                                      .snapshot_state = reinterpret_cast<float*>(run_.buf<uint8_t>(kBuf_state_snapshots)) +
                                                         layer * kGdnStateFloats,
                                       .snapshot_stride = int64_t(kSnapshot.slot_bytes() / sizeof(float)),
                                       .capture_at = g.capture ? dev->capture_at[i] : nullptr,
-                                      .workspace = buf<float>(kBuf_gdn_workspace),
+                                      .workspace = run_.buf<float>(kBuf_gdn_workspace),
                                       .workspace_floats = int64_t(kBufBytes_gdn_workspace / sizeof(float)),
-                                      .out = core + r0 * kValueDim,
+                                      .out = act_.core + r0 * kValueDim,
                                       .tokens = g.n,
                                       .pos0 = int(g.pos0),
                                       .eps = kNormEps};
-      cuda::gdn_chunked<GdnS>(gp, stream_);
+      cuda::gdn_chunked<GdnS>(gp, run_.stream());
     }
   }
   if (kinds & kKindDense)
-    project(cublas_, weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), core, n, buf<bf16>(kBuf_attn_out));
+    project(run_.cublas(), weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), act_.core, n, act_.attn_out);
 }
 
-void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
+void Qwen35MoeForward::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
   const AttnAt& A = kLayer[l].attn;
-  const PieceInputs* dev = buf<PieceInputs>(kBuf_piece_inputs);
+  const H200Runner::PieceInputs* dev = run_.buf<H200Runner::PieceInputs>(kBuf_piece_inputs);
   const int n = segments.back().row0 + segments.back().n;
-  const bf16* hn = buf<bf16>(kBuf_hn);
-  bf16* qg = buf<bf16>(kBuf_mix);  // per head: query [hd] then gate [hd]
-  bf16* k = buf<bf16>(kBuf_k);
-  bf16* v = buf<bf16>(kBuf_v);
-  bf16* core = buf<bf16>(kBuf_core);
   if (kinds & kKindDense) {
-    project(cublas_, weight<bf16>(A.q.weight), 2 * kQ, int(kHidden), hn, n, qg);
-    project(cublas_, weight<bf16>(A.k.weight), kKV, int(kHidden), hn, n, k);
-    project(cublas_, weight<bf16>(A.v.weight), kKV, int(kHidden), hn, n, v);
+    project(run_.cublas(), weight<bf16>(A.q.weight), 2 * kQ, int(kHidden), act_.hn, n, act_.mix);
+    project(run_.cublas(), weight<bf16>(A.k.weight), kKV, int(kHidden), act_.hn, n, act_.k);
+    project(run_.cublas(), weight<bf16>(A.v.weight), kKV, int(kHidden), act_.hn, n, act_.v);
   }
   if (kinds & kKindAttention) {
     // Decode rows: split-K attention of one row each through its slot's page table, appending its K
@@ -205,32 +183,30 @@ void H200Engine::piece_attention(int l, std::span<const PieceSegment> segments, 
     if (decode_rows)
       with_bucket(decode_rows, [&]<int B>() {
         const cuda::AttentionParams<AttnS> p =
-            attention_params(*arena_, l, 0, buf<int32_t>(kBuf_page_tables), kPagesPerStream, dev->slot, dev->pos);
-        cuda::attention_decode<AttnS, B>(p, stream_);
+            attention_params(run_.arena(), l, 0, run_.buf<int32_t>(kBuf_page_tables), H200Runner::kPagesPerStream, dev->slot, dev->pos);
+        cuda::attention_decode<AttnS, B>(p, run_.stream());
       });
     // Each stream's rows through its own page table: their K and V appended, then flash attention of
     // the rows over everything the stream holds up to each row (attention_flash.cuh).
     for (size_t i = size_t(decode_rows); i < segments.size(); ++i) {
       const PieceSegment& g = segments[i];
       const int64_t r0 = g.row0;
-      const cuda::AttentionParams<AttnS> p = attention_params(
-          *arena_, l, r0, buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * kPagesPerStream, kPagesPerStream, dev->slot + i,
-          dev->pos + r0);
-      cuda::attention_append<AttnS>(p, g.n, stream_);
-      cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), stream_);
+      const int32_t* table = run_.buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * H200Runner::kPagesPerStream;
+      const cuda::AttentionParams<AttnS> p =
+          attention_params(run_.arena(), l, r0, table, H200Runner::kPagesPerStream, dev->slot + i, dev->pos + r0);
+      cuda::attention_append<AttnS>(p, g.n, run_.stream());
+      cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), run_.stream());
     }
   }
-  if (kinds & kKindDense) project(cublas_, weight<bf16>(A.o.weight), int(kHidden), kQ, core, n, buf<bf16>(kBuf_attn_out));
+  if (kinds & kKindDense) project(run_.cublas(), weight<bf16>(A.o.weight), int(kHidden), kQ, act_.core, n, act_.attn_out);
 }
 
-void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
+void Qwen35MoeForward::piece_moe(int l, int n, uint32_t kinds) {
   if (!(kinds & kKindMoe)) return;
   const LayerAt& L = kLayer[l];
-  const bf16* hn = buf<bf16>(kBuf_hn);
-  float* router = buf<float>(kBuf_router);
-  project(cublas_, weight<bf16>(L.router.weight), int(kExperts), int(kHidden), hn, n, router);
-  cuda::moe_piece<MoeS, kPrecisionExperts>({.x = hn,
-                                            .logits = router,
+  project(run_.cublas(), weight<bf16>(L.router.weight), int(kExperts), int(kHidden), act_.hn, n, act_.router);
+  cuda::moe_piece<MoeS, kPrecisionExperts>({.x = act_.hn,
+                                            .logits = act_.router,
                                             .experts = weight<uint8_t>(L.experts),
                                             .expert_stride = kExpertStride,
                                             .expert = kExpert,
@@ -238,57 +214,51 @@ void H200Engine::piece_moe(int l, int n, uint32_t kinds) {
                                             .shared_up = weight<bf16>(L.shared_up.weight),
                                             .shared_down = weight<bf16>(L.shared_down.weight),
                                             .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
-                                            .route_idx = buf<int32_t>(kBuf_route_idx),
-                                            .route_w = buf<float>(kBuf_route_w),
-                                            .workspace = buf<uint8_t>(kBuf_moe_workspace),
+                                            .route_idx = run_.buf<int32_t>(kBuf_route_idx),
+                                            .route_w = run_.buf<float>(kBuf_route_w),
+                                            .workspace = run_.buf<uint8_t>(kBuf_moe_workspace),
                                             .max_tokens = int(kPrefillChunk),
-                                            .out = buf<bf16>(kBuf_moe_out)},
-                                           n, stream_);
+                                            .out = act_.moe_out},
+                                           n, run_.stream());
 }
 
 // Logits only where they are wanted, kLogitRows rows a pass; with knobs, the last row's pass is the
 // last one and the sampler reads that row from it.
-void H200Engine::piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs) {
-  const bf16* hn = buf<bf16>(kBuf_hn);
-  float* logits = buf<float>(kBuf_logits);
+void Qwen35MoeForward::piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs) {
   const int from = knobs ? std::min(first_logit_row, n - 1) : first_logit_row;
   for (int at = from; at < n; at += int(kLogitRows)) {
     const int rows = std::min(int(kLogitRows), n - at);
-    project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), hn + int64_t(at) * kHidden, rows, logits);
+    project(run_.cublas(), weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), act_.hn + int64_t(at) * kHidden, rows, act_.logits);
     const int r0 = std::max(first_logit_row, at);
     if (r0 < at + rows)
-      CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0 - first_logit_row) * kVocab, logits + int64_t(r0 - at) * kVocab,
-                                 sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, stream_));
+      CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0 - first_logit_row) * kVocab, act_.logits + int64_t(r0 - at) * kVocab,
+                                 sizeof(float) * (at + rows - r0) * kVocab, cudaMemcpyDeviceToHost, run_.stream()));
     if (knobs && at + rows == n) pick_tokens({&knobs, 1}, rows - 1);
   }
 }
 
 // A batched piece's logits: the last row of every segment that picks or wants them, gathered into
 // rows 0.. of one LM-head pass; the picks by the sampler of the smallest bucket holding the segments.
-void H200Engine::segments_lm_head(std::span<const PieceSegment> pieces, std::span<const PrefillSegment> segments) {
+void Qwen35MoeForward::segments_lm_head(std::span<const PieceSegment> pieces, std::span<const PrefillSegment> segments) {
   const int S = int(pieces.size());
   CHECK(S <= kMaxBucket && segments.size() == pieces.size(),
         "token path: " + std::to_string(S) + " pieces for " + std::to_string(segments.size()) +
             " segments (the largest bucket samples " + std::to_string(kMaxBucket) + ")");
-  bf16* rows = buf<bf16>(kBuf_attn_out);  // free once the last layer has run
-  const bf16* hn = buf<bf16>(kBuf_hn);
+  bf16* rows = act_.attn_out;  // free once the last layer has run
   for (int i = 0; i < S; ++i) {
     const PieceSegment& g = pieces[size_t(i)];
-    CUDA_CHECK(cudaMemcpyAsync(rows + int64_t(i) * kHidden, hn + int64_t(g.row0 + g.n - 1) * kHidden, sizeof(bf16) * kHidden,
-                               cudaMemcpyDeviceToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(rows + int64_t(i) * kHidden, act_.hn + int64_t(g.row0 + g.n - 1) * kHidden, sizeof(bf16) * kHidden,
+                               cudaMemcpyDeviceToDevice, run_.stream()));
   }
-  float* logits = buf<float>(kBuf_logits);
-  project(cublas_, weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, logits);
+  project(run_.cublas(), weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, act_.logits);
   std::vector<const SamplingKnobs*> knobs;
   for (const PrefillSegment& g : segments) knobs.push_back(g.knobs);
   pick_tokens(knobs, 0);
+  float* host = run_.logits_to(0, S);
   for (int i = 0; i < S; ++i)
     if (segments[size_t(i)].want_logits)
-      CUDA_CHECK(cudaMemcpyAsync(host_logits_ + int64_t(i) * kVocab, logits + int64_t(i) * kVocab, sizeof(float) * kVocab,
-                                 cudaMemcpyDeviceToHost, stream_));
-  logits_at_ = host_logits_;
-  logits_base_ = 0;
-  logits_rows_ = S;
+      CUDA_CHECK(cudaMemcpyAsync(host + int64_t(i) * kVocab, act_.logits + int64_t(i) * kVocab, sizeof(float) * kVocab,
+                                 cudaMemcpyDeviceToHost, run_.stream()));
 }
 
 }  // namespace rocket
