@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "http/bounded_server.h"
 #include "http/connection.h"
+#include "http/in_flight.h"
 #include "http/sse.h"
 #include "openai/output_parser.h"
 #include "openai/prompt_builder.h"
@@ -88,17 +89,6 @@ OutputParser::Options parser_options(const CompletionRequest& r, const Submitted
   if (!r.parallel_tool_calls || r.tool_choice.mode == ToolChoice::Mode::kFunction) o.max_tool_calls = 1;
   return o;
 }
-
-// Counts a completion response from its handler's start until it has been written: a stream's provider
-// outlives the handler, and httplib ends a chunked response at stop(), so a drain waits for these
-// (HttpServer::wait_responses) to let the last events out.
-struct InFlight {
-  std::atomic<int>& count;
-  explicit InFlight(std::atomic<int>& c) : count(c) { ++count; }
-  ~InFlight() { --count; }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-};
 
 // Accumulates one response: runs the loop's text through the output parser (chat), collects the
 // logprobs, and builds the objects OpenAI sends.
@@ -280,7 +270,7 @@ struct HttpServer::Impl {
   std::string phase = "upright";
   std::string handshake;  // GET /handshake's body, once upright has it (guarded by mu)
   std::atomic<EngineLoop*> loop{nullptr};
-  std::atomic<int> responses{0};  // completions being answered (InFlight)
+  std::atomic<int64_t> responses{0};  // completions being answered (http/in_flight.h)
 
   explicit Impl(ServerOptions options) : options(std::move(options)) {}
 
