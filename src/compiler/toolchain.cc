@@ -1,6 +1,7 @@
 #include "compiler/toolchain.h"
 
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,7 +15,8 @@ std::string source_dir() { return ROCKET_SOURCE_DIR; }
 
 std::string host_engine_compile_command(const std::string& engine_dir, const std::string& output) {
   const std::string src = source_dir() + "/src";
-  std::string sources;
+  // The engine's own sources, and the rocket-engine command line every engine binary has.
+  std::string sources = " '" + src + "/cli/rocket_engine.cc'";
   for (const auto& e : fs::directory_iterator(src + "/engine/host"))
     if (e.path().extension() == ".cc") sources += " '" + e.path().string() + "'";
 #ifdef ROCKET_ENGINE_LINK_CUDA
@@ -41,12 +43,15 @@ std::string h200_engine_compile_command(const std::string& engine_dir, const std
   // ~500 MB) is the CUDA toolkit's on the machine that runs the engine: searched next in the build's
   // toolkit directory, then LD_LIBRARY_PATH.
   std::string compile = fmt::format("mkdir -p '{}'", obj), objects;
-  for (const auto& e : fs::directory_iterator(src + "/engine/h200")) {
-    const std::string path = e.path().string(), o = obj + "/" + e.path().stem().string() + ".o";
-    if (e.path().extension() == ".cc")
+  // The engine's own sources, and the rocket-engine command line every engine binary has.
+  std::vector<fs::path> sources = {fs::path(src) / "cli" / "rocket_engine.cc"};
+  for (const auto& e : fs::directory_iterator(src + "/engine/h200")) sources.push_back(e.path());
+  for (const fs::path& source : sources) {
+    const std::string path = source.string(), o = obj + "/" + source.stem().string() + ".o";
+    if (source.extension() == ".cc")
       compile += fmt::format(" && {{ '{}' -std=c++20 -O2 -DFMT_HEADER_ONLY -I'{}' -I'{}' -c '{}' -o '{}' & }}", ROCKET_CXX, src,
                              ROCKET_CUDA_INCLUDE, path, o);
-    else if (e.path().extension() == ".cu")
+    else if (source.extension() == ".cu")
       compile += fmt::format(" && {{ '{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -I'{}' -I'{}' "
                              "-c '{}' -o '{}' & }}", ROCKET_NVCC, engine_dir, src, path, o);
     else

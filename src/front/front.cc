@@ -34,6 +34,7 @@
 #include "front/route.h"
 #include "http/bounded_server.h"
 #include "http/connection.h"
+#include "http/in_flight.h"
 #include "http/server.h"
 #include "http/sse.h"
 #include "openai/protocol_error.h"
@@ -69,16 +70,6 @@ httplib::Headers upstream_headers(const httplib::Request& req) {
     if (req.has_header(name)) h.emplace(name, req.get_header_value(name));
   return h;
 }
-
-// Counts a response from the handler's start until its last byte is written (a stream's provider
-// outlives the handler), for the drain; and, once routed, the request against its replica's load.
-struct InFlight {
-  std::atomic<int64_t>& count;
-  explicit InFlight(std::atomic<int64_t>& c) : count(c) { ++count; }
-  ~InFlight() { --count; }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-};
 
 // One request relayed to a replica, on a thread of its own: the response's status and headers
 // arrive first (the front answers with them), then its body in the chunks the replica wrote them in.

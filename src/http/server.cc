@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "http/bounded_server.h"
 #include "http/connection.h"
+#include "http/in_flight.h"
 #include "http/sse.h"
 #include "openai/output_parser.h"
 #include "openai/prompt_builder.h"
@@ -88,17 +89,6 @@ OutputParser::Options parser_options(const CompletionRequest& r, const Submitted
   if (!r.parallel_tool_calls || r.tool_choice.mode == ToolChoice::Mode::kFunction) o.max_tool_calls = 1;
   return o;
 }
-
-// Counts a completion response from its handler's start until it has been written: a stream's provider
-// outlives the handler, and httplib ends a chunked response at stop(), so a drain waits for these
-// (HttpServer::wait_responses) to let the last events out.
-struct InFlight {
-  std::atomic<int>& count;
-  explicit InFlight(std::atomic<int>& c) : count(c) { ++count; }
-  ~InFlight() { --count; }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-};
 
 // Accumulates one response: runs the loop's text through the output parser (chat), collects the
 // logprobs, and builds the objects OpenAI sends.
@@ -280,7 +270,7 @@ struct HttpServer::Impl {
   std::string phase = "upright";
   std::string handshake;  // GET /handshake's body, once upright has it (guarded by mu)
   std::atomic<EngineLoop*> loop{nullptr};
-  std::atomic<int> responses{0};  // completions being answered (InFlight)
+  std::atomic<int64_t> responses{0};  // completions being answered (http/in_flight.h)
 
   explicit Impl(ServerOptions options) : options(std::move(options)) {}
 
@@ -345,33 +335,66 @@ struct HttpServer::Impl {
                           "invalid_request_error", "invalid_api_key");
   }
 
-  void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  // Which error shape a completion endpoint answers in: OpenAI's, or Anthropic's for /v1/messages
+  // (whose clients also send their key as x-api-key).
+  enum class Api { kOpenAi, kAnthropic };
+
+  // The set-up and the catch every completion endpoint shares (/v1/chat/completions, /v1/completions,
+  // /v1/responses, /v1/messages): the response is counted in flight until it is written (a drain waits
+  // for it), the key is checked, the engine must be launched and the body must be JSON within the
+  // depth bound; a failure anywhere, `answer` included, is answered in the API's error shape, a
+  // refusal counted on /metrics by its reason. `answer(engine, body, in_flight)` parses the body as
+  // its endpoint's request and answers it (whole or streamed, the stream holding `in_flight`).
+  template <typename Answer>
+  void completion(const httplib::Request& req, httplib::Response& res, Api api, Answer&& answer) {
     auto in_flight = std::make_shared<InFlight>(responses);
+    const auto refuse = [&](const ProtocolError& e) {
+      api == Api::kAnthropic ? send_messages_error(res, e) : send_error(res, e);
+    };
     try {
-      authorize(req);
+      api == Api::kAnthropic ? authorize_anthropic(req) : authorize(req);
       EngineLoop& engine = launched();
-      const Json body = parse_json_body(req.body, options.max_json_depth);
+      answer(engine, parse_json_body(req.body, options.max_json_depth), in_flight);
+    } catch (const ProtocolError& e) {
+      count_refusal(e);
+      refuse(e);
+    } catch (const std::exception& e) {
+      refuse(ProtocolError(500, e.what(), "", "server_error"));
+    }
+  }
+
+  // What every parsed completion request gets before it is submitted: its W3C trace parent and client
+  // headers on its span, and a model this server serves (else 404).
+  void admit(const httplib::Request& req, const EngineLoop& engine, CompletionRequest& r) const {
+    r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
+    record_client_headers(req, r);
+    check_model(engine, r.model);
+  }
+
+  // Submits an admitted request to the loop, its TEST-ONLY forced tokens by header set first (after
+  // anything that changes its messages: they count the tool results).
+  Submitted submit(const httplib::Request& req, EngineLoop& engine, CompletionRequest& r,
+                   std::shared_ptr<RequestSink> sink) const {
+    force_by_header(req, r);
+    return engine.submit(r, std::move(sink));
+  }
+
+  // POST /v1/chat/completions (`chat`) and /v1/completions: n choices, answered whole or as chunks.
+  void chat_or_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+    completion(req, res, Api::kOpenAi, [&](EngineLoop& engine, const Json& body, std::shared_ptr<InFlight> in_flight) {
       CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
-      r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
-      record_client_headers(req, r);
-      force_by_header(req, r);
-      check_model(engine, r.model);
+      admit(req, engine, r);
       auto sink = std::make_shared<RequestSink>(int(r.n));
-      const Submitted sub = engine.submit(r, sink);
+      const Submitted sub = submit(req, engine, r, sink);
       ResponseMeta meta = response_meta(chat ? "chatcmpl-" : "cmpl-", r.model);
       meta.stream_usage = r.stream && r.include_usage;
       auto state = std::make_shared<Choices>(r, meta, sub);
       if (!r.stream) {
         respond_whole(req, res, *state, *sink, sub.id);
       } else {
-        stream(res, state, sink, r.include_usage, in_flight);
+        stream(res, state, sink, r.include_usage, std::move(in_flight));
       }
-    } catch (const ProtocolError& e) {
-      count_refusal(e);
-      send_error(res, e);
-    } catch (const std::exception& e) {
-      send_error(res, ProtocolError(500, e.what(), "", "server_error"));
-    }
+    });
   }
 
   void respond_whole(const httplib::Request& req, httplib::Response& res, Choices& all, RequestSink& sink, uint64_t id) {
@@ -479,21 +502,14 @@ struct HttpServer::Impl {
   // POST /v1/responses: the chat request it translates to (openai/responses_request.h), answered as a
   // response object or its event stream (openai/responses_response.h).
   void responses_api(const httplib::Request& req, httplib::Response& res) {
-    auto in_flight = std::make_shared<InFlight>(responses);
-    try {
-      authorize(req);
-      EngineLoop& engine = launched();
-      const Json body = parse_json_body(req.body, options.max_json_depth);
+    completion(req, res, Api::kOpenAi, [&](EngineLoop& engine, const Json& body, std::shared_ptr<InFlight> in_flight) {
       ResponsesRequest rr = parse_responses_request(body);
       CompletionRequest& r = rr.chat;
-      r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
-      record_client_headers(req, r);
-      force_by_header(req, r);
-      check_model(engine, r.model);
+      admit(req, engine, r);
       auto sink = std::make_shared<RequestSink>(1);
       Submitted sub;
       try {
-        sub = engine.submit(r, sink);
+        sub = submit(req, engine, r, sink);
       } catch (const ProtocolError& e) {
         throw responses_error(e);
       }
@@ -501,13 +517,8 @@ struct HttpServer::Impl {
       answer_named_events(res,
                           std::make_shared<ResponsesState>(r, response_meta("resp_", r.model), sub, std::move(rr.echo),
                                                            std::move(options)),
-                          sink, sub.id, r.stream, in_flight);
-    } catch (const ProtocolError& e) {
-      count_refusal(e);
-      send_error(res, e);
-    } catch (const std::exception& e) {
-      send_error(res, ProtocolError(500, e.what(), "", "server_error"));
-    }
+                          sink, sub.id, r.stream, std::move(in_flight));
+    });
   }
 
   // A Responses or Messages answer (State: ResponsesState or MessagesState): the whole object once
@@ -567,15 +578,10 @@ struct HttpServer::Impl {
   // (anthropic/messages_request.h), answered as a message or its event stream
   // (anthropic/messages_response.h), errors in Anthropic's shape.
   void messages_api(const httplib::Request& req, httplib::Response& res) {
-    auto in_flight = std::make_shared<InFlight>(responses);
-    try {
-      authorize_anthropic(req);
-      EngineLoop& engine = launched();
-      MessagesRequest mr = parse_messages_request(parse_json_body(req.body, options.max_json_depth));
+    completion(req, res, Api::kAnthropic, [&](EngineLoop& engine, const Json& body, std::shared_ptr<InFlight> in_flight) {
+      MessagesRequest mr = parse_messages_request(body);
       CompletionRequest& r = mr.chat;
-      r.trace_parent = parse_traceparent(req.get_header_value("traceparent"));
-      record_client_headers(req, r);
-      check_model(engine, r.model);
+      admit(req, engine, r);
       // Context editing measures the prompt as the engine would build it.
       // (max_tokens is a cap here, as below: the count is the prompt's alone.)
       Json applied = apply_context_edits(mr, [&engine](const CompletionRequest& c) {
@@ -583,30 +589,24 @@ struct HttpServer::Impl {
         prompt.max_tokens.reset();
         return engine.report_prefix(prompt).prompt_tokens;
       });
-      force_by_header(req, r);
       auto sink = std::make_shared<RequestSink>(1);
       Submitted sub;
       try {
-        sub = engine.submit(r, sink);
+        sub = submit(req, engine, r, sink);
       } catch (const ProtocolError& e) {
         // max_tokens is a cap in this API, and its clients send a large one (Claude Code: 32000) for
         // every turn: past the context it means "up to the context", not a refusal.
         if (e.code() != "context_length_exceeded" || e.param() != "max_tokens") throw;
         r.max_tokens.reset();
-        sub = engine.submit(r, sink);
+        sub = submit(req, engine, r, sink);
       }
       MessagesStream::Options o{.omit_thinking = mr.omit_thinking,
                                 .page_tokens = page_tokens(engine),
                                 .applied_edits = mr.context_management ? std::move(applied) : Json(nullptr),
                                 .server_tools = !mr.server_tools.empty()};
       answer_named_events(res, std::make_shared<MessagesState>(r, response_meta("msg_", r.model), sub, std::move(o)), sink,
-                          sub.id, r.stream, in_flight);
-    } catch (const ProtocolError& e) {
-      count_refusal(e);
-      send_messages_error(res, e);
-    } catch (const std::exception& e) {
-      send_messages_error(res, ProtocolError(500, e.what(), "", "server_error"));
-    }
+                          sub.id, r.stream, std::move(in_flight));
+    });
   }
 
   // POST /v1/messages/count_tokens: the prompt's length as /v1/messages would build it.
@@ -734,8 +734,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
   // httplib's own refusals (413, 400, and the head's 431/408/415) get OpenAI's error shape from
   // BoundedServer.
   im.server.Post("/v1/chat/completions",
-                 [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, true); });
-  im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.completion(q, s, false); });
+                 [&im](const httplib::Request& q, httplib::Response& s) { im.chat_or_completion(q, s, true); });
+  im.server.Post("/v1/completions", [&im](const httplib::Request& q, httplib::Response& s) { im.chat_or_completion(q, s, false); });
   im.server.Post("/v1/responses", [&im](const httplib::Request& q, httplib::Response& s) { im.responses_api(q, s); });
   im.server.Post("/v1/messages", [&im](const httplib::Request& q, httplib::Response& s) { im.messages_api(q, s); });
   im.server.Post("/v1/messages/count_tokens",

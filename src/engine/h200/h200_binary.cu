@@ -1,9 +1,9 @@
-// rocket-engine for the h200 booster: the binary `rocket build --booster h200` emits for one chemistry,
-// with the commands parity, replay, bench and launch (also spelled serve); `rocket-engine COMMAND
-// --help` lists each one's flags.
-// The engine directory is the parent of the binary's folder (ENGINE_DIR/bin/rocket-engine). Every
-// command runs the countdown first (upright, fuel, static fire). The diagnostic commands report a
-// failed static fire and go on, so one run shows how far off the engine is; launch refuses to serve.
+// The H200 engine's binary (engine/engine_binary.h): its own commands parity, replay, bench,
+// prefill-check, mixed-bench and prefill-bench, and its countdown steps; cli/rocket_engine.cc adds
+// launch (also spelled serve) and front and dispatches. `rocket-engine COMMAND --help` lists each
+// one's flags. Every command runs the countdown first (upright, fuel, static fire). The diagnostic
+// commands report a failed static fire and go on, so one run shows how far off the engine is; launch
+// refuses to serve.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,14 +15,13 @@
 
 #include "core/cli.h"
 #include "core/error.h"
-#include "fuel/golden.h"
+#include "engine/engine_binary.h"
 #include "engine/parity.h"
+#include "fuel/golden.h"
 #include "engine/h200/prefill_bench.h"
 #include "engine/h200/h200_batch_engine.h"
 #include "engine/h200/h200_bench.h"
 #include "engine/h200/h200_engine.h"
-#include "front/front.h"
-#include "launch/launch.h"
 
 namespace fs = std::filesystem;
 
@@ -145,7 +144,7 @@ int cmd_replay(const fs::path& dir, const std::vector<std::string>& args) {
   return bad ? 1 : 0;
 }
 
-// The countdown, then the OpenAI-compatible server on the continuous-batching scheduler.
+// Decode time at every bucket, split by kernel kind (engine/h200/h200_bench.h).
 int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
   int context = 512, steps = 32, reps = 5;
   SamplingKnobs knobs{.temperature = 0.0f};
@@ -209,71 +208,48 @@ int cmd_prefill_check(const fs::path& dir, const std::vector<std::string>& args)
   return run_prefill_check(*countdown(dir), tolerance);
 }
 
-int cmd_launch(const fs::path& dir, const std::vector<std::string>& args) {
-  LaunchOptions o;
-  CLI::App cli("The launch countdown (upright, fuel, static fire), then the OpenAI-compatible server.",
-               "rocket-engine launch");
-  add_launch_options(cli, o);
-  if (const auto rc = parse_command(cli, args)) return *rc;
-  std::unique_ptr<H200Engine> engine;
-  std::unique_ptr<H200BatchEngine> batch;
-  LaunchSteps steps{
-      .upright = [&](uint64_t reserve_bytes) {
-        engine = std::make_unique<H200Engine>(dir.string(), reserve_bytes);
-        return engine->upright_summary();
+// The countdown's steps on the H200 engine (launch/launch.h serves over them): a failed static fire
+// refuses to launch.
+LaunchSteps launch_steps(const fs::path& dir) {
+  struct Rocket {
+    std::unique_ptr<H200Engine> engine;
+    std::unique_ptr<H200BatchEngine> batch;
+  };
+  auto r = std::make_shared<Rocket>();
+  return LaunchSteps{
+      .upright = [r, dir](uint64_t reserve_bytes) {
+        r->engine = std::make_unique<H200Engine>(dir.string(), reserve_bytes);
+        return r->engine->upright_summary();
       },
-      .fuel = [&] {
-        batch = std::make_unique<H200BatchEngine>(*engine);
-        return fuel(*engine);
+      .fuel = [r] {
+        r->batch = std::make_unique<H200BatchEngine>(*r->engine);
+        return fuel(*r->engine);
       },
-      .static_fire = [&] {
-        std::string summary = engine->static_fire();
-        if (!engine->static_fire_passed()) throw Error(summary);
+      .static_fire = [r] {
+        std::string summary = r->engine->static_fire();
+        if (!r->engine->static_fire_passed()) throw Error(summary);
         return summary;
       },
-      .engine = [&]() -> BatchEngine& { return *batch; },
-      .budget = [&] { return engine->budget(); },
+      .engine = [r]() -> BatchEngine& { return *r->batch; },
+      .budget = [r] { return r->engine->budget(); },
       .max_context = engine::kMaxContext,
   };
-  return launch(dir, o, steps);
 }
 
 }  // namespace
-}  // namespace rocket
 
-int main(int argc, char** argv) {
-  using namespace rocket;
-  const std::string commands = std::string(
-      "usage: rocket-engine COMMAND [options]   (rocket-engine COMMAND --help lists its options)\n"
-      "  parity   logits and greedy tokens against the HF reference's goldens\n"
-      "  replay   every bucket's logits and tokens repeat bitwise\n"
-      "  bench    decode time at every bucket against the roofline\n"
-      "  prefill-check   the prefill token path against bucket-sized pieces\n"
-      "  mixed-bench     decode rows and a prompt piece in one call, against separate calls\n"
-      "  prefill-bench   cold prompts through the token path against the tensor-core peak\n"
-      "  launch   the countdown, then the OpenAI-compatible server (also: serve)\n"
-      "  front    N replicas of this engine, one per GPU, behind one routing front (the replicated arrangement)\n"
-      "h200 engine for chemistry ") + engine::kFingerprint + ".\n";
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fputs(commands.c_str(), argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  const std::string cmd = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
-    if (cmd == "parity") return cmd_parity(dir, args);
-    if (cmd == "prefill-check") return cmd_prefill_check(dir, args);
-    if (cmd == "mixed-bench") return cmd_mixed_bench(dir, args);
-    if (cmd == "prefill-bench") return cmd_prefill_bench(dir, args);
-    if (cmd == "replay") return cmd_replay(dir, args);
-    if (cmd == "bench") return cmd_bench(dir, args);
-    if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);
-    if (cmd == "front") return front_main(dir / "bin" / "rocket-engine", args);
-    std::fprintf(stderr, "rocket-engine: unknown command '%s'\n%s", cmd.c_str(), commands.c_str());
-    return 2;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "rocket-engine: %s\n", e.what());
-    return 1;
-  }
+EngineBinary engine_binary() {
+  return EngineBinary{
+      .commands = {{"parity", "logits and greedy tokens against the HF reference's goldens", cmd_parity},
+                   {"replay", "every bucket's logits and tokens repeat bitwise", cmd_replay},
+                   {"bench", "decode time at every bucket against the roofline", cmd_bench},
+                   {"prefill-check", "the prefill token path against bucket-sized pieces", cmd_prefill_check},
+                   {"mixed-bench", "decode rows and a prompt piece in one call, against separate calls", cmd_mixed_bench},
+                   {"prefill-bench", "cold prompts through the token path against the tensor-core peak", cmd_prefill_bench}},
+      .replicas_on = "one per GPU",
+      .about = std::string("h200 engine for chemistry ") + engine::kFingerprint + ".",
+      .launch_steps = launch_steps,
+  };
 }
+
+}  // namespace rocket

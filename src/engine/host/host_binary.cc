@@ -1,25 +1,22 @@
-// rocket-engine: the binary `rocket build` emits for one chemistry on the host booster, with the
-// commands generate, parity, bench, buckets, cachecheck, profile and launch (also spelled serve);
-// `rocket-engine COMMAND --help` lists each one's flags. The engine directory is the parent of the
-// binary's folder (ENGINE_DIR/bin/rocket-engine).
-#include <unistd.h>
-
+// The host engine's binary (engine/engine_binary.h): its own commands generate, parity, bench,
+// buckets, cachecheck and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
+// spelled serve) and front and dispatches. `rocket-engine COMMAND --help` lists each one's flags.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "boosters/profile.h"
 #include "core/cli.h"
 #include "core/error.h"
+#include "engine/engine_binary.h"
 #include "engine/generate_options.h"
 #include "fuel/golden.h"
 #include "engine/parity.h"
@@ -29,8 +26,6 @@
 #include "engine/host/profile_run.h"
 #include "engine/host/static_fire.h"
 #include "kernels/host/sample.h"
-#include "front/front.h"
-#include "launch/launch.h"
 #include "openai/prompt_builder.h"
 #include "plan/step_bytes.h"
 #include "tokenizer/stream_decoder.h"
@@ -219,78 +214,56 @@ int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
   return 0;
 }
 
-// The countdown on the host engine, then the OpenAI-compatible server (launch/launch.h).
-int cmd_launch(const fs::path& dir, const std::vector<std::string>& args) {
-  LaunchOptions o;
-  CLI::App cli("The launch countdown (upright, fuel, static fire), then the OpenAI-compatible server.",
-               "rocket-engine launch");
-  add_launch_options(cli, o);
-  if (const auto rc = parse_command(cli, args)) return *rc;
-  std::unique_ptr<HostEngine> engine;
-  std::unique_ptr<HostBatchEngine> batch;
-  LaunchSteps steps{
-      .upright = [&](uint64_t reserve_bytes) {
-        engine = std::make_unique<HostEngine>(dir.string(), reserve_bytes);
-        const Plan& p = engine->plan();
+// The countdown's steps on the host engine (launch/launch.h serves over them).
+LaunchSteps launch_steps(const fs::path& dir) {
+  struct Rocket {
+    std::unique_ptr<HostEngine> engine;
+    std::unique_ptr<HostBatchEngine> batch;
+  };
+  auto r = std::make_shared<Rocket>();
+  return LaunchSteps{
+      .upright = [r, dir](uint64_t reserve_bytes) {
+        r->engine = std::make_unique<HostEngine>(dir.string(), reserve_bytes);
+        const Plan& p = r->engine->plan();
         return fmt::format("plan {} on {}: residency {:.1f} MiB, {} streams, context {}", p.fingerprint, p.booster,
                            p.arena_bytes / 1048576.0, p.max_streams, p.max_context);
       },
-      .fuel = [&] {
+      .fuel = [r] {
         const auto t0 = Clock::now();
-        const uint64_t bytes = engine->load_weights();
+        const uint64_t bytes = r->engine->load_weights();
         const double s = seconds_since(t0);
-        batch = std::make_unique<HostBatchEngine>(*engine);
+        r->batch = std::make_unique<HostBatchEngine>(*r->engine);
         return fmt::format("{:.1f} MiB of weights resident in {:.3f} s ({:.2f} GB/s)", bytes / 1048576.0, s,
                            bytes / std::max(s, 1e-9) / 1e9);
       },
-      .static_fire = [&] { return static_fire(*engine); },
-      .engine = [&]() -> BatchEngine& { return *batch; },
-      .budget = [&] { return engine->budget(); },
+      .static_fire = [r] { return static_fire(*r->engine); },
+      .engine = [r]() -> BatchEngine& { return *r->batch; },
+      .budget = [r] { return r->engine->budget(); },
       .max_context = engine::kMaxContext,
   };
-  return launch(dir, o, steps);
+}
+
+int cmd_cachecheck(const fs::path& dir, const std::vector<std::string>& args) {
+  CLI::App cli("A cached prefix and a fork give the cold run's logits bit for bit.", "rocket-engine cachecheck");
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  HostEngine e(dir.string());
+  return cmd_cache_check(e);
 }
 
 }  // namespace
-}  // namespace rocket
 
-int main(int argc, char** argv) {
-  using namespace rocket;
-  constexpr const char* kCommands =
-      "usage: rocket-engine COMMAND [options]   (rocket-engine COMMAND --help lists its options)\n"
-      "  generate    stream a prompt's continuation\n"
-      "  parity      logits and greedy tokens against the HF reference's goldens\n"
-      "  bench       decode throughput at every bucket against the roofline\n"
-      "  buckets     every bucket gives each stream the logits of decoding alone\n"
-      "  cachecheck  a cached prefix and a fork give the cold run's logits bit for bit\n"
-      "  profile     run the fuel over a corpus and write its co-activation profile\n"
-      "  launch      the countdown, then the OpenAI-compatible server (also: serve)\n"
-      "  front       N replicas of this engine behind one routing front (the replicated arrangement)\n";
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fputs(kCommands, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  const fs::path dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  const std::string cmd = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
-    if (cmd == "generate") return cmd_generate(dir, args);
-    if (cmd == "parity") return cmd_parity(dir, args);
-    if (cmd == "bench") return cmd_bench(dir, args);
-    if (cmd == "buckets") return cmd_buckets(dir, args);
-    if (cmd == "cachecheck") {
-      CLI::App cli("A cached prefix and a fork give the cold run's logits bit for bit.", "rocket-engine cachecheck");
-      if (const auto rc = parse_command(cli, args)) return *rc;
-      HostEngine e(dir.string());
-      return cmd_cache_check(e);
-    }
-    if (cmd == "profile") return cmd_profile(dir, args);
-    if (cmd == "launch" || cmd == "serve") return cmd_launch(dir, args);
-    if (cmd == "front") return front_main(dir / "bin" / "rocket-engine", args);
-    std::fprintf(stderr, "rocket-engine: unknown command '%s'\n%s", cmd.c_str(), kCommands);
-    return 2;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "rocket-engine: %s\n", e.what());
-    return 1;
-  }
+EngineBinary engine_binary() {
+  return EngineBinary{
+      .commands = {{"generate", "stream a prompt's continuation", cmd_generate},
+                   {"parity", "logits and greedy tokens against the HF reference's goldens", cmd_parity},
+                   {"bench", "decode throughput at every bucket against the roofline", cmd_bench},
+                   {"buckets", "every bucket gives each stream the logits of decoding alone", cmd_buckets},
+                   {"cachecheck", "a cached prefix and a fork give the cold run's logits bit for bit", cmd_cachecheck},
+                   {"profile", "run the fuel over a corpus and write its co-activation profile", cmd_profile}},
+      .replicas_on = "",  // the host's replicas share its cores: nothing to say
+      .about = "",
+      .launch_steps = launch_steps,
+  };
 }
+
+}  // namespace rocket
