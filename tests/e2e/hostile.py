@@ -252,9 +252,12 @@ print(out.split(b" ")[1].decode() if out.startswith(b"HTTP/") else "none", round
     check(time.monotonic() - t0 < 20, f"a request among them waited {time.monotonic() - t0:.1f} s")
     for s in held:
         s.close()
+    # Never before the deadline; after it, by up to 25 s: a loaded machine (ctest -j beside builds) has
+    # answered 41 s, and what the upper bound must tell apart is a server that never frees the thread,
+    # which would read the whole 66-byte head (66 s) and wait on.
     for mode, bound in (("head", 30), ("body", 31)):
-        got = lorises[mode].communicate(timeout=90)[0].split()
-        check(len(got) == 2 and got[0] == "408" and bound - 1 < float(got[1]) < bound + 10,
+        got = lorises[mode].communicate(timeout=120)[0].split()
+        check(len(got) == 2 and got[0] == "408" and bound - 1 < float(got[1]) < bound + 25,
               f"a {mode} sent a byte a second: {' after '.join(got)} s", got)
 
     # ---- JSON ----
