@@ -15,5 +15,5 @@ test -x "$build/rocket"
 # leaks are reported at exit too. libgomp is not instrumented: TSan ignores races inside it.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$src/tests/e2e/tsan.supp
 exec "$src/tests/e2e/serving_contract.sh" "$build/rocket" "$work" "$name"

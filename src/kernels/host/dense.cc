@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/host/cpu_clones.h"
 
 namespace rocket::host {
 namespace {
@@ -50,7 +51,7 @@ constexpr int64_t kDenseParallelMin = int64_t(1) << 15;
 }
 
 // y[t][r0 + i] for i < nr, every token t, from nr dequantised rows in wbuf.
-__attribute__((target_clones("arch=x86-64-v3", "default")))
+ROCKET_CPU_CLONES
 void rows_times_tokens(const float* wbuf, int64_t nr, int64_t cols, const float* x, int n,
                        int64_t rows, int64_t r0, float* y) {
   for (int t = 0; t < n; ++t) {

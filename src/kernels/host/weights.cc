@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/host/cpu_clones.h"
 
 namespace rocket::host {
 namespace {
@@ -41,7 +42,7 @@ void check_view(const WeightView& w) {
 // NOTE: `omp simd` because -O2's cheap vectoriser cost model skips loops of unknown trip count.
 // The x86-64-v3 clone lets the bf16 widening and scale multiplies run 8 wide; the resolver
 // picks it once at load time by CPU feature, so machines without AVX2 still run the default clone.
-__attribute__((target_clones("arch=x86-64-v3", "default")))
+ROCKET_CPU_CLONES
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
   const int64_t cols = w.cols;
   switch (w.precision) {
