@@ -50,12 +50,16 @@ if s.get("mixed_steps", 0) == 0: bad.append("no mixed step ran: the decode rows 
 for b in bad: print("FAIL", b)
 sys.exit(1 if bad else 0)
 EOF
-  kill -0 "$server" 2>/dev/null || { echo "FAIL $name: the server died"; failures=$((failures + 1)); }
-  if grep -E "STEP REFUSED|CHECK failed|engine failed|ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer" "$log"; then
+  local alive=1
+  kill -0 "$server" 2>/dev/null || { echo "FAIL $name: the server died"; failures=$((failures + 1)); alive=0; }
+  # SIGTERM drains and exits 0; a sanitized server reports leaks as it exits, so its log is read after.
+  kill "$server" 2>/dev/null
+  local status=0
+  wait "$server" 2>/dev/null || status=$?
+  ((alive == 0 || status == 0)) || { echo "FAIL $name: the server exited $status after SIGTERM"; failures=$((failures + 1)); }
+  if grep -E "STEP REFUSED|CHECK failed|engine failed|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|WARNING: ThreadSanitizer" "$log"; then
     echo "FAIL $name: the server log above"; failures=$((failures + 1))
   fi
-  kill "$server" 2>/dev/null
-  wait "$server" 2>/dev/null
   ((failures == before)) || { echo "--- $name server log (tail)"; tail -n 30 "$log"; }
 }
 
