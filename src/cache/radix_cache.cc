@@ -10,17 +10,14 @@
 
 namespace rocket {
 
-namespace {
-
-// Orders child keys (a first page of tokens) and lets a span of the query look them up unbuilt.
+// Orders child keys (a first page of tokens) and lets a span of the query look them up unbuilt. Not in
+// an anonymous namespace: CacheNode (declared in the header) holds a map ordered by it.
 struct PageKeyLess {
   using is_transparent = void;
   bool operator()(std::span<const int32_t> a, std::span<const int32_t> b) const {
     return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
   }
 };
-
-}  // namespace
 
 struct CacheNode {
   CacheNode* parent = nullptr;
