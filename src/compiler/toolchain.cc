@@ -13,12 +13,13 @@ namespace rocket {
 
 std::string source_dir() { return ROCKET_SOURCE_DIR; }
 
-// Compiles every unit at once into `obj` (one process each: a 2-core machine builds a host engine in
-// half the time one g++ over all its sources took) and fails after all have ended if any failed.
 struct Unit {
   std::string command;  // the compiler and its flags, without -c SOURCE -o OBJECT
   fs::path source;
 };
+
+// Compiles every unit at once into `obj` (one process each: a 2-core machine builds a host engine in
+// half the time one g++ over all its sources took) and fails after all have ended if any failed.
 static std::string compile_in_parallel(const std::string& obj, const std::vector<Unit>& units, std::string& objects) {
   std::string sh = fmt::format("mkdir -p '{}' && pids=()", obj);
   for (const Unit& u : units) {
@@ -62,15 +63,13 @@ std::string h200_engine_compile_command(const std::string& engine_dir, const std
   // ~500 MB) is the CUDA toolkit's on the machine that runs the engine: searched next in the build's
   // toolkit directory, then LD_LIBRARY_PATH.
   // The engine's own sources; the rocket-engine command line every engine binary has is CMake's object.
+  const std::string cc = fmt::format("'{}' -std=c++20 -O2 -DFMT_HEADER_ONLY -I'{}' -I'{}'", ROCKET_CXX, src, ROCKET_CUDA_INCLUDE);
+  const std::string cu = fmt::format("'{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -I'{}' -I'{}'",
+                                     ROCKET_NVCC, engine_dir, src);
   std::vector<Unit> units;
   for (const auto& e : fs::directory_iterator(src + "/engine/h200")) {
-    const fs::path& source = e.path();
-    if (source.extension() == ".cc")
-      units.push_back({fmt::format("'{}' -std=c++20 -O2 -DFMT_HEADER_ONLY -I'{}' -I'{}'", ROCKET_CXX, src, ROCKET_CUDA_INCLUDE), source});
-    else if (source.extension() == ".cu")
-      units.push_back({fmt::format("'{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -I'{}' -I'{}'",
-                                   ROCKET_NVCC, engine_dir, src),
-                       source});
+    if (e.path().extension() == ".cc") units.push_back({cc, e.path()});
+    else if (e.path().extension() == ".cu") units.push_back({cu, e.path()});
   }
   std::string objects = " '" ROCKET_ENGINE_CLI_OBJECT "'";
   const std::string compile = compile_in_parallel(obj, units, objects);
