@@ -19,10 +19,10 @@
 namespace rocket {
 namespace {
 
-Plan h200_plan(const std::string& fuel, int layers, WeightFormat f) {
+Plan h200_plan(const std::string& fuel, int layers, WeightFormat f, int max_streams = 32) {
   const Chemistry c = chemistry_from_config(forge_config(fuel, layers), f, fuel + "/config.json");
   const HardwareProfile hw = load_profile(test::source_dir() + "/boosters/h200.json");
-  Plan p = plan_memory(c, PlanOptions{.booster = "h200", .limits = booster_limits(hw)});
+  Plan p = plan_memory(c, PlanOptions{.booster = "h200", .buckets = buckets_up_to(max_streams), .limits = booster_limits(hw)});
   p.kernels = select_kernels(p);
   p.validate("plan");
   return p;
@@ -93,9 +93,57 @@ TEST(KernelTable, A3bChoices) {
   EXPECT_EQ(kernel(p, "sample", 4).grid, 32);
 }
 
+// Past 32 rows the dense register form doubles its register budget (128 per thread, so at most 512
+// threads per SM) and every kernel has an entry at 64.
+TEST(KernelTable, Bucket64) {
+  for (const FuelCase& f : kFuels) {
+    const Plan p = h200_plan(f.name, f.layers, f.format, 64);
+    EXPECT_EQ(p.buckets, (std::vector<int>{1, 2, 4, 8, 16, 32, 64}));
+    EXPECT_EQ(p.max_streams, 64);
+    for (const PlanKernel& k : p.kernels) {
+      if (k.kernel.rfind("dense_", 0) != 0 || tile(k, "form") != 0) continue;
+      const int64_t per_sm = k.threads * tile(k, "min_blocks");
+      if (k.bucket == 64) {
+        EXPECT_LE(k.threads, 512) << k.kernel;
+        EXPECT_EQ(per_sm, 512) << k.kernel;
+      } else {
+        EXPECT_EQ(per_sm, 1024) << k.kernel << " at " << k.bucket;
+      }
+    }
+    // The LM head streams up to 16 rows only; at 64 it takes the register form, four stages a warp.
+    EXPECT_EQ(tile(kernel(p, "dense_lm_head", 64), "form"), 0);
+    EXPECT_EQ(tile(kernel(p, "dense_lm_head", 64), "stages_per_warp"), 4);
+  }
+}
+
+// Unasked, an h200 plan takes the largest bucket its memory holds: the kernels' 64 where the arena
+// fits, 32 where it does not, and never a bucket fixed snapshots cannot serve two per stream.
+TEST(KernelTable, MaxStreamsFromMemory) {
+  const HardwareProfile hw = load_profile(test::source_dir() + "/boosters/h200.json");
+  const Chemistry tiny = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
+  const PlanOptions base{.booster = "h200", .limits = booster_limits(hw)};
+  EXPECT_EQ(h200_max_streams(tiny, base, hw.usable_bytes()), 64);
+  // a3b NVFP4, 40 layers, a 33,792-token context and 256 snapshots (the device routine's engine): its
+  // arena at 64 streams is ~84 GiB, at 32 ~62 GiB.
+  const Chemistry a3b = chemistry_from_config(forge_config("a3b", 0), WeightFormat::kNVFP4, "a3b/config.json");
+  PlanOptions big = base;
+  big.max_context = 33792;
+  big.state_snapshots = 256;
+  big.buckets = buckets_up_to(64);
+  const uint64_t at64 = plan_memory(a3b, big).arena_bytes;
+  big.buckets = buckets_up_to(32);
+  const uint64_t at32 = plan_memory(a3b, big).arena_bytes;
+  ASSERT_GT(at64, at32);
+  EXPECT_EQ(h200_max_streams(a3b, big, at64), 64);
+  EXPECT_EQ(h200_max_streams(a3b, big, at64 - 1), 32);
+  EXPECT_EQ(h200_max_streams(a3b, big, at32 - 1), 32);  // the floor: the build then refuses, saying by how much
+  big.state_snapshots = 100;  // serves 50 streams two each, not 64
+  EXPECT_EQ(h200_max_streams(a3b, big, at64 * 2), 32);
+}
+
 TEST(KernelTable, WorkspacesCoverTheTiling) {
   for (const FuelCase& f : kFuels) {
-    const Plan p = h200_plan(f.name, f.layers, f.format);
+    const Plan p = h200_plan(f.name, f.layers, f.format, 64);
     const Chemistry& c = p.chemistry;
     const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
     for (int b : p.buckets) {

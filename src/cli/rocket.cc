@@ -114,7 +114,8 @@ int cmd_build(const std::vector<std::string>& args) {
                  "tokens per prefill call (0: host 32; h200 2048, the largest piece of its tensor-core prefill)")
       ->check(at_least(0));
   cli.add_option("--max-streams", b.max_streams,
-                 "streams decoding at once: the largest decode bucket, a power of two (0: 32)")
+                 "streams decoding at once: the largest decode bucket, a power of two (0: host 32; h200 64 where "
+                 "its memory holds them, else 32)")
       ->check(at_least(0));
   cli.add_option("--snapshots", b.state_snapshots, "recurrent-state snapshots the prefix cache keeps (0: 2 per stream slot)")
       ->check(at_least(0));

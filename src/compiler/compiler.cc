@@ -24,6 +24,7 @@
 #include "fuel/golden.h"
 #include "fuel/coactivation.h"
 #include "fuel/fuel.h"
+#include "kernels/tiling/dense.h"
 #include "template/chat_template.h"
 
 namespace fs = std::filesystem;
@@ -234,21 +235,25 @@ void build(const BuildOptions& opt) {
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
   po.prefill_chunk = opt.prefill_chunk;
+  // The h200 decode kernels run buckets up to the dense register form's rows (kernels/tiling/dense.h).
+  const int kernel_rows = opt.booster == "h200" ? tiling::kDenseMaxRows : 128;
   if (opt.max_streams) {
     if (opt.max_streams < 1 || opt.max_streams > 128 || (opt.max_streams & (opt.max_streams - 1)) != 0)
       fail("build: --max-streams {} is not a power of two in [1, 128] (the decode buckets are 1, 2, 4, ... it)", opt.max_streams);
-    // NOTE: the h200 decode kernels are tiled for at most 32 rows (kernels/cuda/dense.cuh asserts it);
-    // larger buckets are refused here rather than failing the engine's compile.
-    if (opt.booster == "h200" && opt.max_streams > 32)
-      fail("build: --max-streams {}: the h200 engine's decode kernels run buckets of at most 32 rows", opt.max_streams);
-    po.buckets.clear();
-    for (int b = 1; b <= opt.max_streams; b *= 2) po.buckets.push_back(b);
+    if (opt.max_streams > kernel_rows)
+      fail("build: --max-streams {}: the {} engine's decode kernels run buckets of at most {} rows", opt.max_streams,
+           opt.booster, kernel_rows);
+    po.buckets = buckets_up_to(opt.max_streams);
   }
   const Placement placement = place(opt, chem, fuel ? &*fuel : nullptr, hw);
   po.expert_units = placement.units;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
   // machine it was built on.
   if (opt.booster == "h200") po.limits = booster_limits(hw);
+  // Unasked, an h200 plan decodes as many streams as its memory holds (the host keeps 32: its plan
+  // does not depend on the machine). A split plan holds less than its arena per booster, so this never
+  // over-commits one.
+  if (opt.booster == "h200" && !opt.max_streams) po.buckets = buckets_up_to(h200_max_streams(chem, po, hw.usable_bytes()));
   Plan plan = plan_memory(chem, po);
   plan.fuel_dir = fs::absolute(opt.fuel_dir).string();
   if (fuel) {

@@ -20,7 +20,8 @@ struct BuildOptions {
   int max_context = 0;     // 0 = booster default
   int state_snapshots = 0; // 0 = two per stream slot
   int prefill_chunk = 0;   // tokens per prefill call; 0 = the booster's default (host 32, h200 2048)
-  int max_streams = 0;     // the largest decode bucket, a power of two (buckets 1, 2, 4, ... it); 0 = 32
+  int max_streams = 0;     // the largest decode bucket, a power of two (buckets 1, 2, 4, ... it); 0: host 32,
+                           // h200 the most its memory holds up to its kernels' 64 (at least 32)
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   // The rocket's boosters (plan.boosters): how many, and replicated (an engine per booster) or split
   // (one engine over them, experts placed per booster).

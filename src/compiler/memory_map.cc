@@ -9,6 +9,7 @@
 #include "core/sampling_history.h"
 #include "core/sampling_knobs.h"
 #include "kernels/tiling/attention.h"
+#include "kernels/tiling/dense.h"
 #include "kernels/tiling/gdn.h"
 #include "kernels/tiling/moe.h"
 
@@ -224,6 +225,21 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
 
   p.arena_bytes = align_up(end);
   return p;
+}
+
+std::vector<int> buckets_up_to(int max_streams) {
+  std::vector<int> b;
+  for (int s = 1; s <= max_streams; s *= 2) b.push_back(s);
+  return b;
+}
+
+int h200_max_streams(const Chemistry& chem, PlanOptions opt, uint64_t usable) {
+  for (int s = tiling::kDenseMaxRows; s > 32; s /= 2) {
+    if (opt.state_snapshots && opt.state_snapshots < 2 * s) continue;
+    opt.buckets = buckets_up_to(s);
+    if (plan_memory(chem, opt).arena_bytes <= usable) return s;
+  }
+  return 32;
 }
 
 }  // namespace rocket

@@ -20,4 +20,13 @@ struct PlanOptions {
 // Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.
 Plan plan_memory(const Chemistry& chem, const PlanOptions& opt);
 
+// The decode buckets 1, 2, 4, ... max_streams.
+std::vector<int> buckets_up_to(int max_streams);
+
+// The largest bucket an h200 plan decodes when --max-streams is not given: the most its decode
+// kernels run (kernels/tiling/dense.h) whose whole arena (each slot's KV for the full context, its
+// recurrent state, the cache's two snapshots per stream) fits `usable` bytes, halving down to 32.
+// Snapshots the options fix are honoured: a bucket they cannot serve two per stream is not taken.
+int h200_max_streams(const Chemistry& chem, PlanOptions opt, uint64_t usable);
+
 }  // namespace rocket

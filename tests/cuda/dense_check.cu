@@ -1,5 +1,5 @@
 // GPU check + benchmark for the dense projection (src/kernels/cuda/dense.cuh). Runs on the H200 machine
-// only. For every a3b dense shape and the tiny fuel's, at buckets 1, 8, 32 (every bucket for the two
+// only. For every a3b dense shape and the tiny fuel's, at buckets 1, 8, 32, 64 (every bucket for the two
 // biggest: q_proj / in_proj_qkv and the LM head), with random bf16 weights and activations:
 //   - the output (poisoned with NaN before the launch) is compared with host::linear on the same bf16
 //     inputs within a bound derived below, at rows = B, at a partial rows < B, and below 8 rows also
@@ -491,25 +491,25 @@ int main(int argc, char** argv) {
                 "tile's padding rows not counted); timed weights cycle through >= 128 MiB\n",
                 copy);
     bool ok = true;
-    ok &= shape<8192, 2048, bf16, 1, 2, 4, 8, 16, 32>("a3b q_proj | gdn in_proj_qkv", copy, 1);
-    ok &= shape<512, 2048, bf16, 1, 8, 32>("a3b k,v | shared gate,up", copy, 2);
-    ok &= shape<2048, 4096, bf16, 1, 8, 32>("a3b o_proj | gdn out_proj", copy, 3);
-    ok &= shape<4096, 2048, bf16, 1, 8, 32>("a3b gdn in_proj_z", copy, 4);
-    ok &= shape<32, 2048, bf16, 1, 8, 32>("a3b gdn in_proj_b,a", copy, 5);
-    ok &= shape<2048, 512, bf16, 1, 8, 32>("a3b shared down", copy, 6);
-    ok &= shape<1, 2048, bf16, 1, 8, 32>("a3b shared_expert_gate", copy, 7);
-    ok &= shape<256, 2048, float, 1, 8, 32>("a3b router", copy, 8);
-    ok &= shape<248320, 2048, float, 1, 2, 4, 8, 16, 32>("a3b lm_head", copy, 9);
-    ok &= shape<256, 128, bf16, 1, 8, 32>("tiny 256x128", copy, 10);
-    ok &= shape<64, 128, bf16, 1, 8, 32>("tiny 64x128", copy, 11);
-    ok &= shape<128, 256, bf16, 1, 8, 32>("tiny 128x256", copy, 12);
-    ok &= shape<151936, 128, float, 1, 8, 32>("tiny lm_head", copy, 13);
-    using Buckets = std::integer_sequence<int, 1, 2, 4, 8, 16, 32>;
+    ok &= shape<8192, 2048, bf16, 1, 2, 4, 8, 16, 32, 64>("a3b q_proj | gdn in_proj_qkv", copy, 1);
+    ok &= shape<512, 2048, bf16, 1, 8, 32, 64>("a3b k,v | shared gate,up", copy, 2);
+    ok &= shape<2048, 4096, bf16, 1, 8, 32, 64>("a3b o_proj | gdn out_proj", copy, 3);
+    ok &= shape<4096, 2048, bf16, 1, 8, 32, 64>("a3b gdn in_proj_z", copy, 4);
+    ok &= shape<32, 2048, bf16, 1, 8, 32, 64>("a3b gdn in_proj_b,a", copy, 5);
+    ok &= shape<2048, 512, bf16, 1, 8, 32, 64>("a3b shared down", copy, 6);
+    ok &= shape<1, 2048, bf16, 1, 8, 32, 64>("a3b shared_expert_gate", copy, 7);
+    ok &= shape<256, 2048, float, 1, 8, 32, 64>("a3b router", copy, 8);
+    ok &= shape<248320, 2048, float, 1, 2, 4, 8, 16, 32, 64>("a3b lm_head", copy, 9);
+    ok &= shape<256, 128, bf16, 1, 8, 32, 64>("tiny 256x128", copy, 10);
+    ok &= shape<64, 128, bf16, 1, 8, 32, 64>("tiny 64x128", copy, 11);
+    ok &= shape<128, 256, bf16, 1, 8, 32, 64>("tiny 128x256", copy, 12);
+    ok &= shape<151936, 128, float, 1, 8, 32, 64>("tiny lm_head", copy, 13);
+    using Buckets = std::integer_sequence<int, 1, 2, 4, 8, 16, 32, 64>;
     ok &= group<2048, bf16>("a3b gdn in_proj qkv|z|b|a", Group<8192, 4096, 32, 32>{}, Buckets{}, copy, 14);
     ok &= group<2048, bf16>("a3b attention q|k|v", Group<8192, 512, 512>{}, Buckets{}, copy, 15);
     // Partial last tiles inside the group (NaN padding rows mid-launch), several tiles per block.
-    ok &= group<128, bf16>("tiny partial tiles 24|256|1", Group<24, 256, 1>{}, std::integer_sequence<int, 1, 8, 32>{}, copy, 16);
-    ok &= group<2048, float>("f32 partial tiles 8|512|40", Group<8, 512, 40>{}, std::integer_sequence<int, 1, 8, 32>{}, copy, 17);
+    ok &= group<128, bf16>("tiny partial tiles 24|256|1", Group<24, 256, 1>{}, std::integer_sequence<int, 1, 8, 32, 64>{}, copy, 16);
+    ok &= group<2048, float>("f32 partial tiles 8|512|40", Group<8, 512, 40>{}, std::integer_sequence<int, 1, 8, 32, 64>{}, copy, 17);
     std::printf("dense check %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
   } catch (const Error& e) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The server under the traffic that took the GPU server down (issue 38), on host engines of the tiny
-# fuel compiled to the h200 plan's limits: its own numbers (2048-row prefill calls, 32 streams) and the
+# fuel compiled to the h200 plan's limits: its own numbers (2048-row prefill calls, 64 streams) and the
 # same regime in small (64-row calls, 8 streams), where calls of many segments with padded decode rows
 # come at once. Against each: the agent workload at 32 and 64 clients with forked sessions, then
 # concurrent clients with n > 1 choices, long prompts beside decoding streams and 30% hang-ups. The
@@ -63,7 +63,7 @@ EOF
   ((failures == before)) || { echo "--- $name server log (tail)"; tail -n 30 "$log"; }
 }
 
-serve h200-limits --prefill-chunk 2048 --max-streams 32
+serve h200-limits --prefill-chunk 2048 --max-streams 64
 serve small-pieces --prefill-chunk 64 --max-streams 8
 ((failures == 0)) && echo "ok" || echo "FAILED: $failures"
 exit "$failures"

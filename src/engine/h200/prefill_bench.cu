@@ -14,8 +14,10 @@
 // pieces (calls of 32 tokens, below the token path's minimum) and once through the token path, on two
 // slots; the last row's logits, the recurrent and conv state each leaves, two decode steps after it
 // (one decode call over both slots), a continuation over the cached prefix, and a snapshot taken inside
-// a token-path piece against the state the bucket path holds at that boundary. Differences are
-// relative to the largest magnitude of the reference (the bucket path, which parity checks).
+// a token-path piece against the state the bucket path holds at that boundary; then batched pieces,
+// mixed steps, and one decode step of the largest bucket with every slot against each slot alone.
+// Differences are relative to the largest magnitude of the reference (the bucket path, which parity
+// checks).
 #include "engine/h200/prefill_bench.h"
 
 #include <cublas_v2.h>
@@ -384,6 +386,40 @@ int run_prefill_check(H200Engine& e, float tol) {
     const std::vector<float> a = slot_state(e, prompt_twin), b = slot_state(e, prompt_slot);
     verdict("mixed step: prompt state", 200, 0, rel_diff(a.data(), b.data(), a.size()));
     for (int i = dec0; i <= prompt_twin; ++i) e.reset_slot(i);
+  }
+  // The largest bucket full: every stream slot with its own prompt and token, one decode step over all
+  // of them, against each stream's step alone (bucket 1) from the same state: the widest decode
+  // kernels (more row groups, another register budget) against the narrowest, which parity checks.
+  {
+    const int S = int(kMaxStreams);
+    std::vector<int32_t> next(static_cast<size_t>(S));
+    std::vector<int> slots(static_cast<size_t>(S));
+    std::vector<int64_t> pos(static_cast<size_t>(S));
+    const auto fill = [&] {
+      for (int i = 0; i < S; ++i) {
+        const int len = 5 + (7 * i) % 40;
+        const std::vector<int32_t> prompt = prompt_of(len, 300 + i);
+        e.reset_slot(i);
+        prefill_buckets(e, i, prompt.data(), len, 0);
+        next[size_t(i)] = int32_t((31 + 97 * i) % V);
+        slots[size_t(i)] = i;
+        pos[size_t(i)] = len;
+      }
+    };
+    fill();
+    e.decode(S, next.data(), slots.data(), pos.data(), nullptr);
+    e.download_logits(S);
+    std::vector<float> wide(size_t(S) * size_t(V));
+    for (int i = 0; i < S; ++i) std::copy(e.logits(i), e.logits(i) + V, wide.begin() + ptrdiff_t(i) * V);
+    fill();
+    double worst = 0;
+    for (int i = 0; i < S; ++i) {
+      e.decode(1, &next[size_t(i)], &slots[size_t(i)], &pos[size_t(i)], nullptr);
+      e.download_logits(1);
+      worst = std::max(worst, rel_diff(e.logits(0), wide.data() + ptrdiff_t(i) * V, size_t(V)));
+    }
+    verdict("full bucket: decode logits", S, 0, worst);
+    for (int i = 0; i < S; ++i) e.reset_slot(i);
   }
   e.reset_slot(0);
   e.reset_slot(1);

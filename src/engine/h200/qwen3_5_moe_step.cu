@@ -108,7 +108,11 @@ void Qwen35MoeForward::fuelled() {
 // NOTE: prefill before decode, as the engine's single file once instantiated them: the kernels then
 // come out of nvcc in the same order, so this file's cubin is byte-identical to that file's.
 void Qwen35MoeForward::enqueue_prefill(int b, int slot, bool logits) {
-  with_bucket(b, [&]<int B>() { prefill_step<B>(slot, logits); });
+  CHECK(b <= kMaxBucketPiece, "a bucket-sized prefill piece of " + std::to_string(b) + " rows: the token path takes " +
+                                  std::to_string(kTokenPieceMin) + " and more");
+  with_bucket(b, [&]<int B>() {
+    if constexpr (B <= kMaxBucketPiece) prefill_step<B>(slot, logits);
+  });
 }
 
 void Qwen35MoeForward::enqueue_decode(int b, uint32_t kinds, int logits_row) {
@@ -194,8 +198,8 @@ void Qwen35MoeForward::gdn_layer(int l, uint32_t kinds) {
     const cuda::Conv1dParams cp = conv_params(run_.arena(), l, 0, in->slots, kPrefill ? B : 1);
     const cuda::GdnParams gp = gdn_params(run_.arena(), l, in->slots, kPrefill ? B : 1);
     if constexpr (kPrefill) {
-      cuda::conv1d_prefill<kMaxBucket, int(kConvDim), int(kConvKernel)>(cp, run_.stream());
-      cuda::gdn_prefill<GdnS, kMaxBucket>(gp, run_.stream());
+      cuda::conv1d_prefill<kMaxBucketPiece, int(kConvDim), int(kConvKernel)>(cp, run_.stream());
+      cuda::gdn_prefill<GdnS, kMaxBucketPiece>(gp, run_.stream());
     } else {
       cuda::conv1d_decode<B, int(kConvDim), int(kConvKernel)>(cp, run_.stream());
       cuda::gdn_decode<GdnS, B>(gp, run_.stream());

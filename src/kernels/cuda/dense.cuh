@@ -92,7 +92,7 @@ struct DenseTraits {
   static constexpr int kSmemBytes = kTiling.smem_bytes;
   static constexpr uint64_t kWeightReadBytes = kTiling.weight_read_bytes;
 
-  static_assert(N >= 1 && K >= 1 && B >= 1 && B <= 32, "dense: bad shape or bucket");
+  static_assert(N >= 1 && K >= 1 && B >= 1 && B <= tiling::kDenseMaxRows, "dense: bad shape or bucket");
   static_assert(K % W::kLoadK == 0, "dense: K must be a whole number of 16-byte lane loads (multiple of 8)");
   static_assert(kStages % kG == 0 && kParts % kWarpsPerTile == 0, "dense: K does not split evenly over warps");
   static_assert(kThreads <= 1024, "dense: block too large");

@@ -28,23 +28,33 @@ struct DenseTiling {
   }
 };
 
+// The largest bucket the register form runs (the compiler refuses larger --max-streams for h200).
+inline constexpr int kDenseMaxRows = 64;
+
+// Registers per thread the register form is built for: 64 up to 32 token rows (1024 threads per SM);
+// 128 past them, where eight row groups' accumulators (32 registers) beside the stages do not fit 64.
+constexpr int dense_registers_per_thread(int b) { return b <= 32 ? 64 : 128; }
+
 constexpr DenseTiling dense_registers(int n, int k, int b, const BoosterLimits& hw) {
   DenseTiling t;
   t.stages = stages(false, k);
+  // Threads per SM at the register budget (Hopper's register file: 64K 32-bit registers per SM).
+  const int sm_threads = 65536 / dense_registers_per_thread(b);
   // NOTE: up to 8 loads of 16 bytes per lane in flight (4 KiB per warp) as the MoE experts use; with
   // 32 warps resident per SM that is 128 KiB per SM, well past the ~35 KiB per SM that Little's law
   // asks of 4.3 TB/s at ~1 us loaded latency, at a 64-register budget. At 16 token rows the second
   // row group's accumulators still fit (dense_check: LM head 296 -> 273 us, 8192x2048 13.1 -> 11.1 us
   // against half the stages); at 32 they take the budget (spills): half the stages (64 KiB per SM).
-  const int g_max = b <= 16 ? 4 : 2;
+  // Past 32 rows the budget doubles and the residency halves: 16 warps x 4 KiB, again 64 KiB per SM.
+  const int g_max = b <= 16 ? 4 : b <= 32 ? 2 : 4;
   t.g = min(t.stages, g_max);
   t.parts = t.stages / t.g;
   t.tiles = ceil_div(n, 16);
   // NOTE: a shape with at most one tile per SM gets up to 32 warps per tile so its whole matrix is in
   // flight in one wave (o_proj 2048x4096: 128 blocks x 32 warps x 4 KiB = 16 MiB); any other gets 16,
   // so two blocks share an SM: one wave up to 264 tiles (in_proj_z), and past that one block's
-  // reduction tail overlaps the other's loads.
-  t.max_warps_per_tile = t.tiles <= hw.sms ? 32 : 16;
+  // reduction tail overlaps the other's loads. At the 128-register budget an SM holds 16 warps.
+  t.max_warps_per_tile = min(t.tiles <= hw.sms ? 32 : 16, sm_threads / 32);
   t.warps_per_tile = min(t.parts, t.max_warps_per_tile);
   t.rounds = t.parts / t.warps_per_tile;  // K parts a warp walks one after another
   // Short K (few parts per tile): several tiles per block, but never so many that the grid gets
@@ -55,8 +65,8 @@ constexpr DenseTiling dense_registers(int n, int k, int b, const BoosterLimits& 
   t.warps = t.warps_per_tile * t.tiles_per_block;
   t.threads = t.warps * 32;
   t.blocks = ceil_div(t.tiles, t.tiles_per_block);
-  // Register budget: 64 per thread at every block size (threads * min_blocks = 1024 threads per SM).
-  t.min_blocks = t.threads >= 1024 ? 1 : 1024 / t.threads;
+  // Register budget: threads * min_blocks = the SM's threads at dense_registers_per_thread.
+  t.min_blocks = t.threads >= sm_threads ? 1 : sm_threads / t.threads;
   t.row_groups = ceil_div(b, 8);  // mma N = 8 token rows
   // Per-warp C fragments for the cross-warp sum; none when a tile has a single warp.
   t.smem_bytes = t.warps_per_tile > 1 ? t.warps * t.row_groups * 32 * 16 : 0;
