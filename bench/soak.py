@@ -14,7 +14,7 @@ At the end, with every client gone:
     no finish_reason, no [DONE]); malformed ones answered with anything but their 4xx;
   - leaks: the loop's page and snapshot counters (read_counters) must account for every page (free,
     cached by the prefix cache, or the one padding page) and every snapshot (free or cached);
-  - resident memory of the server at launch, after warm-up and at the end (VmRSS, VmHWM);
+  - resident memory of the server at launch, after warm-up, at each minute and at the end (VmRSS, VmHWM);
   - exactness: greedy requests come from a fixed pool of prompts; every completed greedy response must
     be token-identical (the logprobs' tokens where asked for, else the text and its token count) to a
     cold run of the same prompt, each on a freshly launched server with nothing cached and no
@@ -352,10 +352,13 @@ def main():
     for t in threads:
         t.start()
     t0 = time.monotonic()
+    rss_minutes = []  # VmRSS at the end of each whole minute: the shape between launch and end
     while any(t.is_alive() for t in threads):
         time.sleep(5)
         if rss_warm[0] is None and time.monotonic() - t0 > 60:
             rss_warm[0] = server.rss()
+        if time.monotonic() - t0 > 60 * (len(rss_minutes) + 1):
+            rss_minutes.append(server.rss()[0])
         if server.proc.poll() is not None:
             sys.exit(f"the server exited during the soak with {server.proc.returncode} (log: {args.log})")
         with lock:
@@ -415,6 +418,7 @@ def main():
         f"{c['snapshots_cached']} cached of {c['snapshots']} |",
         f"| server RSS MiB (launch / after 1 min / end; peak) | {rss_start[0]:.0f} / "
         f"{rss_warm[0][0] if rss_warm[0] else float('nan'):.0f} / {rss_end[0]:.0f}; {rss_end[1]:.0f} |",
+        f"| server RSS MiB at each minute | {' '.join(f'{r:.0f}' for r in rss_minutes) or '-'} |",
         f"| greedy responses checked against a cold run | {checked} of {len(greedy_seen)} prompts, "
         f"{len(mismatches)} mismatching |",
         f"| exit status after SIGTERM (soak server, {len(cold_exits)} cold servers) | "
