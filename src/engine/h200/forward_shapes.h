@@ -59,7 +59,7 @@ inline int bucket_at_least(int n) {
 }
 
 // The largest bucket <= n (n >= 1; kBuckets[0] == 1).
-inline int bucket_at_most(int n) {
+constexpr int bucket_at_most(int n) {
   int piece = 1;
   for (int b : kBuckets)
     if (b <= n) piece = b;

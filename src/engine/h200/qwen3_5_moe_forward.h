@@ -36,15 +36,6 @@ class Qwen35MoeForward {
   // Prefill pieces shorter than this go through the decode kernels: below it the token path's fixed
   // cost per layer (every active expert's weights) outweighs its rows.
   static constexpr int kTokenPieceMin = 64;
-  // The largest bucket-sized prefill piece: the largest bucket below kTokenPieceMin (a bucket of 64
-  // decodes 64 streams, but a piece of 64 rows takes the token path). The GDN and conv prefill kernels
-  // are sized for it.
-  static constexpr int kMaxBucketPiece = [] {
-    int piece = 1;
-    for (int b : engine::kBuckets)
-      if (b < kTokenPieceMin) piece = b;
-    return piece;
-  }();
 
   // One stream's rows [row0, row0 + n) of a token-path piece, at positions pos0...
   struct PieceSegment {

@@ -39,6 +39,10 @@ static_assert(kPrecisionEmbed == Precision::kBF16 && kPrecisionLmHead == Precisi
 static_assert(kPrecisionExperts == Precision::kBF16 || kPrecisionExperts == Precision::kNVFP4,
               "h200 engine: routed experts are bf16 or nvfp4");
 static_assert(kBuckets[0] == 1, "prefill pieces need a bucket of 1 to cover any chunk length");
+// The largest bucket-sized prefill piece: the largest bucket below the token path's minimum (a bucket
+// of 64 decodes 64 streams, but a piece of 64 rows takes the token path). The GDN and conv prefill
+// kernels are sized for it.
+constexpr int kMaxBucketPiece = bucket_at_most(Qwen35MoeForward::kTokenPieceMin - 1);
 static_assert(kKvPageBytes >= uint64_t(kKvPageTokens) * kKV * sizeof(bf16) && kPageElems % 8 == 0);
 static_assert(kBufBytes_logits >= uint64_t(kLogitRows) * kVocab * 4 && kLogitRows >= kMaxBucket);
 static_assert(kBufBytes_router >= uint64_t(kMaxRows) * kExperts * 4);
