@@ -40,6 +40,7 @@ constexpr const char* kUsage =
     "            [--from BF16_FUEL]\n"
     "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--no-weights|--weights-only]\n"
+    "            [--precision ROLE=PRECISION,...]\n"
     "            [--boosters N] [--arrangement replicated|split] [--coactivation FILE]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
@@ -127,6 +128,10 @@ int cmd_build(const std::vector<std::string>& args) {
       ->check(at_least(0));
   cli.add_option("--snapshots", b.state_snapshots, "recurrent-state snapshots the prefix cache keeps (0: 2 per stream slot)")
       ->check(at_least(0));
+  cli.add_option("--precision", b.precision,
+                 "the precision map: role=bf16|fp8|nvfp4,... for roles the fuel stores in BF16 (embed stays bf16; "
+                 "lm_head, attn_proj, gdn_proj, gdn_gate, router, shared_expert, shared_expert_gate, experts), "
+                 "converted when conditioning; the h200 engine runs NVFP4 experts only");
   cli.add_option("--golden", b.golden,
                  "the reference's golden vectors (tests/golden/*.json): the plan records one prompt and its greedy "
                  "token, which the launch countdown's static fire checks")
@@ -373,8 +378,8 @@ int cmd_gate(const std::vector<std::string>& args) {
   const GateReport r = run_gate(o);
   const GateFigures& f = r.figures;
   std::printf("gate %s (%s) against %s (%s): %lld positions, %d greedy prompts\n", o.candidate.c_str(),
-              r.json["candidate"]["format"].get<std::string>().c_str(), o.reference.c_str(),
-              r.json["reference"]["format"].get<std::string>().c_str(), static_cast<long long>(f.positions),
+              r.json["candidate"]["precision"].get<std::string>().c_str(), o.reference.c_str(),
+              r.json["reference"]["precision"].get<std::string>().c_str(), static_cast<long long>(f.positions),
               f.greedy_prompts);
   std::printf("  KL mean %.5f  p99 %.5f  max %.5f nats; top-1 agreement %.4f\n", f.kl_mean, f.kl_p99, f.kl_max,
               f.top1_agreement);

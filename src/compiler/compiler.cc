@@ -17,6 +17,7 @@
 #include "compiler/kernel_selection.h"
 #include "compiler/memory_map.h"
 #include "compiler/placement.h"
+#include "compiler/precision_map.h"
 #include "compiler/toolchain.h"
 #include "core/error.h"
 #include "core/shell_quote.h"
@@ -128,10 +129,12 @@ void build_weights(const BuildOptions& opt) {
   if (carried.booster != opt.booster)
     fail("build --weights-only: {} is an engine for booster '{}', not '{}'", opt.out, carried.booster, opt.booster);
   Fuel fuel = Fuel::open(opt.fuel_dir);
+  Chemistry chem = fuel.chemistry();
+  chem.precision_overrides = carried.chemistry.precision_overrides;  // the carried plan's map
   PlanOptions po{.booster = carried.booster, .buckets = carried.buckets, .max_context = carried.max_context,
                  .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots,
                  .limits = carried.limits, .expert_units = carried.expert_order.units};
-  const Plan plan = plan_memory(fuel.chemistry(), po);
+  const Plan plan = plan_memory(chem, po);
   if (const std::string d = memory_map_difference(plan, carried); !d.empty())
     fail("build --weights-only: the plan of {} differs from {}/plan.json ({}): build the engine from this fuel", opt.fuel_dir,
          opt.out, d);
@@ -214,13 +217,18 @@ void build(const BuildOptions& opt) {
   if (opt.weights_only) return build_weights(opt);
   std::optional<Fuel> fuel;
   if (!opt.no_weights) fuel.emplace(Fuel::open(opt.fuel_dir));
-  const Chemistry chem = fuel ? fuel->chemistry() : chemistry_of_config(opt.fuel_dir);
+  Chemistry chem = fuel ? fuel->chemistry() : chemistry_of_config(opt.fuel_dir);
   if (opt.booster == "h200" && chem.format == WeightFormat::kFP8) {
     std::set<std::string> families;  // sorted, so the message is stable
     for (const TensorSpec& t : fuel_manifest(chem))
       if (t.precision == Precision::kFP8Block && t.part == Part::kWeight) families.insert(weight_family(t.name));
     fail("build: the h200 engine has no block-FP8 kernels (it runs bf16 and NVFP4 fuels); {} stores these weight "
          "families in block FP8: {}", opt.fuel_dir, fmt::join(families, ", "));
+  }
+  if (!opt.precision.empty()) {
+    apply_precision_map(chem, opt.precision, opt.booster);
+    std::fprintf(stderr, "precision map: %s converted from the fuel's BF16 weights\n",
+                 precision_map_spec(chem).empty() ? "nothing" : precision_map_spec(chem).c_str());
   }
   check_chat_template(opt.fuel_dir);
   const HardwareProfile hw = profile_for(opt);

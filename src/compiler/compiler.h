@@ -22,6 +22,9 @@ struct BuildOptions {
   int prefill_chunk = 0;   // tokens per prefill call; 0 = the booster's default (host 32, h200 2048)
   int max_streams = 0;     // the largest decode bucket, a power of two (buckets 1, 2, 4, ... it); 0: host 32,
                            // h200 the most its memory holds up to its kernels' 64 (at least 32)
+  // The precision map (compiler/precision_map.h): "role=precision,..." for roles the fuel stores in
+  // BF16 and the plan keeps in FP8 or NVFP4 (converted when conditioning); "" keeps the fuel's.
+  std::string precision;
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   // The rocket's boosters (plan.boosters): how many, and replicated (an engine per booster) or split
   // (one engine over them, experts placed per booster).

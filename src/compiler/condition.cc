@@ -4,14 +4,19 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/ranges.h>
 
 #include "compiler/nvfp4_code.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "fuel/manifest.h"
+#include "fuel/quantize.h"
 
 namespace rocket {
 namespace {
@@ -45,11 +50,82 @@ Coding coding_of(const Plan& plan, const PlanTensor& t) {
   return Coding::kAsIs;
 }
 
+// The weight a stored part belongs to: "X.weight_scale_inv", "X.weight_scale", "X.weight_scale_2" and
+// "X.input_scale" are parts of "X.weight".
+std::string weight_of_part(const std::string& name) {
+  if (const size_t at = name.rfind(".weight_scale"); at != std::string::npos) return name.substr(0, at) + ".weight";
+  if (name.ends_with(".input_scale")) return name.substr(0, name.size() - 12) + ".weight";
+  return name;
+}
+
+// A plan part's bytes: the fuel's own where it stores the part as the plan has it, else converted from
+// the fuel's BF16 weight to the plan's precision (its map differs: compiler/precision_map.h). One
+// weight's converted parts are kept until another weight is asked for, so its scale parts that
+// follow it in the plan cost no second conversion.
+class PartSource {
+ public:
+  PartSource(const Fuel& fuel, const Plan& plan) : fuel_(fuel), plan_manifest_(fuel_manifest(plan.chemistry)) {
+    for (const TensorSpec& t : plan_manifest_) plan_spec_[t.name] = &t;
+    for (const TensorSpec& t : fuel.manifest()) fuel_spec_[t.name] = &t;
+  }
+
+  const uint8_t* bytes(const std::string& name, uint64_t size) {
+    const auto plan_it = plan_spec_.find(name);
+    CHECK(plan_it != plan_spec_.end(), name + ": not in the plan's manifest");
+    const TensorSpec& want = *plan_it->second;
+    if (const auto it = fuel_spec_.find(name);
+        it != fuel_spec_.end() && it->second->dtype == want.dtype && it->second->precision == want.precision) {
+      const TensorView v = fuel_.tensor(name);
+      CHECK(v.nbytes == size, name);
+      return v.data;
+    }
+    const std::string weight = weight_of_part(name);
+    if (weight != converted_) convert(weight);
+    const auto it = parts_.find(want.part);
+    CHECK(it != parts_.end() && it->second.size() == size, name + ": converted part of the wrong size");
+    return it->second.data();
+  }
+
+ private:
+  void convert(const std::string& weight) {
+    const auto it = plan_spec_.find(weight);
+    const auto source = fuel_spec_.find(weight);
+    if (it == plan_spec_.end() || source == fuel_spec_.end() || source->second->dtype != DType::kBF16)
+      fail("{}: the plan keeps it in {}, and the fuel does not store it in BF16 to convert from", weight,
+           it == plan_spec_.end() ? "?" : precision_name(it->second->precision));
+    const TensorSpec& w = *it->second;
+    const TensorView v = fuel_.tensor(weight);
+    CHECK(v.nbytes == uint64_t(w.rows) * uint64_t(w.cols) * 2, weight);
+    const auto* values = reinterpret_cast<const uint16_t*>(v.data);
+    float amax = 0;
+    for (uint64_t i = 0; i < v.nbytes / 2; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(values[i])));
+    const int64_t cols = w.cols;
+    parts_ = quantize(w, w.rows, cols, [&](int64_t r, float* out) {
+      for (int64_t j = 0; j < cols; ++j) out[j] = bf16_to_f32(values[r * cols + j]);
+    }, amax);
+    converted_ = weight;
+  }
+
+  const Fuel& fuel_;
+  std::vector<TensorSpec> plan_manifest_;
+  std::unordered_map<std::string, const TensorSpec*> plan_spec_, fuel_spec_;
+  std::string converted_;
+  Parts parts_;
+};
+
 // The coded bytes of an NVFP4 part, in pieces of whole rows (a fused tensor may be gigabytes).
 template <class Write>
-void encode_nvfp4(const Fuel& fuel, const PlanTensor& t, Coding coding, Write&& write) {
+void encode_nvfp4(PartSource& source, const Plan& plan, const PlanTensor& t, Coding coding, Write&& write) {
   const std::string weight_name = coding == Coding::kNvfp4Weights ? t.name : t.name.substr(0, t.name.size() - kScaleSuffix.size());
-  const TensorView w = fuel.tensor(weight_name), s = fuel.tensor(weight_name + std::string(kScaleSuffix));
+  const std::string scale_name = weight_name + std::string(kScaleSuffix);
+  const PlanTensor* wt = plan.find_tensor(weight_name);
+  const PlanTensor* st = plan.find_tensor(scale_name);
+  CHECK(wt && st, weight_name + ": an NVFP4 weight without its scales in the plan");
+  struct Part {
+    const uint8_t* data;
+    uint64_t nbytes;
+  };
+  const Part w{source.bytes(weight_name, wt->bytes), wt->bytes}, s{source.bytes(scale_name, st->bytes), st->bytes};
   // Rows are every index but the last (a fused expert tensor is [experts][rows][...]).
   CHECK(t.shape.size() >= 2, t.name + ": an NVFP4 part has rows and columns");
   int64_t rows = 1;
@@ -92,9 +168,8 @@ void condition_weights(const Fuel& fuel, const Plan& plan, const std::string& bl
   // Sparse-extend to the full size first: the padding between units reads as zeros.
   if (::ftruncate(file.fd, off_t(plan.blob_bytes)) != 0) io_fail("cannot size the blob");
   Progress progress("condition weights", plan.blob_bytes);
+  PartSource source(fuel, plan);
   for (const PlanTensor& t : plan.tensors) {
-    TensorView v = fuel.tensor(t.name);
-    CHECK(v.nbytes == t.bytes, t.name);
     // Writes bytes [at, at + n) of the part.
     auto write = [&](const uint8_t* data, uint64_t at, uint64_t n) {
       uint64_t done = 0;
@@ -105,15 +180,16 @@ void condition_weights(const Fuel& fuel, const Plan& plan, const std::string& bl
       }
     };
     if (const Coding c = coding_of(plan, t); c == Coding::kAsIs) {
-      write(v.data, 0, t.bytes);
+      write(source.bytes(t.name, t.bytes), 0, t.bytes);
     } else if (c == Coding::kRouterInUnitOrder) {
       const int l = router_layer(plan, t.name), E = plan.chemistry.experts;
       if (t.shape.size() != 2 || t.shape[0] != E || t.bytes % uint64_t(E) != 0)
         fail("{}: a router of shape {} is not [{} experts][hidden]", t.name, fmt::join(t.shape, "x"), E);
       const uint64_t row = t.bytes / uint64_t(E);
-      for (int e = 0; e < E; ++e) write(v.data + uint64_t(e) * row, uint64_t(plan.expert_unit(l, e)) * row, row);
+      const uint8_t* data = source.bytes(t.name, t.bytes);
+      for (int e = 0; e < E; ++e) write(data + uint64_t(e) * row, uint64_t(plan.expert_unit(l, e)) * row, row);
     } else {
-      encode_nvfp4(fuel, t, c, write);
+      encode_nvfp4(source, plan, t, c, write);
     }
     progress.advance(t.bytes);
   }

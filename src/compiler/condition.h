@@ -1,5 +1,7 @@
 // Conditioning: converts each fuel tensor to the layout and precision the engine's kernels read and
-// writes it at its plan offset in weights.blob.
+// writes it at its plan offset in weights.blob. A part the plan keeps in another precision than the
+// fuel stores (the plan's precision map, compiler/precision_map.h) is quantised from the fuel's BF16
+// weight on the way (fuel/quantize.h).
 #pragma once
 
 #include <string>

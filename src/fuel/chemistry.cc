@@ -41,7 +41,28 @@ const char* role_name(Role r) {
   return kNames[int(r)];
 }
 
+Precision parse_precision(const std::string& s) {
+  if (s == "bf16") return Precision::kBF16;
+  if (s == "fp8" || s == "fp8_block128") return Precision::kFP8Block;
+  if (s == "nvfp4") return Precision::kNVFP4;
+  fail("unknown precision '{}' (expected bf16, fp8 or nvfp4)", s);
+}
+
+Role parse_role(const std::string& s) {
+  std::string known;
+  for (int r = 0; r < int(Role::kCount); ++r) {
+    if (s == role_name(Role(r))) return Role(r);
+    known += std::string(r ? ", " : "") + role_name(Role(r));
+  }
+  fail("unknown weight role '{}' (expected one of {})", s, known);
+}
+
 Precision Chemistry::precision(Role r) const {
+  if (const auto& o = precision_overrides[size_t(r)]) return *o;
+  return format_precision(format, r);
+}
+
+Precision format_precision(WeightFormat format, Role r) {
   switch (format) {
     case WeightFormat::kBF16: return Precision::kBF16;
     case WeightFormat::kNVFP4:
@@ -248,6 +269,12 @@ Chemistry chemistry_from_json(const json& j) {
   c.tie_embeddings = number(j.at("tie_word_embeddings"));
   c.max_positions = number(j.at("max_position_embeddings"));
   c.format = parse_format(j.at("weight_format"));
+  if (j.contains("precision_map"))
+    for (const auto& [role, precision] : j.at("precision_map").items()) {
+      const Role r = parse_role(role);
+      const Precision p = parse_precision(precision.get<std::string>());
+      if (p != format_precision(c.format, r)) c.precision_overrides[size_t(r)] = p;
+    }
   return c;
 }
 

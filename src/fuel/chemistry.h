@@ -3,6 +3,9 @@
 // and launch refuses an engine whose chemistry differs from the fuel's.
 #pragma once
 
+#include <array>
+#include <optional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +27,8 @@ enum class Precision : uint8_t {
 enum class WeightFormat : uint8_t { kBF16, kFP8, kNVFP4 };
 
 const char* precision_name(Precision p);
+// "bf16" | "fp8" (block-128) | "nvfp4", also precision_name's spellings; Error otherwise.
+Precision parse_precision(const std::string& s);
 const char* format_name(WeightFormat f);
 WeightFormat parse_format(const std::string& s);  // "bf16" | "fp8" | "nvfp4", Error otherwise
 
@@ -33,6 +38,11 @@ enum class Role : uint8_t {
   kCount
 };
 const char* role_name(Role r);
+Role parse_role(const std::string& s);  // role_name's spellings; Error listing them otherwise
+
+// What a checkpoint of `format` stores each role in (ModelOpt NVFP4: the routed experts; block FP8:
+// the large projections).
+Precision format_precision(WeightFormat format, Role r);
 
 struct Chemistry {
   std::string architecture = "qwen3_5_moe";
@@ -48,7 +58,10 @@ struct Chemistry {
   double norm_eps = 0;
   bool tie_embeddings = false;
   int max_positions = 0;
-  WeightFormat format = WeightFormat::kBF16;
+  WeightFormat format = WeightFormat::kBF16;  // how the checkpoint stores its weights
+  // The precision map: a role the plan keeps in another precision than its format stores it in
+  // (`rocket build --precision`, converted from BF16 when conditioning); empty: the format's.
+  std::array<std::optional<Precision>, size_t(Role::kCount)> precision_overrides{};
 
   Precision precision(Role r) const;
   int full_layers() const;

@@ -78,6 +78,15 @@ class ScoreRun {
   std::FILE* pipe_ = nullptr;
 };
 
+// "nvfp4 experts" style: the roles not in BF16, or "all bf16".
+std::string quantised_roles(const Chemistry& c) {
+  std::string out;
+  for (int r = 0; r < int(Role::kCount); ++r)
+    if (const Precision p = c.precision(Role(r)); p != Precision::kBF16)
+      out += fmt::format("{}{}={}", out.empty() ? "" : ",", role_name(Role(r)), precision_name(p));
+  return out.empty() ? "all bf16" : out;
+}
+
 }  // namespace
 
 GateReport run_gate(const GateOptions& o) {
@@ -142,9 +151,9 @@ GateReport run_gate(const GateOptions& o) {
   GateReport report;
   report.figures = metrics.figures();
   report.violations = gate_violations(report.figures, o.thresholds);
-  report.json = {{"candidate", {{"engine", o.candidate}, {"format", format_name(cand_plan.chemistry.format)},
+  report.json = {{"candidate", {{"engine", o.candidate}, {"precision", quantised_roles(cand_plan.chemistry)},
                                 {"booster", cand_plan.booster}}},
-                 {"reference", {{"engine", o.reference}, {"format", format_name(ref_plan.chemistry.format)},
+                 {"reference", {{"engine", o.reference}, {"precision", quantised_roles(ref_plan.chemistry)},
                                 {"booster", ref_plan.booster}}},
                  {"text", o.text},
                  {"windows", o.windows},

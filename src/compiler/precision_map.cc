@@ -1,0 +1,58 @@
+#include "compiler/precision_map.h"
+
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "fuel/manifest.h"
+
+namespace rocket {
+
+void apply_precision_map(Chemistry& chem, const std::string& spec, const std::string& booster) {
+  std::stringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) fail("build: --precision '{}': expected role=precision", item);
+    const Role r = parse_role(item.substr(0, eq));
+    const Precision p = parse_precision(item.substr(eq + 1));
+    const Precision stored = format_precision(chem.format, r);
+    if (p == stored) {
+      chem.precision_overrides[size_t(r)].reset();
+      continue;
+    }
+    if (stored != Precision::kBF16)
+      fail("build: --precision {}: the fuel stores {} in {}; only BF16 weights are converted (make the {} form from "
+           "the BF16 checkpoint: rocket forge --from)", item, role_name(r), precision_name(stored), precision_name(p));
+    if (r == Role::kEmbed) fail("build: --precision {}: the embedding is a gather and stays bf16", item);
+    chem.precision_overrides[size_t(r)] = p;
+  }
+  for (const TensorSpec& t : fuel_manifest(chem))
+    if (t.precision == Precision::kNVFP4 && t.part == Part::kWeight && t.cols % 16 != 0)
+      fail("build: {} has {} inputs, not a multiple of 16: it cannot be NVFP4 (one scale per 16)", t.name, t.cols);
+  if (booster == "h200") {
+    std::set<std::string> refused;  // sorted, so the message is stable
+    for (int r = 0; r < int(Role::kCount); ++r) {
+      const Precision p = chem.precision(Role(r));
+      if (p == Precision::kFP8Block || (p == Precision::kNVFP4 && Role(r) != Role::kExperts))
+        refused.insert(fmt::format("{}={}", role_name(Role(r)), precision_name(p)));
+    }
+    if (!refused.empty())
+      fail("build: the h200 engine runs BF16 weights and NVFP4 routed experts; it has no kernels for {}",
+           fmt::join(refused, ", "));
+  }
+}
+
+std::string precision_map_spec(const Chemistry& chem) {
+  std::string out;
+  for (int r = 0; r < int(Role::kCount); ++r)
+    if (const auto& p = chem.precision_overrides[size_t(r)])
+      out += fmt::format("{}{}={}", out.empty() ? "" : ",", role_name(Role(r)), precision_name(*p));
+  return out;
+}
+
+}  // namespace rocket

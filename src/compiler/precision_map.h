@@ -1,0 +1,24 @@
+// The precision map a plan runs at: per weight role (chemistry.h's Role: embed, lm_head, attn_proj,
+// gdn_proj, gdn_gate, router, shared_expert, shared_expert_gate, experts), the precision its weights
+// are conditioned into. Unasked, the fuel's own (its format's); `rocket build --precision
+// experts=nvfp4,attn_proj=fp8` changes roles the fuel stores in BF16, and conditioning converts them
+// (fuel/quantize.h) — so one BF16 checkpoint gives every candidate map `rocket gate` judges.
+#pragma once
+
+#include <string>
+
+#include "fuel/chemistry.h"
+
+namespace rocket {
+
+// Applies "role=precision[,role=precision...]" (precision bf16, fp8 or nvfp4) to `chem`. Error, naming
+// the role, for: an unknown role or precision; a role the fuel does not store in BF16 being changed
+// (only BF16 weights are converted); the embedding (a gather, kept BF16); NVFP4 on a weight whose
+// inner dimension is not a multiple of 16; and, for the h200 booster, a map its kernels do not run
+// (BF16 everywhere, NVFP4 routed experts).
+void apply_precision_map(Chemistry& chem, const std::string& spec, const std::string& booster);
+
+// "experts=nvfp4,attn_proj=fp8": the roles whose precision differs from the format's ("" for none).
+std::string precision_map_spec(const Chemistry& chem);
+
+}  // namespace rocket

