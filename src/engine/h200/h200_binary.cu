@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "engine/engine_binary.h"
 #include "engine/parity.h"
+#include "engine/score.h"
 #include "fuel/golden.h"
 #include "engine/h200/prefill_bench.h"
 #include "engine/h200/h200_batch_engine.h"
@@ -86,6 +87,25 @@ int cmd_parity(const fs::path& dir, const std::vector<std::string>& args) {
   r.ok = r.ok && e.static_fire_passed();
   std::printf("%s; static fire %s\n", r.summary().c_str(), e.static_fire_passed() ? "passed" : "FAILED");
   return r.ok ? 0 : 1;
+}
+
+// Next-token distributions or greedy continuations for the quality gate (engine/score.h), as the host
+// engine's score: the same windows give the gate rows it compares with the BF16 engine's.
+int cmd_score(const fs::path& dir, const std::vector<std::string>& args) {
+  ScoreWindows w;
+  int greedy = 0;
+  if (const auto rc = parse_score_command(args, w, greedy)) return *rc;
+  const std::unique_ptr<H200Engine> engine = countdown(dir);
+  H200Engine& e = *engine;
+  H200BatchEngine be(e);
+  run_score(
+      be,
+      [&](int slot, const int32_t* ids, int n, int64_t pos0) {
+        e.prefill(slot, ids, n, pos0, 0);
+        return e.logits(0);
+      },
+      w, greedy, stdout);
+  return 0;
 }
 
 // Bit-exact replay: for every bucket, the same prompts and tokens run twice from fresh state (half the
@@ -241,6 +261,7 @@ LaunchSteps launch_steps(const fs::path& dir) {
 EngineBinary engine_binary() {
   return EngineBinary{
       .commands = {{"parity", "logits and greedy tokens against the HF reference's goldens", cmd_parity},
+                   {"score", "next-token log-probabilities over token windows, for rocket gate", cmd_score},
                    {"replay", "every bucket's logits and tokens repeat bitwise", cmd_replay},
                    {"bench", "decode time at every bucket against the roofline", cmd_bench},
                    {"prefill-check", "the prefill token path against bucket-sized pieces", cmd_prefill_check},
