@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: rocket <command> [options]   (rocket <command> --help lists its options)\n"
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] [--layout text|multimodal]\n"
-    "            [--from BF16_FUEL]\n"
+    "            [--mtp] [--from BF16_FUEL]\n"
     "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--no-weights|--weights-only]\n"
     "            [--precision ROLE=PRECISION,...]\n"
@@ -82,6 +82,7 @@ int cmd_forge(const std::vector<std::string>& args) {
                  "experts.down_proj [E, H, I]; bf16 only)")
       ->check(CLI::IsMember({"per-expert", "fused"}))
       ->capture_default_str();
+  cli.add_flag("--mtp", f.mtp, "declare and write one MTP draft layer (mtp.*, BF16 in every format), as the releases carry");
   cli.add_option("--layers", f.layers, "truncate the depth (the 3:1 layer pattern kept); 0: the fuel's own")
       ->check(at_least(0))
       ->capture_default_str();

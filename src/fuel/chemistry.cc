@@ -92,17 +92,19 @@ json Chemistry::to_json() const {
   for (auto k : layer_types) types.push_back(k == LayerKind::kFullAttention ? "full_attention" : "linear_attention");
   json precision_map = json::object();
   for (int r = 0; r < int(Role::kCount); ++r) precision_map[role_name(Role(r))] = precision_name(precision(Role(r)));
-  return json{{"architecture", architecture}, {"vocab_size", vocab}, {"hidden_size", hidden},
-              {"num_hidden_layers", layers}, {"layer_types", types}, {"num_attention_heads", heads},
-              {"num_key_value_heads", kv_heads}, {"head_dim", head_dim}, {"rotary_dim", rotary_dim},
-              {"partial_rotary_factor", partial_rotary_factor}, {"rope_theta", rope_theta},
-              {"linear_num_key_heads", lin_k_heads}, {"linear_num_value_heads", lin_v_heads},
-              {"linear_key_head_dim", lin_k_dim}, {"linear_value_head_dim", lin_v_dim},
-              {"linear_conv_kernel_dim", conv_kernel}, {"num_experts", experts},
-              {"num_experts_per_tok", top_k}, {"moe_intermediate_size", moe_inter},
-              {"shared_expert_intermediate_size", shared_inter}, {"rms_norm_eps", norm_eps},
-              {"tie_word_embeddings", tie_embeddings}, {"max_position_embeddings", max_positions},
-              {"weight_format", format_name(format)}, {"precision_map", precision_map}};
+  json j{{"architecture", architecture}, {"vocab_size", vocab}, {"hidden_size", hidden},
+          {"num_hidden_layers", layers}, {"layer_types", types}, {"num_attention_heads", heads},
+          {"num_key_value_heads", kv_heads}, {"head_dim", head_dim}, {"rotary_dim", rotary_dim},
+          {"partial_rotary_factor", partial_rotary_factor}, {"rope_theta", rope_theta},
+          {"linear_num_key_heads", lin_k_heads}, {"linear_num_value_heads", lin_v_heads},
+          {"linear_key_head_dim", lin_k_dim}, {"linear_value_head_dim", lin_v_dim},
+          {"linear_conv_kernel_dim", conv_kernel}, {"num_experts", experts},
+          {"num_experts_per_tok", top_k}, {"moe_intermediate_size", moe_inter},
+          {"shared_expert_intermediate_size", shared_inter}, {"rms_norm_eps", norm_eps},
+          {"tie_word_embeddings", tie_embeddings}, {"max_position_embeddings", max_positions},
+          {"weight_format", format_name(format)}, {"precision_map", precision_map}};
+  if (mtp_layers) j["mtp_num_hidden_layers"] = mtp_layers;  // absent when 0: older plans keep their fingerprint
+  return j;
 }
 
 std::string Chemistry::fingerprint() const {
@@ -135,6 +137,8 @@ void Chemistry::validate() const {
        fmt::format("= {} must be in [1, num_experts = {}]", top_k, experts));
   need(moe_inter > 0 && shared_inter > 0, "moe_intermediate_size/shared_expert_intermediate_size", "must be positive");
   need(norm_eps > 0, "rms_norm_eps", "must be positive");
+  need(mtp_layers == 0 || mtp_layers == 1, "mtp_num_hidden_layers",
+       fmt::format("= {}: this chemistry's releases have one MTP layer or none", mtp_layers));
   need(!tie_embeddings, "tie_word_embeddings", "= true is not this chemistry (qwen3_5_moe has an untied LM head)");
   if (format == WeightFormat::kNVFP4)
     need(hidden % 16 == 0 && moe_inter % 16 == 0, "hidden_size/moe_intermediate_size",
@@ -202,6 +206,8 @@ Chemistry chemistry_from_config(const json& config, WeightFormat format, const s
   c.tie_embeddings = field<bool>(t, "tie_word_embeddings", path, &no) || field<bool>(config, "tie_word_embeddings", path, &no);
   const int default_positions = 32768;
   c.max_positions = field<int>(t, "max_position_embeddings", path, &default_positions);
+  const int no_mtp = 0;
+  c.mtp_layers = field<int>(t, "mtp_num_hidden_layers", path, &no_mtp);
   std::string act = field<std::string>(t, "hidden_act", path);
   if (act != "silu") fail("{}: hidden_act '{}' is not supported (expected silu)", path, act);
 
@@ -269,6 +275,7 @@ Chemistry chemistry_from_json(const json& j) {
   c.tie_embeddings = number(j.at("tie_word_embeddings"));
   c.max_positions = number(j.at("max_position_embeddings"));
   c.format = parse_format(j.at("weight_format"));
+  if (j.contains("mtp_num_hidden_layers")) c.mtp_layers = number(j.at("mtp_num_hidden_layers"));
   if (j.contains("precision_map"))
     for (const auto& [role, precision] : j.at("precision_map").items()) {
       const Role r = parse_role(role);

@@ -58,6 +58,7 @@ struct Chemistry {
   double norm_eps = 0;
   bool tie_embeddings = false;
   int max_positions = 0;
+  int mtp_layers = 0;  // `mtp_num_hidden_layers`: the draft layers the checkpoint stores (manifest.h)
   WeightFormat format = WeightFormat::kBF16;  // how the checkpoint stores its weights
   // The precision map: a role the plan keeps in another precision than its format stores it in
   // (`rocket build --precision`, converted from BF16 when conditioning); empty: the format's.

@@ -265,8 +265,8 @@ void forge(const ForgeOptions& opt) {
   std::optional<Fuel> from;
   json config;
   if (!opt.from.empty()) {
-    if (opt.layers || !opt.router_groups.empty() || opt.config_only || opt.layout != Layout::kText)
-      fail("forge: --from takes its shapes and weights from the source; --layers, --router-groups, "
+    if (opt.layers || opt.mtp || !opt.router_groups.empty() || opt.config_only || opt.layout != Layout::kText)
+      fail("forge: --from takes its shapes and weights from the source; --layers, --mtp, --router-groups, "
            "--config-only and --layout multimodal do not apply");
     from.emplace(Fuel::open(opt.from));
     if (from->chemistry().format != WeightFormat::kBF16)
@@ -278,6 +278,7 @@ void forge(const ForgeOptions& opt) {
     config.erase("quantization_config");
   } else {
     config = forge_config(opt.fuel, opt.layers);
+    if (opt.mtp) config["mtp_num_hidden_layers"] = 1;
   }
   const std::string name = from ? opt.from : opt.fuel;
   Chemistry chem = chemistry_from_config(config, opt.format, "forge:" + name);
@@ -310,8 +311,17 @@ void forge(const ForgeOptions& opt) {
   } catch (const Error& e) {
     fail("forge: --expert-layout {} --format {}: {}", expert_layout_name(opt.experts), format_name(opt.format), e.what());
   }
+  // The MTP layer, after the model's tensors (each stored tensor's pieces index `specs`).
+  const size_t mtp_at = specs.size();
+  for (TensorSpec& t : mtp_manifest(chem)) specs.push_back(std::move(t));
+  const std::vector<TensorSpec> mtp_specs(specs.begin() + std::ptrdiff_t(mtp_at), specs.end());
+  for (StoredTensor& st : stored_tensors(mtp_specs, chem, opt.layout, opt.experts)) {
+    for (size_t& k : st.pieces) k += mtp_at;
+    stored.push_back(std::move(st));
+  }
   if (opt.layout == Layout::kMultimodal) {
     for (TensorSpec& t : unused_part_tensors(chem)) {
+      if (chem.mtp_layers && t.name.starts_with("mtp.")) continue;  // the whole layer is written above
       stored.push_back({t.name, t.dtype, t.shape, {specs.size()}});
       specs.push_back(std::move(t));
     }
@@ -344,13 +354,15 @@ void forge(const ForgeOptions& opt) {
     for (size_t k = 0; k < manifest_size; ++k)
       if (specs[k].part == Part::kWeight && specs[k].precision == Precision::kBF16)
         keep.push_back(module(weight_unit(specs[k].name)));
-    if (opt.layout == Layout::kMultimodal) keep.insert(keep.end(), {"model.visual", "mtp"});
+    if (opt.layout == Layout::kMultimodal) keep.push_back("model.visual");
+    if (opt.layout == Layout::kMultimodal || chem.mtp_layers) keep.push_back("mtp");
     config["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
                                      {"weight_block_size", {128, 128}}, {"modules_to_not_convert", keep}};
   } else if (opt.format == WeightFormat::kNVFP4) {
     json exclude = {"lm_head", module("embed_tokens"), module("layers.*.self_attn*"), module("layers.*.linear_attn*"),
                     module("layers.*.mlp.gate"), module("layers.*.mlp.shared_expert*")};
-    if (opt.layout == Layout::kMultimodal) exclude.insert(exclude.end(), {"model.visual*", "mtp*"});
+    if (opt.layout == Layout::kMultimodal) exclude.push_back("model.visual*");
+    if (opt.layout == Layout::kMultimodal || chem.mtp_layers) exclude.push_back("mtp*");
     write_json(dir.path() / "hf_quant_config.json",
                {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
                 {"quantization", {{"quant_algo", "NVFP4"}, {"kv_cache_quant_algo", nullptr}, {"group_size", 16},
@@ -403,7 +415,7 @@ void forge(const ForgeOptions& opt) {
     std::fprintf(stderr, "forged %s (%s) from the BF16 fuel %s: %zu tensors in %zu shards, %s, chemistry %s%s\n",
                  opt.out.c_str(), format_name(opt.format), opt.from.c_str(), stored.size(), shards.size(),
                  Progress::human(total).c_str(), chem.fingerprint().c_str(),
-                 from->unused().empty() ? "" : "; the source's MTP and vision tensors are not carried");
+                 chem.mtp_layers ? "; its MTP layer in BF16" : "");
   else
     std::fprintf(stderr, "forged %s (%s, %s names, %s experts, seed %llu): %zu tensors in %zu shards, %s, chemistry %s\n",
                  opt.out.c_str(), format_name(opt.format), opt.layout == Layout::kText ? "text" : "multimodal",

@@ -22,7 +22,7 @@ struct ForgeOptions {
   std::string fuel = "tiny";          // tiny | a3b
   // A BF16 fuel (text layout) whose config, tokenizer and weights are written in `format` instead of
   // a named chemistry's drawn ones: how a trained checkpoint gets its FP8 and NVFP4 forms. Its MTP
-  // and vision tensors are not carried.
+  // layer (when its config declares one) is carried in BF16; vision tensors are not.
   std::string from;
   WeightFormat format = WeightFormat::kBF16;
   // Multimodal: a Qwen3_5MoeForConditionalGeneration config with `text_config`, text weights under
@@ -31,6 +31,7 @@ struct ForgeOptions {
   ExpertLayout experts = ExpertLayout::kPerExpert;
   uint64_t seed = 1;
   int layers = 0;                     // 0 = the fuel's own depth; otherwise truncate (keeps the 3:1 pattern)
+  bool mtp = false;                   // declare and write one MTP layer (manifest.h mtp_manifest), BF16
   std::string out;
   std::string tokenizer_dir;          // holds tokenizer.json + tokenizer_config.json
   uint64_t shard_bytes = 0;           // 0 = the fuel's default

@@ -265,6 +265,29 @@ Fuel Fuel::open(const std::string& dir) {
     }
     f.total_bytes_ += v.nbytes;
   }
+  // The MTP layer the config declares: checked like the model's tensors and readable by name, but
+  // recorded with the unused parts below (no plan loads it yet: manifest.h).
+  const std::vector<TensorSpec> mtp = mtp_manifest(f.chemistry_);
+  for (const StoredTensor& st : stored_tensors(mtp, f.chemistry_, f.layout_, f.expert_layout_)) {
+    auto it = present.find(st.name);
+    if (it == present.end()) {
+      problems.push_back(fmt::format("missing MTP tensor '{}' (expected {}; the config declares mtp_num_hidden_layers "
+                                     "= {})", st.name, describe(st.dtype, st.shape), f.chemistry_.mtp_layers));
+      continue;
+    }
+    const TensorView& v = *it->second;
+    if (v.dtype != st.dtype || v.shape != st.shape) {
+      problems.push_back(fmt::format("tensor '{}' in {}: expected {}, found {}", st.name, shard_of(v),
+                                     describe(st.dtype, st.shape), describe(v.dtype, v.shape)));
+      continue;
+    }
+    uint64_t at = 0;
+    for (size_t k : st.pieces) {
+      const TensorSpec& spec = mtp[k];
+      f.tensors_.emplace(spec.name, TensorView{st.name, spec.dtype, spec.shape, v.data + at, spec.nbytes()});
+      at += spec.nbytes();
+    }
+  }
   std::map<std::string, UnusedTensors> unused;  // by prefix, so the record is in a fixed order
   std::vector<std::string> extras;
   for (const auto& [n, view] : present) {

@@ -1,7 +1,9 @@
 // Fuel: an opened checkpoint directory (HF layout) whose every tensor has been checked against the
 // manifest of its chemistry. Once open() returns, tensor(name) is total over the manifest: each
 // manifest tensor is present with the manifest's dtype and shape, and nothing unexpected is present
-// (vision-tower and MTP tensors are recognised and recorded as unused until those parts are supported).
+// (vision-tower and MTP tensors are recognised and recorded as unused until those parts are supported;
+// an MTP layer the config declares, `mtp_num_hidden_layers`, is checked like the model's tensors and
+// readable by name: manifest.h mtp_manifest).
 //
 // Layouts (checkpoint_layout.h): text-only `model.` or multimodal `model.language_model.` names (from
 // the config's architecture), routed experts per expert or fused (from the tensors present; one way for

@@ -43,4 +43,12 @@ std::string weight_family(const std::string& canonical_name);
 // Every tensor of a fuel of chemistry `c`, in a deterministic order (layer by layer).
 std::vector<TensorSpec> fuel_manifest(const Chemistry& c);
 
+// The MTP draft layer a checkpoint with `mtp_num_hidden_layers` stores beside the model (empty when it
+// has none), as Qwen3.5 releases do under `mtp.` in either layout: `fc` (hidden x 2·hidden, over
+// [normed embedding of the next token, normed last hidden state]), the two input norms, `layers.0`
+// (a full-attention decoder layer with the MoE block, the main layers' shapes) and `norm`; it shares
+// the model's embedding and LM head. BF16 in every format, as the releases keep it (ModelOpt
+// excludes `mtp*`). Not part of any plan yet: the loader checks it, no engine drafts with it.
+std::vector<TensorSpec> mtp_manifest(const Chemistry& c);
+
 }  // namespace rocket
