@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "error_of.h"
 #include "boosters/handshake.h"
 #include "boosters/topology.h"
 #include "compiler/codegen.h"
@@ -24,14 +25,7 @@ namespace {
 
 Chemistry tiny() { return chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json"); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "error_of.h"
 #include "boosters/handshake.h"
 #include "compiler/memory_map.h"
 #include "core/error.h"
@@ -29,14 +30,7 @@ bool refused(const std::function<void()>& f) {
   return false;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(JsonNumber, ReadsWhatFitsExactly) {
   EXPECT_EQ(json_number<int>(json::parse("2147483647")), 2147483647);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "error_of.h"
 #include "compiler/placement.h"
 #include "core/error.h"
 #include "fuel/coactivation.h"
@@ -17,14 +18,7 @@ namespace {
 
 Chemistry tiny() { return chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json"); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // `tokens` tokens in every layer, each routed to one of `groups` (layer l's groups rotated by l, so
 // the layers differ), token t to group t % groups.size() unless `weights` says how many of each.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "error_of.h"
 #include "compiler/condition.h"
 #include "compiler/memory_map.h"
 #include "compiler/precision_map.h"
@@ -23,14 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 class PrecisionMapTest : public ::testing::Test {
  protected:
