@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# rocket gate on the tiny fuel (random weights, so the figures say nothing of quality; the trained
-# fuel's are tests/e2e/english.sh's): the BF16 engine against itself agrees exactly (two processes,
+# rocket gate on the tiny fuel (random weights, so the figures say nothing of quality: that needs a
+# trained fuel, docs/numerics.md): the BF16 engine against itself agrees exactly (two processes,
 # the same bytes), and an engine whose experts `build --precision` converted to NVFP4 breaks a
 # threshold at the BF16 engine's own level: exit 1 naming it, with the report written.
 #   gate.sh ROCKET WORK
