@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "error_of.h"
 #include "compiler/condition.h"
 #include "compiler/memory_map.h"
@@ -109,6 +111,44 @@ TEST_F(PrecisionMapTest, RefusesByName) {
   EXPECT_EQ(refusal(bf16, "experts=nvfp4", "h200"), "");
   const Chemistry nvfp4 = Fuel::open(forge_fuel(WeightFormat::kNVFP4, bf16_)).chemistry();
   EXPECT_NE(refusal(nvfp4, "experts=fp8", "host").find("only BF16 weights are converted"), std::string::npos);
+}
+
+TEST_F(PrecisionMapTest, BuildAdmitsOnlyAMapItsGatePassed) {
+  const Chemistry fuel = Fuel::open(bf16_).chemistry();
+  Chemistry chem = fuel;
+  apply_precision_map(chem, "experts=nvfp4", "host");
+  auto report = [&](const std::string& name, nlohmann::json r) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << r.dump();
+    return path;
+  };
+  const nlohmann::json passed = {{"passed", true}, {"fuel_fingerprint", fuel.fingerprint()},
+                                 {"candidate", {{"precision", "experts=nvfp4"}}},
+                                 {"reference", {{"precision", "all bf16"}}},
+                                 {"thresholds", {{"max_kl_mean", 0.05}}},
+                                 {"figures", {{"kl_mean", 0.01}}},
+                                 {"violations", nlohmann::json::array()}};
+  const nlohmann::json admitted = admit_precision_map(chem, fuel.fingerprint(), report("ok.json", passed));
+  EXPECT_EQ(admitted["map"], "experts=nvfp4");
+  EXPECT_EQ(admitted["figures"]["kl_mean"], 0.01);
+  auto refusal = [&](const char* name, const nlohmann::json& r) {
+    const std::string path = report(name, r);
+    return error_of([&] { admit_precision_map(chem, fuel.fingerprint(), path); });
+  };
+  nlohmann::json r = passed;
+  r["passed"] = false;
+  r["violations"] = {"KL mean 0.1 > 0.05"};
+  EXPECT_NE(refusal("rejected.json", r).find("the gate rejected experts=nvfp4"), std::string::npos);
+  r = passed;
+  r["candidate"]["precision"] = "experts=fp8_block128";
+  EXPECT_NE(refusal("other-map.json", r).find("judged the map experts=fp8_block128"), std::string::npos);
+  r = passed;
+  r["fuel_fingerprint"] = "0000000000000000";
+  EXPECT_NE(refusal("other-fuel.json", r).find("the fuel with fingerprint 0000000000000000"), std::string::npos);
+  r = passed;
+  r["reference"]["precision"] = "experts=nvfp4";
+  EXPECT_NE(refusal("other-reference.json", r).find("not an all-BF16 engine"), std::string::npos);
+  EXPECT_NE(refusal("junk.json", nlohmann::json::array()).find("not a report of rocket gate"), std::string::npos);
 }
 
 }  // namespace

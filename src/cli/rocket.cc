@@ -40,7 +40,7 @@ constexpr const char* kUsage =
     "            [--mtp] [--from BF16_FUEL]\n"
     "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
     "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--no-weights|--weights-only]\n"
-    "            [--precision ROLE=PRECISION,...]\n"
+    "            [--precision ROLE=PRECISION,... [--gate REPORT]]\n"
     "            [--boosters N] [--arrangement replicated|split] [--coactivation FILE]\n"
     "  inspect   ENGINE_DIR\n"
     "  generate  ENGINE_DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
@@ -133,6 +133,10 @@ int cmd_build(const std::vector<std::string>& args) {
                  "the precision map: role=bf16|fp8|nvfp4,... for roles the fuel stores in BF16 (embed stays bf16; "
                  "lm_head, attn_proj, gdn_proj, gdn_gate, router, shared_expert, shared_expert_gate, experts), "
                  "converted when conditioning; the h200 engine runs NVFP4 experts only");
+  cli.add_option("--gate", b.gate,
+                 "a rocket gate --out report that passed this --precision map on this fuel (refused otherwise); the "
+                 "plan records it")
+      ->check(CLI::ExistingFile);
   cli.add_option("--golden", b.golden,
                  "the reference's golden vectors (tests/golden/*.json): the plan records one prompt and its greedy "
                  "token, which the launch countdown's static fire checks")

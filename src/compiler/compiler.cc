@@ -225,10 +225,17 @@ void build(const BuildOptions& opt) {
     fail("build: the h200 engine has no block-FP8 kernels (it runs bf16 and NVFP4 fuels); {} stores these weight "
          "families in block FP8: {}", opt.fuel_dir, fmt::join(families, ", "));
   }
+  nlohmann::json precision_gate;
+  if (!opt.gate.empty() && opt.precision.empty())
+    fail("build: --gate judges a precision map: give the map it passed with --precision");
   if (!opt.precision.empty()) {
+    const std::string fuel_fingerprint = chem.fingerprint();
     apply_precision_map(chem, opt.precision, opt.booster);
-    std::fprintf(stderr, "precision map: %s converted from the fuel's BF16 weights\n",
-                 precision_map_spec(chem).empty() ? "nothing" : precision_map_spec(chem).c_str());
+    if (!opt.gate.empty()) precision_gate = admit_precision_map(chem, fuel_fingerprint, opt.gate);
+    std::fprintf(stderr, "precision map: %s converted from the fuel's BF16 weights; %s\n",
+                 precision_map_spec(chem).empty() ? "nothing" : precision_map_spec(chem).c_str(),
+                 opt.gate.empty() ? "not gated (rocket gate it against the BF16 engine, then build --gate REPORT)"
+                                  : ("passed the gate of " + opt.gate).c_str());
   }
   check_chat_template(opt.fuel_dir);
   const HardwareProfile hw = profile_for(opt);
@@ -264,6 +271,7 @@ void build(const BuildOptions& opt) {
                                    expert_layout_name(fuel->expert_layout()));
     plan.unused_tensors = fuel->unused();
   }
+  plan.precision_gate = precision_gate;
   plan.kernels = select_kernels(plan);
   if (!opt.golden.empty()) plan.static_fire = static_fire_from_golden(opt.golden, chem);
   plan.boosters = placement.boosters;

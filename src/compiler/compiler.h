@@ -25,6 +25,9 @@ struct BuildOptions {
   // The precision map (compiler/precision_map.h): "role=precision,..." for roles the fuel stores in
   // BF16 and the plan keeps in FP8 or NVFP4 (converted when conditioning); "" keeps the fuel's.
   std::string precision;
+  // A `rocket gate --out` report that passed this map on this fuel (precision_map.h
+  // admit_precision_map); recorded in the plan. "" builds the map ungated.
+  std::string gate;
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   // The rocket's boosters (plan.boosters): how many, and replicated (an engine per booster) or split
   // (one engine over them, experts placed per booster).

@@ -1,5 +1,6 @@
 #include "compiler/precision_map.h"
 
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -53,6 +54,30 @@ std::string precision_map_spec(const Chemistry& chem) {
     if (const auto& p = chem.precision_overrides[size_t(r)])
       out += fmt::format("{}{}={}", out.empty() ? "" : ",", role_name(Role(r)), precision_name(*p));
   return out;
+}
+
+nlohmann::json admit_precision_map(const Chemistry& chem, const std::string& fuel_fingerprint,
+                                   const std::string& report_path) {
+  std::ifstream f(report_path);
+  if (!f) fail("build: --gate {}: cannot read the report", report_path);
+  const nlohmann::json r = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (r.is_discarded() || !r.is_object() || !r.contains("passed") || !r.contains("candidate") ||
+      !r.contains("reference") || !r.contains("figures"))
+    fail("build: --gate {}: not a report of rocket gate --out", report_path);
+  const std::string map = quantised_roles(chem);
+  const std::string judged = r["candidate"].value("precision", "");
+  if (judged != map)
+    fail("build: --gate {}: the report judged the map {}, this build's is {}", report_path, judged, map);
+  if (r["reference"].value("precision", "") != "all bf16")
+    fail("build: --gate {}: the report's reference is not an all-BF16 engine ({})", report_path,
+         r["reference"].value("precision", ""));
+  if (r.value("fuel_fingerprint", "") != fuel_fingerprint)
+    fail("build: --gate {}: the report is of the fuel with fingerprint {}, this fuel's is {}", report_path,
+         r.value("fuel_fingerprint", "?"), fuel_fingerprint);
+  if (r["passed"] != true)
+    fail("build: --gate {}: the gate rejected {}: {}", report_path, map, r.value("violations", nlohmann::json::array()).dump());
+  return {{"report", report_path}, {"map", map}, {"thresholds", r.value("thresholds", nlohmann::json::object())},
+          {"figures", r["figures"]}};
 }
 
 }  // namespace rocket

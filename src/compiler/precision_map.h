@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "fuel/chemistry.h"
 
 namespace rocket {
@@ -20,5 +22,11 @@ void apply_precision_map(Chemistry& chem, const std::string& spec, const std::st
 
 // "experts=nvfp4,attn_proj=fp8": the roles whose precision differs from the format's ("" for none).
 std::string precision_map_spec(const Chemistry& chem);
+
+// The gate report (`rocket gate --out`) that admits `chem`'s map for the BF16 fuel of fingerprint
+// `fuel_fingerprint`: Error unless it passed, judged this map against an all-BF16 engine of that
+// fuel. Returns what the plan records (precision_gate): the report's path, thresholds and figures.
+nlohmann::json admit_precision_map(const Chemistry& chem, const std::string& fuel_fingerprint,
+                                   const std::string& report_path);
 
 }  // namespace rocket

@@ -80,6 +80,14 @@ Precision format_precision(WeightFormat format, Role r) {
   return Precision::kBF16;
 }
 
+std::string quantised_roles(const Chemistry& chem) {
+  std::string out;
+  for (int r = 0; r < int(Role::kCount); ++r)
+    if (const Precision p = chem.precision(Role(r)); p != Precision::kBF16)
+      out += fmt::format("{}{}={}", out.empty() ? "" : ",", role_name(Role(r)), precision_name(p));
+  return out.empty() ? "all bf16" : out;
+}
+
 int Chemistry::full_layers() const {
   int n = 0;
   for (auto k : layer_types) n += k == LayerKind::kFullAttention;

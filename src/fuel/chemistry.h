@@ -78,6 +78,10 @@ struct Chemistry {
   void validate() const;
 };
 
+// "experts=nvfp4,attn_proj=fp8_block128": every role not in BF16, in role order, or "all bf16" (how
+// a gate report and the build name a precision map).
+std::string quantised_roles(const Chemistry& chem);
+
 // Parses a config.json (text-only `qwen3_5_moe_text` or multimodal `qwen3_5_moe` with `text_config`),
 // plus the weight format read from the checkpoint's quantization files. Error names the field.
 Chemistry chemistry_from_config(const nlohmann::json& config, WeightFormat format, const std::string& path);

@@ -78,15 +78,6 @@ class ScoreRun {
   std::FILE* pipe_ = nullptr;
 };
 
-// "nvfp4 experts" style: the roles not in BF16, or "all bf16".
-std::string quantised_roles(const Chemistry& c) {
-  std::string out;
-  for (int r = 0; r < int(Role::kCount); ++r)
-    if (const Precision p = c.precision(Role(r)); p != Precision::kBF16)
-      out += fmt::format("{}{}={}", out.empty() ? "" : ",", role_name(Role(r)), precision_name(p));
-  return out.empty() ? "all bf16" : out;
-}
-
 }  // namespace
 
 GateReport run_gate(const GateOptions& o) {
@@ -155,6 +146,7 @@ GateReport run_gate(const GateOptions& o) {
                                 {"booster", cand_plan.booster}}},
                  {"reference", {{"engine", o.reference}, {"precision", quantised_roles(ref_plan.chemistry)},
                                 {"booster", ref_plan.booster}}},
+                 {"fuel_fingerprint", ref_plan.chemistry.fingerprint()},
                  {"text", o.text},
                  {"windows", o.windows},
                  {"window_tokens", o.window_tokens},

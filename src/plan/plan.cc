@@ -76,6 +76,7 @@ json Plan::to_json() const {
     j["boosters"] = std::move(b);
   }
   if (!expert_order.units.empty()) j["expert_order"] = {{"source", expert_order.source}, {"units", expert_order.units}};
+  if (!precision_gate.is_null()) j["precision_gate"] = precision_gate;
   return j;
 }
 
@@ -87,7 +88,7 @@ std::string Plan::router_name(int layer) { return fmt::format("layers.{}.mlp.gat
 
 std::string Plan::plan_fingerprint() const {
   json j = to_json();
-  for (const char* informational : {"fuel_dir", "fuel_layout", "unused_tensors"}) j.erase(informational);
+  for (const char* informational : {"fuel_dir", "fuel_layout", "unused_tensors", "precision_gate"}) j.erase(informational);
   j["static_fire"].erase("source");
   if (j.contains("expert_order")) j["expert_order"].erase("source");
   Fnv64 h;
@@ -144,6 +145,7 @@ Plan Plan::from_json(const json& j, const std::string& path) {
       for (const auto& [name, value] : k.at("tile").items()) pk.tile.emplace_back(name, json_number<int64_t>(value));
       p.kernels.push_back(std::move(pk));
     }
+    if (j.contains("precision_gate")) p.precision_gate = j.at("precision_gate");
     const json& sf = j.at("static_fire");
     p.static_fire = {numbers<std::vector<int32_t>>(sf.at("prompt")), number(sf.at("token")), number(sf.at("margin")),
                      sf.at("source")};

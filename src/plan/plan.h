@@ -142,6 +142,10 @@ struct Plan {
   tiling::BoosterLimits limits;        // of the hardware profile the kernels were tiled for
   std::vector<PlanKernel> kernels;     // h200: every kernel the engine tiles, at every bucket; host: none
   StaticFire static_fire;
+  // The quality gate a changed precision map passed (`rocket build --precision ... --gate REPORT`):
+  // the report's path, thresholds and figures; null for the fuel's own map or an ungated one.
+  // Informational, like fuel_dir.
+  nlohmann::json precision_gate;
   PlanBoosters boosters;
   PlanExpertOrder expert_order;
 
@@ -156,7 +160,7 @@ struct Plan {
   // The router tensor of `layer` (conditioning and fingerprints find it by this name).
   static std::string router_name(int layer);
   // A digest of everything the engine runs from (to_json less the informational fields: fuel_dir,
-  // fuel_layout, unused_tensors, static_fire.source, expert_order.source), 16 hex digits: two
+  // fuel_layout, unused_tensors, precision_gate, static_fire.source, expert_order.source), 16 hex digits: two
   // replicas with the same plan fingerprint run the same plan.
   std::string plan_fingerprint() const;
 

@@ -2,7 +2,8 @@
 # rocket gate on the tiny fuel (random weights, so the figures say nothing of quality: that needs a
 # trained fuel, docs/numerics.md): the BF16 engine against itself agrees exactly (two processes,
 # the same bytes), and an engine whose experts `build --precision` converted to NVFP4 breaks a
-# threshold at the BF16 engine's own level: exit 1 naming it, with the report written.
+# threshold at the BF16 engine's own level: exit 1 naming it, with the report written, which
+# `rocket build --gate` then refuses to build that map by.
 #   gate.sh ROCKET WORK
 set -euo pipefail
 rocket=$1 work=$2
@@ -24,4 +25,11 @@ python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["passed"] is False and r["candidate"]["precision"] == "experts=nvfp4", r
 assert r["figures"]["kl_mean"] > 0 and r["figures"]["positions"] == 128, r["figures"]' "$work/gate-nvfp4.json"
+# rocket build refuses the map the gate rejected, naming why.
+if "$rocket" build "$work/fuels/tiny-bf16" --booster host --out "$work/engines/tiny-gated" --precision experts=nvfp4 \
+     --gate "$work/gate-nvfp4.json" --force 2>"$work/gate-build.log"; then
+  echo "gate.sh: build took a map the gate rejected" >&2
+  exit 1
+fi
+grep -q 'the gate rejected experts=nvfp4' "$work/gate-build.log"
 echo "gate.sh: PASS"
