@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -12,7 +11,6 @@
 #include <fmt/ranges.h>
 
 #include "compiler/nvfp4_code.h"
-#include "core/dtype.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "fuel/manifest.h"
@@ -94,15 +92,7 @@ class PartSource {
       fail("{}: the plan keeps it in {}, and the fuel does not store it in BF16 to convert from", weight,
            it == plan_spec_.end() ? "?" : precision_name(it->second->precision));
     const TensorSpec& w = *it->second;
-    const TensorView v = fuel_.tensor(weight);
-    CHECK(v.nbytes == uint64_t(w.rows) * uint64_t(w.cols) * 2, weight);
-    const auto* values = reinterpret_cast<const uint16_t*>(v.data);
-    float amax = 0;
-    for (uint64_t i = 0; i < v.nbytes / 2; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(values[i])));
-    const int64_t cols = w.cols;
-    parts_ = quantize(w, w.rows, cols, [&](int64_t r, float* out) {
-      for (int64_t j = 0; j < cols; ++j) out[j] = bf16_to_f32(values[r * cols + j]);
-    }, amax);
+    parts_ = quantize_bf16(w, w.rows, w.cols, fuel_.tensor(weight));
     converted_ = weight;
   }
 

@@ -147,54 +147,23 @@ Parts biased_router(const TensorSpec& w, uint64_t key, const std::vector<std::ve
   return parts;
 }
 
-// Where a weight's values come from: drawn from the seed, or read from a BF16 fuel (--from).
-class Values {
- public:
-  Values(const TensorSpec& w, const Chemistry& c, uint64_t seed, const Fuel* from)
-      : init_(init_for(w, c)), key_(tensor_key(seed, w.name)) {
-    if (!from) return;
-    const TensorView v = from->tensor(w.name);
-    CHECK(v.dtype == DType::kBF16, w.name);
-    source_ = reinterpret_cast<const uint16_t*>(v.data);
-    count_ = int64_t(v.nbytes / 2);
-  }
-  // Row r's `cols` values, in order.
-  void row(int64_t r, int64_t cols, float* out) const {
-    if (source_) {
-      CHECK((r + 1) * cols <= count_, "forge: source row out of range");
-      for (int64_t j = 0; j < cols; ++j) out[j] = bf16_to_f32(source_[r * cols + j]);
-      return;
-    }
-    RowRng rng(key_, uint64_t(r));
-    for (int64_t j = 0; j < cols; ++j) out[j] = draw(init_, rng);
-  }
-  // A bound on |value|: the distribution's for drawn values, the measured largest for read ones.
-  float bound() const {
-    if (!source_) return init_.std * 1.7320508f;
-    float amax = 0;
-    for (int64_t i = 0; i < count_; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(source_[i])));
-    return amax;
-  }
-
- private:
-  Init init_;
-  uint64_t key_;
-  const uint16_t* source_ = nullptr;
-  int64_t count_ = 0;
-};
-
 Parts generate(const TensorSpec& w, const Chemistry& c, uint64_t seed,
                const std::vector<std::vector<int>>& router_groups, const Fuel* from) {
   if (!router_groups.empty() && w.name.ends_with("mlp.gate.weight"))
     return biased_router(w, tensor_key(seed, w.name), router_groups);
-  const Values values(w, c, seed, from);
   const int64_t rows = w.rows ? w.rows : (w.shape.empty() ? 1 : w.shape[0]);
   int64_t cols = 1;
   if (w.rows) cols = w.cols;
   else for (size_t i = 1; i < w.shape.size(); ++i) cols *= w.shape[i];
-
-  const float bound = w.precision == Precision::kNVFP4 ? values.bound() : 0.0f;
-  return quantize(w, rows, cols, [&](int64_t r, float* out) { values.row(r, cols, out); }, bound);
+  if (from) return quantize_bf16(w, rows, cols, from->tensor(w.name));
+  // Drawn: NVFP4's global scale from the distribution's bound (an upper limit of the amax ModelOpt
+  // measures, so every block scale fits e4m3).
+  const Init init = init_for(w, c);
+  const uint64_t key = tensor_key(seed, w.name);
+  return quantize(w, rows, cols, [&](int64_t r, float* out) {
+    RowRng rng(key, uint64_t(r));
+    for (int64_t j = 0; j < cols; ++j) out[j] = draw(init, rng);
+  }, init.std * 1.7320508f);
 }
 
 void write_json(const fs::path& p, const json& j) {

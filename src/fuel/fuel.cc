@@ -244,50 +244,37 @@ Fuel Fuel::open(const std::string& dir) {
   std::vector<std::string> problems;
   f.tensors_.reserve(f.manifest_.size());
   std::unordered_set<std::string> used;
-  for (const StoredTensor& st : stored_tensors(f.manifest_, f.chemistry_, f.layout_, f.expert_layout_)) {
-    auto it = present.find(st.name);
-    if (it == present.end()) {
-      problems.push_back(fmt::format("missing tensor '{}' (expected {})", st.name, describe(st.dtype, st.shape)));
-      continue;
+  // Checks each stored tensor of `manifest` and makes its pieces readable by name. The model's tensors
+  // are what plans load (used, counted in total_bytes); the MTP layer the config declares is checked
+  // the same way but stays with the unused parts below (no plan loads it yet: manifest.h).
+  auto take = [&](const std::vector<TensorSpec>& manifest, bool model, const char* what,
+                  const std::string& missing_why) {
+    for (const StoredTensor& st : stored_tensors(manifest, f.chemistry_, f.layout_, f.expert_layout_)) {
+      auto it = present.find(st.name);
+      if (it == present.end()) {
+        problems.push_back(fmt::format("missing {} '{}' (expected {}{})", what, st.name, describe(st.dtype, st.shape),
+                                       missing_why));
+        continue;
+      }
+      const TensorView& v = *it->second;
+      if (model) used.insert(st.name);
+      if (v.dtype != st.dtype || v.shape != st.shape) {
+        problems.push_back(fmt::format("tensor '{}' in {}: expected {}, found {}", st.name, shard_of(v),
+                                       describe(st.dtype, st.shape), describe(v.dtype, v.shape)));
+        continue;
+      }
+      uint64_t at = 0;  // a fused tensor's pieces tile it in manifest order (checkpoint_layout.h)
+      for (size_t k : st.pieces) {
+        const TensorSpec& spec = manifest[k];
+        f.tensors_.emplace(spec.name, TensorView{st.name, spec.dtype, spec.shape, v.data + at, spec.nbytes()});
+        at += spec.nbytes();
+      }
+      if (model) f.total_bytes_ += v.nbytes;
     }
-    const TensorView& v = *it->second;
-    used.insert(st.name);
-    if (v.dtype != st.dtype || v.shape != st.shape) {
-      problems.push_back(fmt::format("tensor '{}' in {}: expected {}, found {}", st.name, shard_of(v),
-                                     describe(st.dtype, st.shape), describe(v.dtype, v.shape)));
-      continue;
-    }
-    uint64_t at = 0;  // a fused tensor's pieces tile it in manifest order (checkpoint_layout.h)
-    for (size_t k : st.pieces) {
-      const TensorSpec& spec = f.manifest_[k];
-      f.tensors_.emplace(spec.name, TensorView{st.name, spec.dtype, spec.shape, v.data + at, spec.nbytes()});
-      at += spec.nbytes();
-    }
-    f.total_bytes_ += v.nbytes;
-  }
-  // The MTP layer the config declares: checked like the model's tensors and readable by name, but
-  // recorded with the unused parts below (no plan loads it yet: manifest.h).
-  const std::vector<TensorSpec> mtp = mtp_manifest(f.chemistry_);
-  for (const StoredTensor& st : stored_tensors(mtp, f.chemistry_, f.layout_, f.expert_layout_)) {
-    auto it = present.find(st.name);
-    if (it == present.end()) {
-      problems.push_back(fmt::format("missing MTP tensor '{}' (expected {}; the config declares mtp_num_hidden_layers "
-                                     "= {})", st.name, describe(st.dtype, st.shape), f.chemistry_.mtp_layers));
-      continue;
-    }
-    const TensorView& v = *it->second;
-    if (v.dtype != st.dtype || v.shape != st.shape) {
-      problems.push_back(fmt::format("tensor '{}' in {}: expected {}, found {}", st.name, shard_of(v),
-                                     describe(st.dtype, st.shape), describe(v.dtype, v.shape)));
-      continue;
-    }
-    uint64_t at = 0;
-    for (size_t k : st.pieces) {
-      const TensorSpec& spec = mtp[k];
-      f.tensors_.emplace(spec.name, TensorView{st.name, spec.dtype, spec.shape, v.data + at, spec.nbytes()});
-      at += spec.nbytes();
-    }
-  }
+  };
+  take(f.manifest_, true, "tensor", "");
+  take(mtp_manifest(f.chemistry_), false, "MTP tensor",
+       fmt::format("; the config declares mtp_num_hidden_layers = {}", f.chemistry_.mtp_layers));
   std::map<std::string, UnusedTensors> unused;  // by prefix, so the record is in a fixed order
   std::vector<std::string> extras;
   for (const auto& [n, view] : present) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace rocket {
 
@@ -85,6 +86,19 @@ Parts quantize(const TensorSpec& w, int64_t rows, int64_t cols, const RowSource&
     }
   }
   return parts;
+}
+
+Parts quantize_bf16(const TensorSpec& w, int64_t rows, int64_t cols, const TensorView& source) {
+  if (source.dtype != DType::kBF16 || source.nbytes != uint64_t(rows) * uint64_t(cols) * 2)
+    fail("{}: {} bytes of {}, not the {} x {} BF16 values to convert from", w.name, source.nbytes,
+         dtype_name(source.dtype), rows, cols);
+  const auto* values = reinterpret_cast<const uint16_t*>(source.data);
+  float amax = 0;
+  if (w.precision == Precision::kNVFP4)
+    for (uint64_t i = 0; i < source.nbytes / 2; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(values[i])));
+  return quantize(w, rows, cols, [&](int64_t r, float* out) {
+    for (int64_t j = 0; j < cols; ++j) out[j] = bf16_to_f32(values[r * cols + j]);
+  }, amax);
 }
 
 }  // namespace rocket

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fuel/manifest.h"
+#include "fuel/safetensors.h"
 
 namespace rocket {
 
@@ -26,5 +27,10 @@ using RowSource = std::function<void(int64_t r, float* out)>;
 // `w`'s parts for `rows` x `cols` values. `bound` bounds |value| (NVFP4's global scale: the measured
 // largest |value| as ModelOpt takes it, or a distribution's bound); unused for the other precisions.
 Parts quantize(const TensorSpec& w, int64_t rows, int64_t cols, const RowSource& row, float bound);
+
+// The same from a checkpoint's BF16 tensor `source` of `rows` x `cols` values (Error naming it when it
+// is not), NVFP4's global scale from its measured largest |value| as ModelOpt takes it: how a BF16
+// fuel is written in another precision (forge --from, build --precision).
+Parts quantize_bf16(const TensorSpec& w, int64_t rows, int64_t cols, const TensorView& source);
 
 }  // namespace rocket
