@@ -181,7 +181,7 @@ TEST(BoostersPlan, UprightRefusesWhatTheEngineDoesNotRun) {
                     .arena_bytes = split.arena_bytes,
                     .slots = split.max_streams + 1,
                     .pages_per_stream = (split.max_context + split.kv_page_tokens - 1) / split.kv_page_tokens,
-                    .full_layers = split.chemistry.full_layers(),
+                    .kv_layers = split.kv_layers(),
                     .maps_expert_units = true,
                     .expert_units = split.expert_order.units};
   EXPECT_TRUE(has(error_of([&] { check_plan(split, built); }), "the plan is split over 2 boosters, this engine was built for one"));
@@ -197,7 +197,7 @@ TEST(BoostersPlan, UprightRefusesWhatTheEngineDoesNotRun) {
   EXPECT_EQ(error_of([&] { check_plan(ordered, built); }), "");
   EXPECT_TRUE(has(error_of([&] { check_plan(ordered, EngineBuild{split_built.fingerprint, "host", built.blob_bytes,
                                                                  built.arena_bytes, built.slots, built.pages_per_stream,
-                                                                 built.full_layers, true, built.expert_units, 2}); }),
+                                                                 built.kv_layers, true, built.expert_units, 2}); }),
                   "the plan is one engine per booster, this engine was built split over 2 boosters"));
   EngineBuild unmapped = built;  // an engine whose kernels take unit = expert id (the h200's today)
   unmapped.maps_expert_units = false;

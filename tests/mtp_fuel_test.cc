@@ -1,13 +1,15 @@
 // The MTP draft layer in the fuel: a config that declares `mtp_num_hidden_layers` has its layer
 // checked tensor by tensor in every format and layout the forge writes, readable by name, recorded
-// with the unused parts and left out of the plan (no engine drafts yet); a missing one is refused by
-// name; forge --from carries it.
+// with the unused parts and left out of a plan that does not draft; a missing one is refused by
+// name; forge --from carries it. A drafting plan (draft_tokens) carries it in its blob, BF16 and
+// byte for byte the checkpoint's, with a KV layer and buffers of its own.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/condition.h"
 #include "compiler/memory_map.h"
 #include "core/error.h"
 #include "fuel/forge.h"
@@ -88,6 +90,42 @@ TEST_F(MtpFuelTest, ForgeFromCarriesTheLayer) {
     ASSERT_EQ(x.nbytes, y.nbytes) << t.name;
     EXPECT_EQ(std::memcmp(x.data, y.data, x.nbytes), 0) << t.name;
   }
+}
+
+TEST_F(MtpFuelTest, DraftingPlanCarriesTheLayer) {
+  const Fuel fuel = Fuel::open(forge_fuel(WeightFormat::kNVFP4, Layout::kText, ExpertLayout::kPerExpert, true));
+  const Plan plain = plan_memory(fuel.chemistry(), {});
+  const Plan drafting = plan_memory(fuel.chemistry(), {.draft_tokens = 3});
+  EXPECT_EQ(plain.find_tensor("mtp.fc.weight"), nullptr);
+  EXPECT_EQ(plain.kv_layers(), fuel.chemistry().full_layers());
+  EXPECT_FALSE(plain.to_json().contains("draft_tokens"));  // a plain plan is the plan every build wrote before
+  EXPECT_EQ(drafting.kv_layers(), fuel.chemistry().full_layers() + 1);
+  EXPECT_EQ(drafting.kv_pages, plain.kv_pages / plain.kv_layers() * drafting.kv_layers());
+  EXPECT_GT(drafting.blob_bytes, plain.blob_bytes);
+  for (const char* b : {"mtp_hidden", "mtp_in", "verify_hidden", "verify_states"}) EXPECT_GT(drafting.buffer(b).bytes, 0u) << b;
+  // Every MTP part in the blob, BF16 whatever the model's format, the checkpoint's bytes.
+  const std::vector<uint8_t> blob = conditioned_blob(fuel, drafting);
+  ASSERT_EQ(blob.size(), drafting.blob_bytes);
+  for (const TensorSpec& t : mtp_manifest(fuel.chemistry())) {
+    const PlanTensor& pt = drafting.tensor(t.name);
+    EXPECT_EQ(pt.dtype, DType::kBF16) << t.name;
+    const TensorView v = fuel.tensor(t.name);
+    ASSERT_EQ(pt.bytes, v.nbytes) << t.name;
+    EXPECT_EQ(std::memcmp(blob.data() + pt.offset, v.data, v.nbytes), 0) << t.name;
+  }
+  // The model's parts where a plain plan has them: the MTP layer follows them.
+  for (const PlanTensor& t : plain.tensors) EXPECT_EQ(drafting.tensor(t.name).offset, t.offset) << t.name;
+  // plan.json keeps the draft; a plan that drafts without an MTP layer, or drafts too far, is refused.
+  const Plan back = Plan::from_json(drafting.to_json(), "drafting");
+  EXPECT_EQ(back.draft_tokens, 3);
+  EXPECT_EQ(back.plan_fingerprint(), drafting.plan_fingerprint());
+  EXPECT_NE(back.plan_fingerprint(), plain.plan_fingerprint());
+  nlohmann::json j = drafting.to_json();
+  j["draft_tokens"] = kMaxDraftTokens + 1;
+  EXPECT_THROW(Plan::from_json(j, "too far"), Error);
+  Plan no_mtp = plan_memory(Fuel::open(forge_fuel(WeightFormat::kNVFP4, Layout::kText, ExpertLayout::kPerExpert, false)).chemistry(), {});
+  no_mtp.draft_tokens = 1;
+  EXPECT_THROW(no_mtp.validate("no MTP layer"), Error);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ SnapshotLayout SnapshotLayout::of(const Chemistry& c) {
 }
 
 CacheGeometry CacheGeometry::from_plan(const Plan& plan, int snapshot_slots) {
-  const int layer_pages = 2 * plan.chemistry.full_layers();
+  const int layer_pages = 2 * plan.kv_layers();
   CacheGeometry g{.page_tokens = plan.kv_page_tokens,
                   .pages = layer_pages > 0 ? plan.kv_pages / layer_pages : 0,
                   .layer_pages = layer_pages,
@@ -22,7 +22,7 @@ CacheGeometry CacheGeometry::from_plan(const Plan& plan, int snapshot_slots) {
                   .max_context = plan.max_context};
   if (layer_pages > 0 && plan.kv_pages % layer_pages != 0)
     fail("cache geometry: the plan's {} KV pages are not a whole number of cache pages of {} plan pages "
-         "(2 × {} full-attention layers)", plan.kv_pages, layer_pages, plan.chemistry.full_layers());
+         "(2 × {} full-attention layers with KV)", plan.kv_pages, layer_pages, plan.kv_layers());
   g.validate(plan);
   return g;
 }
@@ -51,9 +51,9 @@ void CacheGeometry::validate(const Plan& plan) const {
   if (layer_page_bytes != plan.kv_page_bytes)
     fail("cache geometry: layer page bytes {} but the plan's KV page is {} bytes", layer_page_bytes,
          plan.kv_page_bytes);
-  if (layer_pages != 2 * plan.chemistry.full_layers())
-    fail("cache geometry: {} plan pages per cache page but the chemistry has {} full-attention layers (K and V)",
-         layer_pages, plan.chemistry.full_layers());
+  if (layer_pages != 2 * plan.kv_layers())
+    fail("cache geometry: {} plan pages per cache page but the plan keeps KV for {} full-attention layers (K and V)",
+         layer_pages, plan.kv_layers());
   const PlanBuffer& kv = plan.buffer("kv_cache");
   if (kv_bytes() != kv.bytes || uint64_t(pages) * layer_pages != uint64_t(plan.kv_pages))
     fail("cache geometry: {} pages × {} bytes = {} bytes but the plan's kv_cache buffer is {} bytes ({} plan pages)",

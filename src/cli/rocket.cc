@@ -39,7 +39,7 @@ constexpr const char* kUsage =
     "  forge     --fuel tiny|a3b --format bf16|fp8|nvfp4 --seed S [--layers N] [--layout text|multimodal]\n"
     "            [--mtp] [--from BF16_FUEL]\n"
     "            [--expert-layout per-expert|fused] [--router-groups G] --out DIR [--config-only]\n"
-    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--no-weights|--weights-only]\n"
+    "  build     FUEL_DIR --booster host|h200 --out ENGINE_DIR [--profile FILE] [--max-context N] [--prefill-chunk N] [--max-streams N] [--draft K] [--no-weights|--weights-only]\n"
     "            [--precision ROLE=PRECISION,... [--gate REPORT]]\n"
     "            [--boosters N] [--arrangement replicated|split] [--coactivation FILE]\n"
     "  inspect   ENGINE_DIR\n"
@@ -133,6 +133,10 @@ int cmd_build(const std::vector<std::string>& args) {
                  "the precision map: role=bf16|fp8|nvfp4,... for roles the fuel stores in BF16 (embed stays bf16; "
                  "lm_head, attn_proj, gdn_proj, gdn_gate, router, shared_expert, shared_expert_gate, experts), "
                  "converted when conditioning; the h200 engine runs NVFP4 experts only");
+  cli.add_option("--draft", b.draft_tokens,
+                 "speculative decoding: the fuel's MTP layer drafts this many tokens per stream and step, verified in "
+                 "one step (host engine; 0: no drafting)")
+      ->check(at_least(0));
   cli.add_option("--gate", b.gate,
                  "a rocket gate --out report that passed this --precision map on this fuel (refused otherwise); the "
                  "plan records it")

@@ -90,6 +90,9 @@ std::string generate_engine_header(const Plan& p) {
   i("kKeyDim", c.key_dim()); i("kValueDim", c.value_dim());
   i("kExperts", c.experts); i("kTopK", c.top_k); i("kMoeInter", c.moe_inter); i("kSharedInter", c.shared_inter);
   i("kFullLayers", c.full_layers()); i("kLinearLayers", c.linear_layers());
+  line("// full-attention layers with KV in a cache page: the model's, then a drafting plan's MTP layer");
+  i("kKvLayers", p.kv_layers());
+  i("kDraftTokens", p.draft_tokens);
   i("kMaxStreams", p.max_streams); i("kMaxContext", p.max_context); i("kPrefillChunk", p.prefill_chunk);
   i("kMaxRows", p.max_rows); i("kLogitRows", p.logit_rows); i("kStateSnapshots", p.state_snapshots); i("kKvPageTokens", p.kv_page_tokens); u("kKvPageBytes", p.kv_page_bytes);
   u("kSnapshotSlotBytes", SnapshotLayout::of(c).slot_bytes());
@@ -165,16 +168,10 @@ std::string generate_engine_header(const Plan& p) {
   line(fmt::format("constexpr int kSplitBoosters = {};", split));
   line(fmt::format("constexpr int kBoosterUnits = {};", c.experts / split));
 
-  line("constexpr LayerAt kLayer[kLayers] = {");
-  for (int l = 0; l < c.layers; ++l) {
-    const std::string pre = fmt::format("layers.{}.", l);
-    const uint64_t base = at(p, expert_name(l, unit_expert(l, 0), "gate_proj.weight"));
-    for (int e = 0; e < c.experts; ++e) {
-      CHECK(at(p, expert_name(l, e, "gate_proj.weight")) == base + uint64_t(p.expert_unit(l, e)) * stride,
-            "expert units must be equally spaced, in the plan's expert order");
-    }
+  // One layer's LayerAt initialiser; its routed experts start at unit 0's first part, `experts`.
+  auto layer_at = [&](const std::string& pre, LayerKind kind, uint64_t experts) {
     std::string gdn = "{}", attn = "{}";
-    if (c.layer_types[l] == LayerKind::kLinearAttention) {
+    if (kind == LayerKind::kLinearAttention) {
       const std::string a = pre + "linear_attn.";
       gdn = fmt::format("{{{}, {}, {}, {}, {}, {}ull, {}ull, {}ull, {}ull}}", lin(linear_at(p, a + "in_proj_qkv")),
                         lin(linear_at(p, a + "in_proj_z")), lin(linear_at(p, a + "in_proj_b")),
@@ -187,12 +184,37 @@ std::string generate_engine_header(const Plan& p) {
                          lin(linear_at(p, a + "o_proj")), at(p, a + "q_norm.weight"), at(p, a + "k_norm.weight"));
     }
     const std::string m = pre + "mlp.";
-    line(fmt::format("  {{{}ull, {}ull, {}, {}, {}, {}, {}, {}, {}, {}ull}},", at(p, pre + "input_layernorm.weight"),
-                     at(p, pre + "post_attention_layernorm.weight"), gdn, attn, lin(linear_at(p, m + "gate")),
-                     lin(linear_at(p, m + "shared_expert.gate_proj")), lin(linear_at(p, m + "shared_expert.up_proj")),
-                     lin(linear_at(p, m + "shared_expert.down_proj")), lin(linear_at(p, m + "shared_expert_gate")), base));
+    return fmt::format("{{{}ull, {}ull, {}, {}, {}, {}, {}, {}, {}, {}ull}}", at(p, pre + "input_layernorm.weight"),
+                       at(p, pre + "post_attention_layernorm.weight"), gdn, attn, lin(linear_at(p, m + "gate")),
+                       lin(linear_at(p, m + "shared_expert.gate_proj")), lin(linear_at(p, m + "shared_expert.up_proj")),
+                       lin(linear_at(p, m + "shared_expert.down_proj")), lin(linear_at(p, m + "shared_expert_gate")), experts);
+  };
+  line("constexpr LayerAt kLayer[kLayers] = {");
+  for (int l = 0; l < c.layers; ++l) {
+    const uint64_t base = at(p, expert_name(l, unit_expert(l, 0), "gate_proj.weight"));
+    for (int e = 0; e < c.experts; ++e) {
+      CHECK(at(p, expert_name(l, e, "gate_proj.weight")) == base + uint64_t(p.expert_unit(l, e)) * stride,
+            "expert units must be equally spaced, in the plan's expert order");
+    }
+    line("  " + layer_at(fmt::format("layers.{}.", l), c.layer_types[size_t(l)], base) + ",");
   }
   line("};");
+  if (!p.draft_tokens) {
+    line("constexpr MtpAt kMtp{};  // the plan does not draft");
+  } else {
+    // The MTP layer's experts: BF16 whatever the model's format, in expert id order, equally spaced.
+    auto mtp_expert = [&](int e, const char* rest) { return fmt::format("mtp.layers.0.mlp.experts.{}.{}", e, rest); };
+    const uint64_t m0 = at(p, mtp_expert(0, "gate_proj.weight"));
+    const uint64_t mtp_stride = c.experts > 1 ? at(p, mtp_expert(1, "gate_proj.weight")) - m0 : 0;
+    for (int e = 0; e < c.experts; ++e)
+      CHECK(at(p, mtp_expert(e, "gate_proj.weight")) == m0 + uint64_t(e) * mtp_stride, "MTP expert units equally spaced");
+    const ExpertAt mx{relative(linear_at(p, mtp_expert(0, "gate_proj")), m0), relative(linear_at(p, mtp_expert(0, "up_proj")), m0),
+                      relative(linear_at(p, mtp_expert(0, "down_proj")), m0)};
+    line(fmt::format("constexpr MtpAt kMtp{{{}, {}ull, {}ull, {}ull, {}, {{{}, {}, {}}}, {}ull}};", lin(linear_at(p, "mtp.fc")),
+                     at(p, "mtp.pre_fc_norm_embedding.weight"), at(p, "mtp.pre_fc_norm_hidden.weight"),
+                     at(p, "mtp.norm.weight"), layer_at("mtp.layers.0.", LayerKind::kFullAttention, m0), lin(mx.gate),
+                     lin(mx.up), lin(mx.down), mtp_stride));
+  }
   line("}  // namespace rocket::engine");
   return s;
 }

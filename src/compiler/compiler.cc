@@ -120,6 +120,20 @@ Chemistry chemistry_of_config(const std::string& dir) {
   return chemistry_from_config(config, detect_weight_format(dir, config), path.string());
 }
 
+// --draft K: the checkpoint's MTP layer drafts K tokens per step (docs/speculative.md), on the
+// engines that run it.
+void check_drafting(const BuildOptions& opt, const Chemistry& chem) {
+  if (!opt.draft_tokens) return;
+  if (opt.draft_tokens < 1 || opt.draft_tokens > kMaxDraftTokens)
+    fail("build: --draft {} outside [1, {}] (tokens the MTP layer proposes per step)", opt.draft_tokens, kMaxDraftTokens);
+  if (chem.mtp_layers < 1)
+    fail("build: --draft {}: {} stores no MTP layer (its config's mtp_num_hidden_layers is 0), nothing drafts", opt.draft_tokens,
+         opt.fuel_dir);
+  if (opt.booster != "host")
+    fail("build: --draft: the {} engine has no draft and verify steps yet (the host engine drafts)", opt.booster);
+  if (opt.arrangement == kSplit) fail("build: --draft: a split rocket does not draft (its MTP layer's experts are not placed)");
+}
+
 // build --weights-only: the weights of a carried engine directory, conditioned from the full fuel.
 void build_weights(const BuildOptions& opt) {
   using Clock = std::chrono::steady_clock;
@@ -133,7 +147,8 @@ void build_weights(const BuildOptions& opt) {
   chem.precision_overrides = carried.chemistry.precision_overrides;  // the carried plan's map
   PlanOptions po{.booster = carried.booster, .buckets = carried.buckets, .max_context = carried.max_context,
                  .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots,
-                 .limits = carried.limits, .expert_units = carried.expert_order.units};
+                 .draft_tokens = carried.draft_tokens, .limits = carried.limits,
+                 .expert_units = carried.expert_order.units};
   const Plan plan = plan_memory(chem, po);
   if (const std::string d = memory_map_difference(plan, carried); !d.empty())
     fail("build --weights-only: the plan of {} differs from {}/plan.json ({}): build the engine from this fuel", opt.fuel_dir,
@@ -238,6 +253,7 @@ void build(const BuildOptions& opt) {
                                   : ("passed the gate of " + opt.gate).c_str());
   }
   check_chat_template(opt.fuel_dir);
+  check_drafting(opt, chem);
   const HardwareProfile hw = profile_for(opt);
 
   PlanOptions po;
@@ -245,6 +261,7 @@ void build(const BuildOptions& opt) {
   po.max_context = opt.max_context;
   po.state_snapshots = opt.state_snapshots;
   po.prefill_chunk = opt.prefill_chunk;
+  po.draft_tokens = opt.draft_tokens;
   // The h200 decode kernels run buckets up to the dense register form's rows (kernels/tiling/dense.h).
   const int kernel_rows = opt.booster == "h200" ? tiling::kDenseMaxRows : 128;
   if (opt.max_streams) {
@@ -270,6 +287,8 @@ void build(const BuildOptions& opt) {
     plan.fuel_layout = fmt::format("{} names, {} experts", fuel->layout() == Layout::kText ? "text" : "multimodal",
                                    expert_layout_name(fuel->expert_layout()));
     plan.unused_tensors = fuel->unused();
+    // A drafting plan loads the MTP layer: it is no longer an unused part.
+    if (plan.draft_tokens) std::erase_if(plan.unused_tensors, [](const UnusedTensors& u) { return u.part == "mtp"; });
   }
   plan.precision_gate = precision_gate;
   plan.kernels = select_kernels(plan);

@@ -28,6 +28,9 @@ struct BuildOptions {
   // A `rocket gate --out` report that passed this map on this fuel (precision_map.h
   // admit_precision_map); recorded in the plan. "" builds the map ungated.
   std::string gate;
+  // Speculative decoding (Plan::draft_tokens): the MTP layer proposes this many tokens per stream and
+  // step; 0 does not draft. Needs a fuel with an MTP layer.
+  int draft_tokens = 0;
   std::string golden;      // reference golden vectors (tools/reference/golden.py) for the static-fire token
   // The rocket's boosters (plan.boosters): how many, and replicated (an engine per booster) or split
   // (one engine over them, experts placed per booster).

@@ -62,9 +62,11 @@ std::string weight_of_part(const std::string& name) {
 // follow it in the plan cost no second conversion.
 class PartSource {
  public:
-  PartSource(const Fuel& fuel, const Plan& plan) : fuel_(fuel), plan_manifest_(fuel_manifest(plan.chemistry)) {
+  PartSource(const Fuel& fuel, const Plan& plan)
+      : fuel_(fuel), plan_manifest_(plan.weights_manifest()), fuel_mtp_(mtp_manifest(fuel.chemistry())) {
     for (const TensorSpec& t : plan_manifest_) plan_spec_[t.name] = &t;
     for (const TensorSpec& t : fuel.manifest()) fuel_spec_[t.name] = &t;
+    for (const TensorSpec& t : fuel_mtp_) fuel_spec_[t.name] = &t;
   }
 
   const uint8_t* bytes(const std::string& name, uint64_t size) {
@@ -97,7 +99,7 @@ class PartSource {
   }
 
   const Fuel& fuel_;
-  std::vector<TensorSpec> plan_manifest_;
+  std::vector<TensorSpec> plan_manifest_, fuel_mtp_;
   std::unordered_map<std::string, const TensorSpec*> plan_spec_, fuel_spec_;
   std::string converted_;
   Parts parts_;

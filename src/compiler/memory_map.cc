@@ -93,6 +93,18 @@ void add_host_buffers(Region& act, const Chemistry& c, const Plan& p) {
   act.add("shared_up", M * c.shared_inter * A);
 }
 
+// Speculative decoding (Plan::draft_tokens): each stream's hidden state the next MTP row reads (the
+// main model's, after its final norm, at the stream's last position), the MTP rows' input (the
+// normed embedding and hidden side by side, 2 x hidden), and one stream's recurrent state after each
+// row of a verify step, so the stream keeps the state where its accepted tokens end.
+void add_draft_buffers(Region& act, const Chemistry& c, const Plan& p) {
+  const uint64_t slots = uint64_t(p.max_streams) + 1, A = p.activation_bytes;
+  act.add("mtp_hidden", slots * c.hidden * A);
+  act.add("mtp_in", uint64_t(p.max_rows) * 2 * c.hidden * A);
+  act.add("verify_hidden", uint64_t(p.draft_tokens + 1) * c.hidden * A);
+  act.add("verify_states", uint64_t(p.draft_tokens + 1) * SnapshotLayout::of(c).slot_bytes());
+}
+
 // The (layer, expert) of a routed expert's tensor, or {-1, -1}.
 std::pair<int, int> expert_of(const std::string& name) {
   int layer = -1, expert = -1, used = 0;
@@ -141,10 +153,11 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   // activations and KV in bf16 and recurrent state in fp32.
   p.activation_bytes = opt.booster == "host" ? 4 : 2;
   p.kv_bytes = opt.booster == "host" ? 4 : 2;
+  p.draft_tokens = opt.draft_tokens;
 
   // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector; a layer's
-  // routed experts in their units' order.
-  std::vector<TensorSpec> manifest = fuel_manifest(c);
+  // routed experts in their units' order (the MTP layer's in their own).
+  std::vector<TensorSpec> manifest = p.weights_manifest();
   if (!opt.expert_units.empty()) {
     p.expert_order.units = opt.expert_units;
     order_experts(manifest, opt.expert_units);
@@ -190,6 +203,7 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   act.add("moe_out", M * H * A);
   if (opt.booster == "h200") add_h200_buffers(act, c, p);
   else add_host_buffers(act, c, p);
+  if (p.draft_tokens) add_draft_buffers(act, c, p);
   uint64_t end = act.end();
 
   Region logits(p, "logits", end);
@@ -202,7 +216,7 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   // KV pages: each stream slot owns ceil(max_context / page_tokens) pages per full-attention layer,
   // for K and for V. (The radix page pool that shares them between streams arrives with the cache.)
   const uint64_t pages_per_stream_layer = (p.max_context + p.kv_page_tokens - 1) / p.kv_page_tokens;
-  p.kv_pages = int(slots * c.full_layers() * pages_per_stream_layer * 2);
+  p.kv_pages = int(slots * p.kv_layers() * pages_per_stream_layer * 2);
   Region kv(p, "kv_pages", end);
   kv.add("kv_cache", uint64_t(p.kv_pages) * p.kv_page_bytes);
   end = kv.end();

@@ -11,6 +11,7 @@ struct PlanOptions {
   int max_context = 0;       // 0 = the booster's default for this chemistry
   int prefill_chunk = 0;     // 0 = the booster's default: host 32; h200 2048, the token path's largest piece
   int state_snapshots = 0;   // 0 = two per stream slot, the prefix cache's minimum
+  int draft_tokens = 0;      // Plan::draft_tokens: 0, or the MTP layer's tokens per draft
   tiling::BoosterLimits limits;  // the hardware profile's, recorded in the plan for kernel selection
   // [layer][expert] = the unit the expert's weights take within its layer (compiler/placement.h);
   // empty: the identity, every expert at its own id. Recorded as the plan's expert_order.units.

@@ -22,10 +22,10 @@ void check_plan(const Plan& plan, const EngineBuild& built) {
   if (plan.blob_bytes != built.blob_bytes || plan.arena_bytes != built.arena_bytes)
     fail("upright: plan memory map (blob {} / arena {}) differs from the one this engine was built from (blob {} / arena {})",
          plan.blob_bytes, plan.arena_bytes, built.blob_bytes, built.arena_bytes);
-  const uint64_t kv_pages = uint64_t(built.slots) * built.pages_per_stream * 2 * built.full_layers;
+  const uint64_t kv_pages = uint64_t(built.slots) * built.pages_per_stream * 2 * built.kv_layers;
   if (uint64_t(plan.kv_pages) != kv_pages)
     fail("upright: the plan's {} KV pages are not {} slots x {} pages x {} layer pages", plan.kv_pages, built.slots,
-         built.pages_per_stream, 2 * built.full_layers);
+         built.pages_per_stream, 2 * built.kv_layers);
   if (!built.maps_expert_units) {
     // Unless the blob's routers already choose units (Plan::router_in_unit_order).
     if (!plan.expert_order.units.empty() && !plan.router_in_unit_order())

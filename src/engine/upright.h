@@ -18,7 +18,7 @@ struct EngineBuild {
   uint64_t blob_bytes = 0, arena_bytes = 0;
   // The KV arena holds a full context for every slot, the padding slot included: slots × pages per
   // stream cache pages, each a K and a V page of every full-attention layer.
-  int slots = 0, pages_per_stream = 0, full_layers = 0;
+  int slots = 0, pages_per_stream = 0, kv_layers = 0;  // kv_layers: Plan::kv_layers()
   // Whether the engine maps the router's expert ids to units through its engine.h kExpertUnit, and
   // that table ([layer][expert] = unit). An engine that does not (its kernels take unit = expert id)
   // runs only plans in the identity order.

@@ -36,4 +36,16 @@ struct LayerAt {
   uint64_t experts = 0;
 };
 
+// A drafting plan's MTP layer (Plan::draft_tokens; zeros otherwise): fc over [normed embedding of
+// the next token, normed hidden state], one full-attention decoder layer with its own MoE, and its
+// final norm; it shares the model's embedding and LM head. Every part is BF16, so its experts have
+// their own stride and layout (unit e at layer.experts + e * expert_stride, in expert id order).
+struct MtpAt {
+  LinearAt fc;
+  uint64_t norm_embedding = 0, norm_hidden = 0, final_norm = 0;
+  LayerAt layer;
+  ExpertAt expert;
+  uint64_t expert_stride = 0;
+};
+
 }  // namespace rocket

@@ -77,11 +77,21 @@ json Plan::to_json() const {
   }
   if (!expert_order.units.empty()) j["expert_order"] = {{"source", expert_order.source}, {"units", expert_order.units}};
   if (!precision_gate.is_null()) j["precision_gate"] = precision_gate;
+  if (draft_tokens) j["draft_tokens"] = draft_tokens;
   return j;
 }
 
 int Plan::expert_unit(int layer, int expert) const {
   return expert_order.units.empty() ? expert : expert_order.units[size_t(layer)][size_t(expert)];
+}
+
+std::vector<TensorSpec> Plan::weights_manifest() const {
+  std::vector<TensorSpec> m = fuel_manifest(chemistry);
+  if (draft_tokens) {
+    std::vector<TensorSpec> mtp = mtp_manifest(chemistry);
+    m.insert(m.end(), mtp.begin(), mtp.end());
+  }
+  return m;
 }
 
 std::string Plan::router_name(int layer) { return fmt::format("layers.{}.mlp.gate.weight", layer); }
@@ -146,6 +156,7 @@ Plan Plan::from_json(const json& j, const std::string& path) {
       p.kernels.push_back(std::move(pk));
     }
     if (j.contains("precision_gate")) p.precision_gate = j.at("precision_gate");
+    if (j.contains("draft_tokens")) p.draft_tokens = number(j.at("draft_tokens"));
     const json& sf = j.at("static_fire");
     p.static_fire = {numbers<std::vector<int32_t>>(sf.at("prompt")), number(sf.at("token")), number(sf.at("margin")),
                      sf.at("source")};
@@ -202,6 +213,11 @@ void Plan::validate(const std::string& path) const {
     fail("{}: max_rows {} must be max(max_streams {}, prefill_chunk {})", path, max_rows, max_streams, prefill_chunk);
   if (logit_rows < std::min(max_rows, max_streams) || logit_rows > max_rows)
     fail("{}: logit_rows {} outside [max_streams, max_rows]", path, logit_rows);
+  if (draft_tokens < 0 || draft_tokens > kMaxDraftTokens)
+    fail("{}: draft_tokens {} outside [0, {}]", path, draft_tokens, kMaxDraftTokens);
+  if (draft_tokens && chemistry.mtp_layers < 1)
+    fail("{}: draft_tokens {} but the chemistry has no MTP layer to draft with", path, draft_tokens);
+  if (draft_tokens + 1 > max_rows) fail("{}: a verify step's {} rows exceed max_rows {}", path, draft_tokens + 1, max_rows);
   for (int32_t id : static_fire.prompt)
     if (id < 0 || id >= chemistry.vocab) fail("{}: static_fire prompt token {} outside the vocabulary", path, id);
   if (!static_fire.prompt.empty() && (static_fire.token < 0 || static_fire.token >= chemistry.vocab))

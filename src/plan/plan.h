@@ -24,6 +24,10 @@ namespace rocket {
 // Version 3: the kernel table is data (PlanKernel) and the plan records its booster's limits.
 constexpr int kPlanVersion = 4;
 
+// The most tokens one draft proposes (Plan::draft_tokens): past a few, the chance that all are
+// accepted falls faster than a verify step's cost grows.
+constexpr int kMaxDraftTokens = 7;
+
 // One stored part of one weight in the blob (a quantised weight has several parts).
 struct PlanTensor {
   std::string name;        // canonical fuel name, e.g. "layers.0.mlp.experts.3.up_proj.weight_scale"
@@ -134,6 +138,10 @@ struct Plan {
   uint64_t kv_page_bytes = 0;
   int kv_pages = 0;
   int state_snapshots = 0;             // conv + recurrent state snapshots the prefix cache keeps
+  // Speculative decoding with the checkpoint's MTP layer (docs/speculative.md): the tokens one draft
+  // proposes per stream and step, a compiled constant; 0: the engine does not draft. A drafting plan
+  // carries the MTP layer in its blob and gives it a KV layer of its own (kv_layers()).
+  int draft_tokens = 0;
   uint64_t blob_bytes = 0;             // weights region = weights.blob size
   uint64_t arena_bytes = 0;            // whole arena (weights + runtime), the plan's residency
   std::vector<PlanRegion> regions;
@@ -151,6 +159,11 @@ struct Plan {
 
   // The unit of expert e in `layer` (e itself without an expert order).
   int expert_unit(int layer, int expert) const;
+  // The full-attention layers a cache page holds KV for: the model's, then a drafting plan's MTP layer.
+  int kv_layers() const { return chemistry.full_layers() + (draft_tokens ? chemistry.mtp_layers : 0); }
+  // The weights the blob holds, in blob order before expert ordering: the model's, then a drafting
+  // plan's MTP layer (always BF16, as the releases store it).
+  std::vector<TensorSpec> weights_manifest() const;
   // Whether the blob stores each layer's router rows in unit order (row u: the router row of the expert
   // at unit u). An h200 plan with an expert order does, so its kernels, which take the router's choice
   // as the unit, run it unchanged: relabelling experts is a symmetry of the MoE (the logits change only

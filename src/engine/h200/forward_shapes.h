@@ -30,7 +30,7 @@ inline constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
 inline constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
 inline constexpr int kQ = int(kHeads * kHeadDim), kKV = int(kKvHeads * kHeadDim);
 inline constexpr int64_t kPageElems = int64_t(kKvPageBytes / sizeof(bf16));
-inline constexpr KvLayout kKv{.full_layers = kFullLayers, .page_bytes = kKvPageBytes};
+inline constexpr KvLayout kKv{.full_layers = kKvLayers, .page_bytes = kKvPageBytes};
 inline constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLinearLayers * kGdnStateFloats,
                                           .conv_bytes = sizeof(float) * kLinearLayers * kConvStateFloats};
 static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");

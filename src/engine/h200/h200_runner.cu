@@ -34,7 +34,7 @@ Plan checked_plan(const std::string& dir) {
                                .arena_bytes = kArenaBytes,
                                .slots = H200Runner::kSlots,
                                .pages_per_stream = H200Runner::kPagesPerStream,
-                               .full_layers = int(kFullLayers)});
+                               .kv_layers = int(kKvLayers)});
   return plan;
 }
 

@@ -1,5 +1,5 @@
 // The host engine's binary (engine/engine_binary.h): its own commands generate, parity, bench,
-// score, buckets, cachecheck and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
+// score, buckets, cachecheck, speculate and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
 // spelled serve) and front and dispatches. `rocket-engine COMMAND --help` lists each one's flags.
 #include <algorithm>
 #include <chrono>
@@ -25,6 +25,7 @@
 #include "engine/host/host_batch_engine.h"
 #include "engine/host/host_engine.h"
 #include "engine/host/profile_run.h"
+#include "engine/host/speculate_check.h"
 #include "engine/host/static_fire.h"
 #include "kernels/host/sample.h"
 #include "openai/prompt_builder.h"
@@ -268,6 +269,24 @@ int cmd_cachecheck(const fs::path& dir, const std::vector<std::string>& args) {
   return cmd_cache_check(e);
 }
 
+int cmd_speculate(const fs::path& dir, const std::vector<std::string>& args) {
+  SpeculateOptions o;
+  CLI::App cli("Greedy decoding with MTP drafts verified k+1 rows at a time equals plain greedy decoding, token and "
+               "logit; reports the acceptance.",
+               "rocket-engine speculate");
+  cli.add_option("--prompts", o.prompts, "streams, each a random prompt in its own slot")->check(at_least(1))->capture_default_str();
+  cli.add_option("--tokens", o.tokens, "greedy tokens per stream")->check(at_least(2))->capture_default_str();
+  cli.add_option("--draft", o.draft, "tokens per draft (0: the plan's draft_tokens)")->check(at_least(0))->capture_default_str();
+  cli.add_option("--oracle", o.oracle,
+                 "draft the plain run's tokens with this fraction made wrong, instead of the MTP layer (every accepted "
+                 "length occurs on random weights; a fixed acceptance for timing)")
+      ->check(CLI::Range(0.0, 1.0));
+  cli.add_option("--seed", o.seed, "prompt tokens and wrong drafts")->capture_default_str();
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  HostEngine e(dir.string());
+  return cmd_speculate_check(e, o);
+}
+
 }  // namespace
 
 EngineBinary engine_binary() {
@@ -278,6 +297,8 @@ EngineBinary engine_binary() {
                    {"bench", "decode throughput at every bucket against the roofline", cmd_bench},
                    {"buckets", "every bucket gives each stream the logits of decoding alone", cmd_buckets},
                    {"cachecheck", "a cached prefix and a fork give the cold run's logits bit for bit", cmd_cachecheck},
+                   {"speculate", "MTP drafts verified in one step give plain greedy decoding's tokens (a drafting plan)",
+                    cmd_speculate},
                    {"profile", "run the fuel over a corpus and write its co-activation profile", cmd_profile}},
       .replicas_on = "",  // the host's replicas share its cores: nothing to say
       .about = "",

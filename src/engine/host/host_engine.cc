@@ -18,6 +18,7 @@
 #include "kernels/host/dense.h"
 #include "kernels/host/moe.h"
 #include "kernels/host/rms_norm.h"
+#include "kernels/host/sample.h"
 #include "kernels/host/weights.h"
 
 namespace fs = std::filesystem;
@@ -36,7 +37,7 @@ static_assert(kRotaryDim % 2 == 0 && kRotaryDim <= kHeadDim);
 // pool is exactly these pages (CacheGeometry::validate checks it against the plan).
 constexpr int64_t kCachePages = kSlots * HostEngine::kPagesPerStream;
 static_assert(kKvPageBytes >= kKvPageTokens * kKvHeads * kHeadDim * sizeof(float));
-constexpr KvLayout kKv{.full_layers = kFullLayers, .page_bytes = kKvPageBytes};
+constexpr KvLayout kKv{.full_layers = kKvLayers, .page_bytes = kKvPageBytes};
 constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLinearLayers * kGdnStateFloats,
                                    .conv_bytes = sizeof(float) * kLinearLayers * kConvStateFloats};
 static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");
@@ -60,7 +61,7 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
                                 .arena_bytes = kArenaBytes,
                                 .slots = int(kSlots),
                                 .pages_per_stream = kPagesPerStream,
-                                .full_layers = int(kFullLayers),
+                                .kv_layers = int(kKvLayers),
                                 .maps_expert_units = true,
                                 .expert_units = expert_unit_table(),
                                 .split_boosters = kSplitBoosters});
@@ -81,6 +82,12 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
   logits_ = buf(kBuf_logits);
   page_table_ = std::make_unique<int[]>(kSlots * kPagesPerStream);
   for (int i = 0; i < kSlots * kPagesPerStream; ++i) page_table_[i] = i;
+  if (kDraftTokens) {
+    mtp_hidden_ = buf(plan_.buffer("mtp_hidden").offset);
+    mtp_in_ = buf(plan_.buffer("mtp_in").offset);
+    verify_hidden_ = buf(plan_.buffer("verify_hidden").offset);
+    verify_states_ = buf<uint8_t>(plan_.buffer("verify_states").offset);
+  }
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
 }
 
@@ -98,7 +105,7 @@ void HostEngine::bind_pages(int slot, const int* pages, int n) {
 
 void HostEngine::copy_page(int src, int dst, int tokens) {
   CHECK(src >= 0 && src < kCachePages && dst >= 0 && dst < kCachePages && tokens >= 0 && tokens <= kKvPageTokens);
-  for (int l = 0; l < kFullLayers; ++l)
+  for (int l = 0; l < kKvLayers; ++l)
     for (int kv = 0; kv < 2; ++kv)
       std::memcpy(kv_page(dst, l, kv), kv_page(src, l, kv), sizeof(float) * tokens * kKvHeads * kHeadDim);
 }
@@ -113,7 +120,13 @@ void HostEngine::capture_state(int slot, int snapshot) {
 
 void HostEngine::restore_state(int snapshot, int slot) {
   CHECK(slot >= 0 && slot < kSlots && snapshot >= 0 && snapshot < kStateSnapshots);
-  const uint8_t* src = buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes();
+  restore_from(buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes(), slot);
+  // A snapshot keeps no hidden state: the stream's next MTP row reads zeros, as at position 0 (its
+  // drafts may be worse for a token; the model's tokens are the same).
+  if (kDraftTokens) std::fill_n(mtp_hidden(slot), kHidden, 0.0f);
+}
+
+void HostEngine::restore_from(const uint8_t* src, int slot) {
   std::memcpy(buf<uint8_t>(kBuf_gdn_state) + slot * kSnapshot.recurrent_bytes, src, kSnapshot.recurrent_bytes);
   std::memcpy(buf<uint8_t>(kBuf_conv_state) + slot * kSnapshot.conv_bytes, src + kSnapshot.conv_offset(),
               kSnapshot.conv_bytes);
@@ -125,6 +138,7 @@ void HostEngine::copy_state(int from_slot, int to_slot) {
   uint8_t* c = buf<uint8_t>(kBuf_conv_state);
   std::memcpy(g + to_slot * kSnapshot.recurrent_bytes, g + from_slot * kSnapshot.recurrent_bytes, kSnapshot.recurrent_bytes);
   std::memcpy(c + to_slot * kSnapshot.conv_bytes, c + from_slot * kSnapshot.conv_bytes, kSnapshot.conv_bytes);
+  if (kDraftTokens) std::copy_n(mtp_hidden(from_slot), kHidden, mtp_hidden(to_slot));
 }
 
 HostEngine::~HostEngine() { std::free(runtime_); }
@@ -152,6 +166,7 @@ void HostEngine::reset_slot(int slot) {
               sizeof(float) * kLinearLayers * kGdnStateFloats);
   std::memset(buf(kBuf_conv_state) + slot * kLinearLayers * kConvStateFloats, 0,
               sizeof(float) * kLinearLayers * kConvStateFloats);
+  if (kDraftTokens) std::fill_n(mtp_hidden(slot), kHidden, 0.0f);
 }
 
 int HostEngine::bucket_for(int n) const {
@@ -174,6 +189,30 @@ host::WeightView view(const uint8_t* blob, const LinearAt& l, Precision p, int64
 
 }  // namespace
 
+// A decoder layer as its ops read it: the weights, the precisions they are stored in, the GDN state
+// or KV layer it owns, and how its router's expert ids find their units.
+struct HostEngine::LayerRun {
+  const LayerAt& at;
+  int kind_slot;  // index among the layers of its kind: GDN state slot, or KV layer
+  int layer;      // the model layer (kIsFull, kExpertUnit, route counting); -1: the MTP layer
+  Precision attn_proj, router, shared_expert, shared_expert_gate, experts;
+  const ExpertAt& expert;
+  uint64_t expert_stride;
+
+  static LayerRun model(int l) {
+    return {kLayer[l],           kKindSlot[l],           l,       kPrecisionAttnProj, kPrecisionRouter,
+            kPrecisionSharedExpert, kPrecisionSharedExpertGate, kPrecisionExperts, kExpert, kExpertStride};
+  }
+  // The MTP layer: a full-attention layer whose KV follows the model's, every part BF16, experts in
+  // id order.
+  static LayerRun mtp() {
+    constexpr Precision b = Precision::kBF16;
+    return {kMtp.layer, int(kFullLayers), -1, b, b, b, b, b, kMtp.expert, kMtp.expert_stride};
+  }
+  bool full_attention() const { return layer < 0 || kIsFull[layer]; }
+  int unit(int expert) const { return layer < 0 ? expert : kExpertUnit[layer][expert]; }
+};
+
 void HostEngine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int first_logit_row) {
   CHECK(n >= 1 && n <= kPrefillChunk && slot >= 0 && slot < kMaxStreams);
   if (pos0 + n > kMaxContext) fail("prefill: positions up to {} exceed the plan's context {}", pos0 + n, kMaxContext);
@@ -181,6 +220,7 @@ void HostEngine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
   int64_t pos[kPrefillChunk];
   for (int i = 0; i < n; ++i) slots[i] = slot, pos[i] = pos0 + i;
   forward(n, ids, slots, pos, /*independent=*/false, first_logit_row);
+  if (kDraftTokens) mtp_follow(n, ids, slots, pos, /*one_stream=*/true, buf(kBuf_hn));
 }
 
 const float* HostEngine::prefill_prompt(int slot, const std::vector<int32_t>& ids) {
@@ -219,6 +259,96 @@ void HostEngine::decode(int n, const int32_t* ids, const int* slots, const int64
     const int b = bucket_for(n);
     ((kBuckets[I] == b ? (decode_bucket<kBuckets[I]>(n, ids, slots, pos), true) : false) || ...);
   }(std::make_index_sequence<std::size(kBuckets)>{});
+  if (kDraftTokens) mtp_follow(n, ids, slots, pos, /*one_stream=*/false, buf(kBuf_hn));
+}
+
+void HostEngine::mtp_forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
+                             bool want_logits) {
+  const uint8_t* blob = blob_->data();
+  float* x = buf(kBuf_x);
+  float* hn = buf(kBuf_hn);
+  const host::WeightView embed = view(blob, kEmbed, kPrecisionEmbed, kVocab, kHidden);
+  for (int i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= kVocab) fail("token id {} outside the vocabulary [0, {})", ids[i], kVocab);
+    float* row = mtp_in_ + int64_t(i) * 2 * kHidden;  // [normed embedding | normed hidden]
+    host::dequantize_row(embed, ids[i], row);
+    host::rms_norm_zero_centred(row, weight<uint16_t>(kMtp.norm_embedding), kHidden, kNormEps, row);
+    host::rms_norm_zero_centred(row + kHidden, weight<uint16_t>(kMtp.norm_hidden), kHidden, kNormEps, row + kHidden);
+  }
+  host::linear(view(blob, kMtp.fc, Precision::kBF16, kHidden, 2 * kHidden), mtp_in_, n, x);
+  decoder_layer(LayerRun::mtp(), n, slots, pos, independent);
+  for (int i = 0; i < n; ++i)
+    host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(kMtp.final_norm), kHidden, kNormEps, hn + i * kHidden);
+  if (want_logits)
+    host::linear(view(blob, kLmHead, kPrecisionLmHead, kVocab, kHidden), hn + int64_t(n - 1) * kHidden, 1,
+                 logits_ + int64_t(n - 1) * kVocab);
+}
+
+// The MTP row of token x at position p reads the model's normed hidden state at p - 1 and writes the
+// MTP layer's KV at p (docs/speculative.md: one MTP row per model row, so a cache page carries the
+// MTP layer's KV of exactly its own tokens).
+void HostEngine::mtp_follow(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool one_stream,
+                            const float* hidden) {
+  const size_t row_bytes = sizeof(float) * kHidden;
+  for (int i = 0; i < n; ++i) {
+    const float* h = one_stream && i > 0 ? hidden + int64_t(i - 1) * kHidden : mtp_hidden(slots[i]);
+    std::memcpy(mtp_in_ + int64_t(i) * 2 * kHidden + kHidden, h, row_bytes);
+  }
+  // Each stream's next MTP row reads its last row's state (copied out before mtp_forward reuses hn).
+  if (one_stream) std::memcpy(mtp_hidden(slots[0]), hidden + int64_t(n - 1) * kHidden, row_bytes);
+  else
+    for (int i = 0; i < n; ++i) std::memcpy(mtp_hidden(slots[i]), hidden + int64_t(i) * kHidden, row_bytes);
+  mtp_forward(n, ids, slots, pos, /*independent=*/!one_stream, /*want_logits=*/false);
+}
+
+void HostEngine::draft(int slot, int32_t token, int64_t pos, int k, int32_t* drafts) {
+  CHECK(kDraftTokens > 0, "draft: the plan does not draft");
+  CHECK(slot >= 0 && slot < kMaxStreams && k >= 1 && k <= kDraftTokens && pos >= 1);
+  if (pos + k >= kMaxContext) fail("draft: positions up to {} exceed the plan's context {}", pos + k, kMaxContext);
+  // Row i is the MTP row of the token at pos + i: the picked token, then each draft in turn, each
+  // reading the MTP layer's own output of the row before (the first, the model's state at pos - 1).
+  std::memcpy(mtp_in_ + kHidden, mtp_hidden(slot), sizeof(float) * kHidden);
+  int32_t t = token;
+  for (int i = 0; i < k; ++i) {
+    const int64_t p = pos + i;
+    mtp_forward(1, &t, &slot, &p, /*independent=*/false, /*want_logits=*/true);
+    t = drafts[i] = host::argmax(logits_, int(kVocab));
+    std::memcpy(mtp_in_ + kHidden, buf(kBuf_hn), sizeof(float) * kHidden);
+  }
+}
+
+void HostEngine::verify(int slot, const int32_t* ids, int k, int64_t pos) {
+  CHECK(kDraftTokens > 0, "verify: the plan does not draft");
+  CHECK(slot >= 0 && slot < kMaxStreams && k >= 1 && k <= kDraftTokens);
+  if (pos + k >= kMaxContext) fail("verify: positions up to {} exceed the plan's context {}", pos + k, kMaxContext);
+  Verified& v = verified_;
+  v = {.slot = slot, .k = k, .pos = pos};
+  std::copy_n(ids, k + 1, v.ids);
+  int slots[kMaxDraftTokens + 1];
+  int64_t positions[kMaxDraftTokens + 1];
+  for (int i = 0; i <= k; ++i) slots[i] = slot, positions[i] = pos + i;
+  row_states_ = verify_states_;
+  forward(k + 1, ids, slots, positions, /*independent=*/false, /*first_logit_row=*/0);
+  row_states_ = nullptr;
+  std::memcpy(verify_hidden_, buf(kBuf_hn), sizeof(float) * (k + 1) * kHidden);
+}
+
+void HostEngine::accept(int accepted) {
+  Verified& v = verified_;
+  CHECK(v.slot >= 0, "accept: no verify() before it");
+  CHECK(accepted >= 0 && accepted <= v.k, "accept: more rows than the verify step computed");
+  // The state after the last accepted row; the KV of rows past it is written again before it is read.
+  if (accepted < v.k) restore_from(verify_states_ + accepted * kSnapshot.slot_bytes(), v.slot);
+  // The first row's MTP row ran in draft(); the accepted drafts' follow, each reading the model's
+  // state at the row before.
+  std::memcpy(mtp_hidden(v.slot), verify_hidden_, sizeof(float) * kHidden);
+  if (accepted) {
+    int slots[kMaxDraftTokens];
+    int64_t positions[kMaxDraftTokens];
+    for (int i = 0; i < accepted; ++i) slots[i] = v.slot, positions[i] = v.pos + 1 + i;
+    mtp_follow(accepted, v.ids + 1, slots, positions, /*one_stream=*/true, verify_hidden_ + kHidden);
+  }
+  v.slot = -1;
 }
 
 void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
@@ -231,31 +361,38 @@ void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int6
     if (ids[i] < 0 || ids[i] >= kVocab) fail("token id {} outside the vocabulary [0, {})", ids[i], kVocab);
     host::dequantize_row(embed, ids[i], x + int64_t(i) * kHidden);
   }
-  for (int l = 0; l < kLayers; ++l) {
-    const LayerAt& L = kLayer[l];
-    for (int i = 0; i < n; ++i)
-      host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.input_norm), kHidden, kNormEps, hn + i * kHidden);
-    clock_.lap(StepGroup::kNorm);
-    if (kIsFull[l]) attention_layer(l, n, slots, pos, independent);
-    else gdn_layer(l, n, slots, independent);
-    const float* attn_out = buf(kBuf_attn_out);
-    for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += attn_out[j];
-    for (int i = 0; i < n; ++i)
-      host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(L.post_norm), kHidden, kNormEps, hn + i * kHidden);
-    clock_.lap(StepGroup::kNorm);
-    moe_block(l, n, slots);
-    clock_.lap(StepGroup::kMoe);
-    const float* moe_out = buf(kBuf_moe_out);
-    for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += moe_out[j];
-  }
-  if (first_logit_row >= n) return;
-  const int rows = n - first_logit_row;
-  for (int i = first_logit_row; i < n; ++i)
+  for (int l = 0; l < kLayers; ++l) decoder_layer(LayerRun::model(l), n, slots, pos, independent);
+  // A drafting engine's MTP rows read every row's normed hidden state.
+  const int first_normed = kDraftTokens ? 0 : first_logit_row;
+  for (int i = first_normed; i < n; ++i)
     host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(kFinalNorm), kHidden, kNormEps, hn + i * kHidden);
   clock_.lap(StepGroup::kNorm);
+  if (first_logit_row >= n) return;
+  const int rows = n - first_logit_row;
   host::linear(view(blob, kLmHead, kPrecisionLmHead, kVocab, kHidden), hn + int64_t(first_logit_row) * kHidden, rows,
                logits_ + int64_t(first_logit_row) * kVocab);
   clock_.lap(StepGroup::kLmHead);
+}
+
+// One decoder layer over the rows in x: pre-norm, token mixer (GDN or gated attention), residual,
+// post-norm, MoE, residual.
+void HostEngine::decoder_layer(const LayerRun& r, int n, const int* slots, const int64_t* pos, bool independent) {
+  float* x = buf(kBuf_x);
+  float* hn = buf(kBuf_hn);
+  for (int i = 0; i < n; ++i)
+    host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(r.at.input_norm), kHidden, kNormEps, hn + i * kHidden);
+  clock_.lap(StepGroup::kNorm);
+  if (r.full_attention()) attention_layer(r, n, slots, pos, independent);
+  else gdn_layer(r.layer, n, slots, independent);
+  const float* attn_out = buf(kBuf_attn_out);
+  for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += attn_out[j];
+  for (int i = 0; i < n; ++i)
+    host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(r.at.post_norm), kHidden, kNormEps, hn + i * kHidden);
+  clock_.lap(StepGroup::kNorm);
+  moe_block(r, n, slots);
+  clock_.lap(StepGroup::kMoe);
+  const float* moe_out = buf(kBuf_moe_out);
+  for (int64_t j = 0; j < int64_t(n) * kHidden; ++j) x[j] += moe_out[j];
 }
 
 void HostEngine::gdn_layer(int l, int n, const int* slots, bool independent) {
@@ -300,28 +437,34 @@ void HostEngine::gdn_layer(int l, int n, const int* slots, bool independent) {
     for (int h = 0; h < kLinVHeads; ++h)
       host::rms_norm_gated(out + h * kLinVDim, z + int64_t(i) * kValueDim + h * kLinVDim, norm_w, kLinVDim, kNormEps,
                            out + h * kLinVDim);
+    if (row_states_) {  // verify(): this layer's state after row i, where accept() may want it
+      uint8_t* row = row_states_ + i * kSnapshot.slot_bytes();
+      std::memcpy(row + slot_of_layer * kGdnStateFloats * sizeof(float), state, sizeof(float) * kGdnStateFloats);
+      std::memcpy(row + kSnapshot.conv_offset() + slot_of_layer * kConvStateFloats * sizeof(float), conv_state,
+                  sizeof(float) * kConvStateFloats);
+    }
   }
   clock_.lap(StepGroup::kGdn);
   host::linear(view(blob, G.out, kPrecisionGdnProj, kHidden, kValueDim), core, n, buf(kBuf_attn_out));
   clock_.lap(StepGroup::kDense);
 }
 
-void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* pos, bool independent) {
+void HostEngine::attention_layer(const LayerRun& r, int n, const int* slots, const int64_t* pos, bool independent) {
   const uint8_t* blob = blob_->data();
-  const AttnAt& A = kLayer[l].attn;
+  const AttnAt& A = r.at.attn;
   const float* hn = buf(kBuf_hn);
   float* qg = buf(kBuf_mix);   // per head: query [hd] then gate [hd]
   float* kk = buf(kBuf_k);
   float* vv = buf(kBuf_v);
   float* core = buf(kBuf_core);
   constexpr int64_t kQ = kHeads * kHeadDim, kKV = kKvHeads * kHeadDim;
-  host::linear(view(blob, A.q, kPrecisionAttnProj, 2 * kQ, kHidden), hn, n, qg);
-  host::linear(view(blob, A.k, kPrecisionAttnProj, kKV, kHidden), hn, n, kk);
-  host::linear(view(blob, A.v, kPrecisionAttnProj, kKV, kHidden), hn, n, vv);
+  host::linear(view(blob, A.q, r.attn_proj, 2 * kQ, kHidden), hn, n, qg);
+  host::linear(view(blob, A.k, r.attn_proj, kKV, kHidden), hn, n, kk);
+  host::linear(view(blob, A.v, r.attn_proj, kKV, kHidden), hn, n, vv);
   clock_.lap(StepGroup::kDense);
   const uint16_t* q_norm = weight<uint16_t>(A.q_norm);
   const uint16_t* k_norm = weight<uint16_t>(A.k_norm);
-  const int64_t layer_slot = kKindSlot[l];
+  const int64_t layer_slot = r.kind_slot;
 #pragma omp parallel for if (independent && n > 1) schedule(static, 1)
   for (int i = 0; i < n; ++i) {
     float q[kQ];
@@ -351,43 +494,44 @@ void HostEngine::attention_layer(int l, int n, const int* slots, const int64_t* 
       for (int d = 0; d < kHeadDim; ++d) o[h * kHeadDim + d] *= host::sigmoid(row[h * 2 * kHeadDim + kHeadDim + d]);
   }
   clock_.lap(StepGroup::kAttention);
-  host::linear(view(blob, A.o, kPrecisionAttnProj, kHidden, kQ), core, n, buf(kBuf_attn_out));
+  host::linear(view(blob, A.o, r.attn_proj, kHidden, kQ), core, n, buf(kBuf_attn_out));
   clock_.lap(StepGroup::kDense);
 }
 
-void HostEngine::moe_block(int l, int n, const int* slots) {
+void HostEngine::moe_block(const LayerRun& r, int n, const int* slots) {
   const uint8_t* blob = blob_->data();
-  const LayerAt& L = kLayer[l];
+  const LayerAt& L = r.at;
   const float* hn = buf(kBuf_hn);
   float* router = buf(kBuf_router);
   int* idx = buf<int>(kBuf_route_idx);
   float* w = buf(kBuf_route_w);
   float* out = buf(kBuf_moe_out);
-  host::linear(view(blob, L.router, kPrecisionRouter, kExperts, kHidden), hn, n, router);
+  host::linear(view(blob, L.router, r.router, kExperts, kHidden), hn, n, router);
   for (int i = 0; i < n; ++i) host::router_top_k(router + i * kExperts, kExperts, kTopK, idx + i * kTopK, w + i * kTopK);
-  if (routes_) routes_->add(l, idx, n, int(kTopK));
+  if (routes_ && r.layer >= 0) routes_->add(r.layer, idx, n, int(kTopK));
 
   // Shared expert, scaled by sigmoid(shared_expert_gate(x)).
   float* sg = buf(kBuf_shared_gate);
   float* su = buf(kBuf_shared_up);
   float* scale = buf(kBuf_shared_scale);
-  host::linear(view(blob, L.shared_gate, kPrecisionSharedExpert, kSharedInter, kHidden), hn, n, sg);
-  host::linear(view(blob, L.shared_up, kPrecisionSharedExpert, kSharedInter, kHidden), hn, n, su);
+  host::linear(view(blob, L.shared_gate, r.shared_expert, kSharedInter, kHidden), hn, n, sg);
+  host::linear(view(blob, L.shared_up, r.shared_expert, kSharedInter, kHidden), hn, n, su);
   host::swiglu(sg, su, n * kSharedInter, sg);
-  host::linear(view(blob, L.shared_down, kPrecisionSharedExpert, kHidden, kSharedInter), sg, n, out);
-  host::linear(view(blob, L.shared_expert_gate, kPrecisionSharedExpertGate, 1, kHidden), hn, n, scale);
+  host::linear(view(blob, L.shared_down, r.shared_expert, kHidden, kSharedInter), sg, n, out);
+  host::linear(view(blob, L.shared_expert_gate, r.shared_expert_gate, 1, kHidden), hn, n, scale);
   for (int i = 0; i < n; ++i) {
     const float s = host::sigmoid(scale[i]);
     for (int j = 0; j < kHidden; ++j) out[i * kHidden + j] *= s;
   }
 
-  if constexpr (kSplitBoosters > 1) routed_split(l, n, slots);
-  else routed(l, n);
+  // The MTP layer is never split: a split plan does not draft (compiler.cc check_drafting).
+  if (kSplitBoosters > 1 && r.layer >= 0) routed_split(r.layer, n, slots);
+  else routed(r, n);
 }
 
-void HostEngine::routed(int l, int n) {
+void HostEngine::routed(const LayerRun& run, int n) {
   const uint8_t* blob = blob_->data();
-  const LayerAt& L = kLayer[l];
+  const LayerAt& L = run.at;
   const float* hn = buf(kBuf_hn);
   const int* idx = buf<int>(kBuf_route_idx);
   const float* w = buf(kBuf_route_w);
@@ -405,7 +549,7 @@ void HostEngine::routed(int l, int n) {
   float* down = buf(kBuf_moe_down);
   for (int r = 0; r < n * kTopK; ++r) std::memcpy(in + int64_t(r) * kHidden, hn + int64_t(order[r] / kTopK) * kHidden, sizeof(float) * kHidden);
   for (int e = 0; e < kExperts; ++e)
-    if (count[e]) expert(blob + L.experts + uint64_t(kExpertUnit[l][e]) * kExpertStride, start[e], count[e]);
+    if (count[e]) expert(run, blob + L.experts + uint64_t(run.unit(e)) * run.expert_stride, start[e], count[e]);
   for (int r = 0; r < n * kTopK; ++r) {
     const int row = order[r] / kTopK;
     const float wt = w[order[r]];
@@ -416,14 +560,14 @@ void HostEngine::routed(int l, int n) {
 
 // One expert over the m dispatched rows at [first, first + m) of moe_in, into the same rows of moe_down.
 // The router's expert id names the expert; the plan's expert order says which unit (here `unit`) holds it.
-void HostEngine::expert(const uint8_t* unit, int first, int m) {
+void HostEngine::expert(const LayerRun& r, const uint8_t* unit, int first, int m) {
   const float* x = buf(kBuf_moe_in) + int64_t(first) * kHidden;
   float* g = buf(kBuf_moe_gate) + int64_t(first) * kMoeInter;
   float* u = buf(kBuf_moe_up) + int64_t(first) * kMoeInter;
-  host::linear(view(unit, kExpert.gate, kPrecisionExperts, kMoeInter, kHidden), x, m, g);
-  host::linear(view(unit, kExpert.up, kPrecisionExperts, kMoeInter, kHidden), x, m, u);
+  host::linear(view(unit, r.expert.gate, r.experts, kMoeInter, kHidden), x, m, g);
+  host::linear(view(unit, r.expert.up, r.experts, kMoeInter, kHidden), x, m, u);
   host::swiglu(g, u, m * kMoeInter, g);
-  host::linear(view(unit, kExpert.down, kPrecisionExperts, kHidden, kMoeInter), g, m, buf(kBuf_moe_down) + int64_t(first) * kHidden);
+  host::linear(view(unit, r.expert.down, r.experts, kHidden, kMoeInter), g, m, buf(kBuf_moe_down) + int64_t(first) * kHidden);
 }
 
 // The split arrangement on host boosters. Booster b holds units [b * kBoosterUnits, (b + 1) *
@@ -472,7 +616,7 @@ void HostEngine::routed_split(int l, int n, const int* slots) {
 
   for (int b = 0; b < kSplitBoosters; ++b)
     for (int u = b * kBoosterUnits; u < (b + 1) * kBoosterUnits; ++u)
-      if (count[u]) expert(blob + L.experts + uint64_t(u) * kExpertStride, start[u], count[u]);
+      if (count[u]) expert(LayerRun::model(l), blob + L.experts + uint64_t(u) * kExpertStride, start[u], count[u]);
   clock_.lap(StepGroup::kMoe);
 
   for (int r = 0; r < routed; ++r) {

@@ -80,19 +80,44 @@ class HostEngine {
   void restore_state(int snapshot, int slot);
   void copy_state(int from_slot, int to_slot);
 
+  // Speculative decoding with the fuel's MTP layer (a plan with draft_tokens; docs/speculative.md).
+  // Every prefill and decode row also runs the MTP layer over its token and the model's hidden state at
+  // the position before (zero at position 0 and where a stream resumed from a snapshot), so the MTP
+  // layer's KV follows the stream. A step of one stream whose next token `token` (at `pos`) is picked
+  // but not yet computed: draft() proposes k tokens greedily, verify() computes the k + 1 rows
+  // [token, drafts...] (logits(j) for row j), the caller picks each row's token and counts the drafts
+  // that match the picks before them, and accept() keeps the stream's state where those end.
+  // REQUIRES: plan().draft_tokens > 0; 1 <= k <= draft_tokens; pos + k < max context.
+  void draft(int slot, int32_t token, int64_t pos, int k, int32_t* drafts);
+  void verify(int slot, const int32_t* ids, int k, int64_t pos);
+  // After verify(): rows 0..accepted (accepted <= k) stand; the state, KV and MTP layer continue from
+  // row `accepted`, whose pick is the stream's next token.
+  void accept(int accepted);
+
  private:
+  struct LayerRun;  // what a decoder layer's ops read (host_engine.cc)
   template <int B>
   void decode_bucket(int n, const int32_t* ids, const int* slots, const int64_t* pos);
   // The forward pass over n rows; row i is token ids[i] of stream slots[i] at position pos[i].
   // `independent` rows belong to distinct streams and may run in parallel.
   void forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
                int first_logit_row);
+  void decoder_layer(const LayerRun& r, int n, const int* slots, const int64_t* pos, bool independent);
   void gdn_layer(int l, int n, const int* slots, bool independent);
-  void attention_layer(int l, int n, const int* slots, const int64_t* pos, bool independent);
-  void moe_block(int l, int n, const int* slots);
-  void routed(int l, int n);
+  void attention_layer(const LayerRun& r, int n, const int* slots, const int64_t* pos, bool independent);
+  void moe_block(const LayerRun& r, int n, const int* slots);
+  void routed(const LayerRun& r, int n);
   void routed_split(int l, int n, const int* slots);
-  void expert(const uint8_t* unit, int first, int m);
+  void expert(const LayerRun& r, const uint8_t* unit, int first, int m);
+  // The MTP layer over n rows whose hidden inputs are in mtp_in (its second half of each row); leaves
+  // each row's output (after the MTP norm) in hn and, with want_logits, the last row's logits.
+  void mtp_forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent, bool want_logits);
+  // The MTP rows of n model rows just computed (`hidden`: their normed outputs). One stream's rows
+  // (prefill) read the previous row's hidden state; independent rows (decode) each their stream's last.
+  void mtp_follow(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool one_stream, const float* hidden);
+  // A stream's conv + recurrent state from snapshot-layout bytes.
+  void restore_from(const uint8_t* src, int slot);
+  float* mtp_hidden(int slot) const { return mtp_hidden_ + int64_t(slot) * engine::kHidden; }
 
   template <typename T = float>
   T* buf(uint64_t offset) const { return reinterpret_cast<T*>(runtime_ + (offset - engine::kBlobBytes)); }
@@ -109,6 +134,20 @@ class HostEngine {
   std::unique_ptr<int[]> page_table_;  // [slot][kPagesPerStream]
   uint8_t* runtime_ = nullptr;  // arena bytes [kBlobBytes, kArenaBytes)
   float* logits_ = nullptr;
+  // Speculative decoding's buffers (compiler/memory_map.cc add_draft_buffers), null for a plan that
+  // does not draft: each slot's hidden state for its next MTP row, the MTP rows' input, and verify()'s
+  // rows: the model's normed hidden state and recurrent state (snapshot layout) after each.
+  float* mtp_hidden_ = nullptr;
+  float* mtp_in_ = nullptr;
+  float* verify_hidden_ = nullptr;
+  uint8_t* verify_states_ = nullptr;
+  // Where gdn_layer copies each row's state: verify_states_ during verify(), else null.
+  uint8_t* row_states_ = nullptr;
+  struct Verified {  // the last verify(), until accept()
+    int slot = -1, k = 0;
+    int64_t pos = 0;
+    int32_t ids[kMaxDraftTokens + 1] = {};
+  } verified_;
 };
 
 }  // namespace rocket
