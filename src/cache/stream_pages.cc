@@ -108,6 +108,23 @@ std::optional<Extension> StreamPages::extend(std::span<const int32_t> tokens) {
   return e;
 }
 
+void StreamPages::rewrite_tail(std::span<const int32_t> tokens) {
+  const int from = length() - int(tokens.size());
+  CHECK(from >= std::max(captured_tokens_, resumed_tokens_), "rewrite of captured or resumed tokens");
+  std::copy(tokens.begin(), tokens.end(), tokens_.begin() + from);
+}
+
+void StreamPages::truncate(int length) {
+  CHECK(length >= std::max(captured_tokens_, resumed_tokens_) && length <= this->length(),
+        "truncate below what is captured or resumed, or beyond the stream");
+  const int keep = cache_->geometry().pages_for(length);
+  // NOTE: a page past `keep` holds only tokens extend() added after every capture, so it is this
+  // stream's alone (a shared page is always full and before them).
+  for (size_t i = size_t(keep); i < pages_.size(); ++i) cache_->pages().release(pages_[i]);
+  pages_.resize(size_t(keep));
+  tokens_.resize(size_t(length));
+}
+
 std::optional<int> StreamPages::capture_snapshot(int at) {
   const int P = cache_->geometry().page_tokens;
   CHECK(at > 0 && at % P == 0, "snapshots are captured at page boundaries");

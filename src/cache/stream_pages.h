@@ -63,6 +63,15 @@ class StreamPages {
   // REQUIRES: length() + tokens.size() <= max_context.
   std::optional<Extension> extend(std::span<const int32_t> tokens);
 
+  // The last tokens.size() tokens extend() added become `tokens` (a speculative step reserves its
+  // draft's pages before the drafts exist). REQUIRES: none of them captured.
+  void rewrite_tail(std::span<const int32_t> tokens);
+  // Takes back the tokens past `length` that extend() reserved (a speculative step's rejected drafts):
+  // pages past the last one `length` needs go back to the pool. They were never computed into a
+  // snapshot or published, and were private to the stream.
+  // REQUIRES: max(captured_tokens(), resumed_tokens()) <= length <= length().
+  void truncate(int length);
+
   // A slot for the engine to copy the stream's state at token boundary `at` into (the engine has
   // computed tokens [0, at) and holds the state exactly there), recorded as this stream's latest
   // snapshot. Reuses the last captured slot when no one else holds it; otherwise takes a new one

@@ -158,6 +158,7 @@ void parse_sampling(const Json& body, CompletionRequest& r) {
   if (const Json* v = member(body, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
   if (const Json* v = member(body, "min_tokens")) r.min_tokens = as_integer(*v, "min_tokens", 0, kMaxInt);
   if (const Json* v = member(body, "user")) r.user = as_string(*v, "user");
+  if (const Json* v = member(body, "speculative")) r.speculative = as_bool(*v, "speculative");
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -464,7 +465,7 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
       "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
       "stream", "stream_options", "logprobs", "top_logprobs", "n", "tools", "tool_choice", "parallel_tool_calls",
       "user", "chat_template_kwargs", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_p",
-      "ignore_eos", "min_tokens", "logit_bias", "response_format",
+      "ignore_eos", "min_tokens", "logit_bias", "response_format", "speculative",
       "modalities", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity", "functions",
       "function_call", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
   reject_unknown_fields(body, kKnown);
@@ -525,7 +526,7 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
       "logprobs", "n", "best_of", "echo", "suffix", "frequency_penalty", "presence_penalty", "repetition_penalty",
-      "min_p", "ignore_eos", "min_tokens", "logit_bias", "user"};
+      "min_p", "ignore_eos", "min_tokens", "logit_bias", "user", "speculative"};
   reject_unknown_fields(body, kKnown);
 
   CompletionRequest r;

@@ -112,6 +112,9 @@ struct CompletionRequest {
   // thinking.budget_tokens); -1: as many as the model writes.
   int64_t reasoning_budget = -1;
   int64_t n = 1;  // choices, forked from one prefill; the server bounds it by the plan's streams
+  // Rocket's extension: false keeps a drafting engine from speculating for this request (its output is
+  // the same either way: docs/speculative.md); absent: the engine's default, on.
+  std::optional<bool> speculative;
 
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -89,6 +89,28 @@ class BatchEngine {
     CHECK(false, "this engine does not mask its picks");
   }
 
+  // Speculative decoding (docs/speculative.md). The tokens one draft proposes (the plan's
+  // draft_tokens); 0: this engine does not draft and never gets the three calls below.
+  virtual int draft_tokens() const { return 0; }
+  // k tokens the engine proposes to follow `token`, the stream's next token (picked, not yet
+  // computed) at position pos. Throws StepRefused outside the contract (StepContract::check_speculative).
+  virtual void draft(int slot, int32_t token, int64_t pos, int k, int32_t* drafts) {
+    CHECK(false, "this engine does not draft");
+  }
+  // One stream's k + 1 rows ids = [token, drafts...] at positions pos.. in one call. Row j picks with
+  // knobs[j] (and the slot's history) exactly as a decode row at its position would, in order, until
+  // a pick differs from the draft after it or row k is picked: returns how many drafts that accepted
+  // (a), tokens()[0..a] the picks. The stream's state and KV continue from row a, whose pick is its
+  // next token. Unmasked: a stream under a grammar decodes plainly. Throws StepRefused outside the
+  // contract.
+  virtual int verify(int slot, const int32_t* ids, int k, int64_t pos, const SamplingKnobs* knobs) {
+    CHECK(false, "this engine does not draft");
+    return 0;
+  }
+  // After verify(): the stream's state after its row `row` (0 <= row <= a), the state at boundary
+  // pos + row + 1, into snapshot `snapshot` (the prefix cache's boundary inside a step).
+  virtual void capture_verified(int row, int snapshot) { CHECK(false, "this engine does not draft"); }
+
   // A fresh sequence in `slot`: zero conv and recurrent state.
   virtual void reset_state(int slot) = 0;
   // The slot's KV page table from now on: logical page j is cache page pages[j].

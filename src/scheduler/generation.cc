@@ -77,6 +77,7 @@ Generation::Generation(uint64_t id, const CompletionRequest& request, std::vecto
   knobs_.seed = (request.seed ? uint64_t(*request.seed) : std::random_device{}() * 0x100000001ull) + uint64_t(choice);
   usage_.prompt_tokens = int64_t(prompt_.size());
   if (request.logprobs) top_logprobs_ = request.top_logprobs;
+  speculative_ = request.speculative.value_or(true);
   if (forced && !request.user.empty()) {
     forced_ = forced->find(request.user, tokenizer_);
     if (forced_)

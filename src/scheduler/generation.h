@@ -137,6 +137,10 @@ class Generation {
   int choice() const { return choice_; }
   // Logprobs were requested: stepping needs the logits as well as the token.
   bool needs_logits() const { return top_logprobs_ >= 0; }
+  // Whether a drafting engine may speculate for it (docs/speculative.md): the request allows it
+  // (`speculative`, default on) and every pick is the token fed back, unconstrained: no grammar,
+  // forced tokens or reasoning budget, and no logprobs (verify steps bring no logits back).
+  bool speculates() const { return speculative_ && !forced_ && !matcher_ && !reasoning_close_ && top_logprobs_ < 0; }
 
   // The client is gone: the driver may drop the stream without stepping it again.
   bool cancelled() const { return sink_->cancelled(); }
@@ -200,6 +204,7 @@ class Generation {
   StopMatcher stops_;
   int top_logprobs_ = -1;  // alternatives per token; -1 = logprobs not requested
   std::optional<grammar::Matcher> matcher_;  // a structured output
+  bool speculative_ = true;  // the request's `speculative`
   std::optional<int32_t> grammar_after_;    // the matcher starts after this token (</think>)
   std::optional<int32_t> reasoning_close_;  // budget_reasoning(): </think>, while the reasoning is open
   int64_t reasoning_left_ = 0;              // reasoning tokens the budget still allows

@@ -36,6 +36,7 @@ Json SchedulerStats::to_json() const {
               {"prompt_tokens", prompt_tokens}, {"cached_tokens", cached_tokens},
               {"generated_tokens", generated_tokens}, {"steps", steps}, {"decode_rows", decode_rows},
               {"prefill_tokens", prefill_tokens}, {"mixed_steps", mixed_steps}, {"refused_steps", refused_steps},
+              {"verify_steps", verify_steps}, {"drafted_tokens", drafted_tokens}, {"accepted_tokens", accepted_tokens},
               {"pages", pages}, {"pages_free", pages_free}, {"pages_cached", pages_cached}, {"page_tokens", page_tokens},
               {"snapshots", snapshots}, {"snapshots_free", snapshots_free}, {"snapshots_cached", snapshots_cached}};
 }
@@ -278,9 +279,16 @@ void Scheduler::run() {
       admit();
       // Prompts waiting while streams decode ride in the decode step when the engine can mix them
       // (one call, the weights read once), else a prefill call follows the decode step.
-      const std::vector<int> rows = decode_rows();
+      // Streams that draft run their own draft + verify steps after the others' decode step.
+      std::vector<int> rows = decode_rows(), drafting;
+      std::erase_if(rows, [&](int slot) {
+        const bool d = drafts(*slots_[size_t(slot)]);
+        if (d) drafting.push_back(slot);
+        return d;
+      });
       const int mixed = mixed_step(rows);
       if (mixed < 0) decode_step(rows);
+      for (int slot : drafting) speculative_step(slot);
       prefill_step(std::max(mixed, 0));
     } catch (const std::exception& e) {
       // The engine failed in a step: the device state of every slot is unknown (a CUDA fault poisons
@@ -480,6 +488,12 @@ std::vector<int> Scheduler::decode_rows() {
       retire(s, /*keep_cache=*/true);
       continue;
     }
+    // Its pages hold every token it computed, and the one it feeds next goes at s.pos; otherwise what
+    // it would cache is not what it computed (a scheduler bug): this request fails, nothing else.
+    if (s.pages.length() != s.pos) {
+      fail_stream(s, fmt::format("internal error: the stream's cache pages hold {} tokens at position {}", s.pages.length(), s.pos));
+      continue;
+    }
     const int32_t id = s.next;
     std::optional<Extension> ext = s.pages.extend(std::span<const int32_t>(&id, 1));
     if (!ext) {
@@ -550,6 +564,76 @@ void Scheduler::decoded(std::span<const int> rows, bool want_logits) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.decode_rows += n;
   stats_.generated_tokens += n;
+}
+
+bool Scheduler::drafts(const Stream& s) const {
+  return engine_.draft_tokens() > 0 && s.generation->speculates() && !s.mask &&
+         s.pos + 1 < engine_.contract().max_context();
+}
+
+void Scheduler::speculative_step(int slot) {
+  Stream& s = *slots_[size_t(slot)];
+  const int k = int(std::min<int64_t>(engine_.draft_tokens(), engine_.contract().max_context() - 1 - s.pos));
+  const int64_t pos = s.pos;
+  std::vector<int32_t> ids(size_t(k) + 1, s.next);
+  // Pages for the draft's rows first (the engine writes the MTP layer's KV at them while drafting);
+  // the drafts replace the placeholders before anything reads them, and the rejected ones go again.
+  std::optional<Extension> ext = s.pages.extend(std::span<const int32_t>(ids.data() + 1, size_t(k)));
+  if (!ext) {  // no pages for drafts: this step decodes plainly
+    decode_step(std::span<const int>(&slot, 1));
+    return;
+  }
+  apply(s, *ext);
+  std::vector<SamplingKnobs> knobs;
+  for (int j = 0; j <= k; ++j) knobs.push_back(s.generation->knobs(pos + 1 + j, s.slot));
+  int accepted = 0;
+  try {
+    engine_.draft(s.slot, s.next, pos, k, ids.data() + 1);
+    s.pages.rewrite_tail(std::span<const int32_t>(ids.data() + 1, size_t(k)));
+    accepted = engine_.verify(s.slot, ids.data(), k, pos, knobs.data());
+  } catch (const StepRefused& e) {
+    refused(std::span<const int>(&slot, 1), e);
+    return;
+  }
+  s.pages.truncate(int(pos) + 1 + accepted);
+  // The prefix cache's boundary inside the step: the state after the row that ends it.
+  const int P = geometry_.page_tokens;
+  const int boundary = int((pos + 1 + accepted) / P * P);
+  if (boundary >= pos + 1 && boundary > s.pages.captured_tokens()) {
+    if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_verified(int(boundary - pos - 1), *snap);
+  }
+  if (options_.telemetry) options_.telemetry->decode_step(1, double(pos));
+  const int32_t* picked = engine_.tokens();
+  int emitted = 0;
+  for (int j = 0; j <= accepted; ++j) {
+    traced_token(s);
+    std::optional<int32_t> next;
+    try {
+      next = s.generation->step(picked[j], nullptr, engine_.vocab());
+    } catch (const std::exception& e) {
+      fail_stream(s, e.what());
+      break;
+    }
+    ++emitted;
+    if (!next) {
+      retire(s, /*keep_cache=*/true);
+      break;
+    }
+    // NOTE: a drafting request feeds back what it picks (speculates()); the rows after it were
+    // computed with that pick, so one that did not would continue from rows it never had.
+    if (*next != picked[j]) {
+      fail_stream(s, "internal error: a speculative step's pick was replaced by its generation");
+      break;
+    }
+    s.next = *next;
+    ++s.pos;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.decode_rows += accepted + 1;
+  stats_.generated_tokens += emitted;
+  ++stats_.verify_steps;
+  stats_.drafted_tokens += k;
+  stats_.accepted_tokens += accepted;
 }
 
 std::vector<Scheduler::Piece> Scheduler::prefill_round(int budget, int max_segments) {

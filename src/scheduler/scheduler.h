@@ -99,6 +99,10 @@ struct SchedulerStats {
   // Engine calls refused by the StepContract (scheduler/step_contract.h): a scheduler bug, its streams
   // failed. Always 0; the serving tests assert it.
   int64_t refused_steps = 0;
+  // Speculative decoding (a drafting engine, docs/speculative.md): verify steps, the tokens drafted
+  // and the drafts accepted (the acceptance is accepted / drafted; a verify step emits accepted /
+  // verify_steps + 1 tokens on average).
+  int64_t verify_steps = 0, drafted_tokens = 0, accepted_tokens = 0;
   int active = 0, waiting = 0;
   int pages = 0, pages_free = 0, pages_cached = 0;
   int page_tokens = 0;  // the cache resumes a prompt at multiples of this
@@ -185,6 +189,12 @@ class Scheduler : public EngineLoop {
   void decode_step(std::span<const int> rows);
   // The rows' picks (tokens()[i], logits(i)) handed to their generations.
   void decoded(std::span<const int> rows, bool want_logits);
+  // Whether the stream's next step drafts: a drafting engine, a request that allows it (no grammar,
+  // forced tokens, reasoning budget or logprobs: generation.h speculates()), room in the context.
+  bool drafts(const Stream& s) const;
+  // One stream's draft + verify step (its pages already extended by the token it feeds): emits the
+  // accepted tokens and the pick after them.
+  void speculative_step(int slot);
   // Prefill calls after the decode step, within what is left of the step's budget after `used`
   // prompt rows (those a mixed step carried).
   void prefill_step(int used);

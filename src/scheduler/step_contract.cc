@@ -28,7 +28,7 @@ std::string shape(std::span<const PrefillSegment> segments, int decode_rows) {
 StepContract::StepContract(const Plan& plan)
     : buckets_(plan.buckets), max_streams_(plan.max_streams), prefill_chunk_(plan.prefill_chunk),
       max_context_(plan.max_context), snapshots_(plan.state_snapshots),
-      vocab_(int(plan.chemistry.vocab)) {
+      vocab_(int(plan.chemistry.vocab)), draft_tokens_(plan.draft_tokens) {
   std::sort(buckets_.begin(), buckets_.end());
   if (buckets_.empty() || buckets_.front() != 1)
     fail("plan: the decode buckets must start at 1 (a lone decoding stream is a bucket)");
@@ -116,6 +116,19 @@ void StepContract::check_decode(int n, const int32_t* ids, const int* slots, con
       refuse(fmt::format("row {}: position {} outside the plan's context {}", i, pos[i], max_context_));
     if (ids[i] < 0 || ids[i] >= vocab_) refuse(fmt::format("row {}: token id {} outside the vocabulary [0, {})", i, ids[i], vocab_));
   }
+}
+
+void StepContract::check_speculative(const char* call, int slot, const int32_t* ids, int n_ids, int k, int64_t pos) const {
+  const auto refuse = [&](const std::string& why) {
+    throw StepRefused(fmt::format("step contract: {} of {} tokens at position {}: {}", call, k, pos, why));
+  };
+  if (!draft_tokens_) refuse("the plan does not draft");
+  if (k < 1 || k > draft_tokens_) refuse(fmt::format("a draft is 1..{} tokens", draft_tokens_));
+  if (slot < 0 || slot >= max_streams_) refuse(fmt::format("slot {} outside [0, {})", slot, max_streams_));
+  if (pos < 1 || pos + k >= max_context_)
+    refuse(fmt::format("its rows {}..{} must lie in [1, {})", pos, pos + k, max_context_));
+  for (int i = 0; i < n_ids; ++i)
+    if (ids[i] < 0 || ids[i] >= vocab_) refuse(fmt::format("row {}: token id {} outside the vocabulary [0, {})", i, ids[i], vocab_));
 }
 
 }  // namespace rocket

@@ -19,6 +19,8 @@
 //                   kCaptureQuantum (the GDN chunk: the token path's scan has the state only there)
 // A decode call: 1 <= n <= max bucket rows of distinct slots, token ids in the vocabulary, at
 // positions < max_context.
+// A draft or verify call (a drafting plan): one stream slot, 1 <= k <= draft_tokens, token ids in the
+// vocabulary, its k + 1 rows at positions pos .. pos + k < max_context.
 //
 // A violation is StepRefused, thrown before the engine touches anything: the streams of that step fail
 // and the others go on (Scheduler), instead of one bad step taking the process down.
@@ -91,10 +93,13 @@ class StepContract {
   // Throws StepRefused naming the first bound the call breaks, and the call's shape; else its layout.
   CallLayout check_prefill_batch(std::span<const PrefillSegment> segments, int decode_rows) const;
   void check_decode(int n, const int32_t* ids, const int* slots, const int64_t* pos) const;
+  int draft_tokens() const { return draft_tokens_; }
+  // A draft (ids: the token it follows) or a verify call (ids: its k + 1 rows).
+  void check_speculative(const char* call, int slot, const int32_t* ids, int n_ids, int k, int64_t pos) const;
 
  private:
   std::vector<int> buckets_;
-  int max_streams_, prefill_chunk_, max_context_, snapshots_, vocab_;
+  int max_streams_, prefill_chunk_, max_context_, snapshots_, vocab_, draft_tokens_;
 };
 
 }  // namespace rocket

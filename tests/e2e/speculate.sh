@@ -21,6 +21,49 @@ grep -q 'acceptance 1.000' "$work/all.log"
 "$engine" speculate --prompts 2 --tokens 12 --oracle 1 | tee "$work/none.log"
 grep -q 'acceptance 0.000' "$work/none.log"
 
+# The server on the drafting engine: concurrent greedy requests give the same text with drafting on
+# (the default) and off (`speculative: false`), the server drafts for them, and the contract holds.
+source "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
+port=$(free_port)
+"$engine" launch --host 127.0.0.1 --port "$port" >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+wait_healthy "http://127.0.0.1:$port" "$server" "$work/server.log"
+python3 - "http://127.0.0.1:$port" <<'PY'
+import json, sys, urllib.error, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+base = sys.argv[1]
+def post(body):
+    req = urllib.request.Request(base + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+def body(i, speculative):
+    b = {"model": "engine", "prompt": [1000 + (i * 7919 + t * 104729) % 50000 for t in range(5 + 11 * i)],
+         "max_tokens": 9 + 5 * i, "temperature": 0}
+    if speculative is not None:
+        b["speculative"] = speculative
+    return b
+with ThreadPoolExecutor(8) as pool:
+    on = list(pool.map(lambda i: post(body(i, None)), range(6)))
+    off = list(pool.map(lambda i: post(body(i, False)), range(6)))
+for i, ((s1, a), (s2, b)) in enumerate(zip(on, off)):
+    assert s1 == 200 and s2 == 200, (s1, a, s2, b)
+    assert a["choices"][0]["text"] == b["choices"][0]["text"], (i, a, b)
+    assert a["usage"] == b["usage"], (i, a["usage"], b["usage"])
+stats = json.load(urllib.request.urlopen(base + "/stats"))
+sched = stats.get("scheduler", stats)
+assert sched["verify_steps"] > 0 and sched["drafted_tokens"] > 0 and sched["refused_steps"] == 0, sched
+status, err = post(dict(body(0, None), speculative="yes"))
+assert status == 400 and "speculative" in json.dumps(err), (status, err)
+print(f"speculate.sh: server: drafting and plain requests gave the same text; {sched['verify_steps']} verify steps, "
+      f"{sched['accepted_tokens']} of {sched['drafted_tokens']} drafts accepted")
+PY
+kill $server; wait $server 2>/dev/null || true
+trap - EXIT
+
 refused() {  # refused WHAT EXPECTED-MESSAGE COMMAND...
   local what=$1 expect=$2
   shift 2

@@ -93,6 +93,28 @@ class HostBatchEngine final : public BatchEngine {
   const float* logits(int row) const override {
     return batched_ ? batch_logits_.data() + int64_t(row) * engine::kVocab : e_.logits(logits_row0_ + row);
   }
+  int draft_tokens() const override { return e_.plan().draft_tokens; }
+  void draft(int slot, int32_t token, int64_t pos, int k, int32_t* drafts) override {
+    contract_.check_speculative("draft", slot, &token, 1, k, pos);
+    e_.draft(slot, token, pos, k, drafts);
+  }
+  int verify(int slot, const int32_t* ids, int k, int64_t pos, const SamplingKnobs* knobs) override {
+    contract_.check_speculative("verify", slot, ids, k + 1, k, pos);
+    e_.verify(slot, ids, k, pos);
+    // In order: each row's pick counts in the history the next row reads, as decode's steps would.
+    tokens_.clear();
+    int a = 0;
+    for (;; ++a) {
+      tokens_.push_back(pick(e_.logits(a), knobs[a], nullptr));
+      if (a == k || tokens_.back() != ids[a + 1]) break;
+    }
+    e_.accept(a);
+    logits_row0_ = 0;
+    batched_ = false;
+    masks_.clear();
+    return a;
+  }
+  void capture_verified(int row, int snapshot) override { e_.capture_verified(row, snapshot); }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }

@@ -348,7 +348,14 @@ void HostEngine::accept(int accepted) {
     for (int i = 0; i < accepted; ++i) slots[i] = v.slot, positions[i] = v.pos + 1 + i;
     mtp_follow(accepted, v.ids + 1, slots, positions, /*one_stream=*/true, verify_hidden_ + kHidden);
   }
+  v.accepted = accepted;
   v.slot = -1;
+}
+
+void HostEngine::capture_verified(int row, int snapshot) {
+  CHECK(row >= 0 && row <= verified_.accepted && snapshot >= 0 && snapshot < kStateSnapshots, "capture_verified arguments");
+  std::memcpy(buf<uint8_t>(kBuf_state_snapshots) + snapshot * kSnapshot.slot_bytes(),
+              verify_states_ + row * kSnapshot.slot_bytes(), kSnapshot.slot_bytes());
 }
 
 void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,

