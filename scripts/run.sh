@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the embedded default fuel: forge the tiny fuel, build its host engine (with the HF
-# golden token for static fire), generate, then launch the OpenAI-compatible server and ask it for a
-# chat completion, streamed.
+# The main job on the embedded default fuel: build the host engine of the trained english fuel
+# (fuels/english: a small qwen3_5_moe that writes English, with its MTP layer drafting two tokens a
+# step; the HF golden token for static fire), generate, then launch the OpenAI-compatible server and
+# ask it for a chat completion, streamed.
 #   bash scripts/run.sh ["prompt text"]
 # Builds only what it runs: the `rocket` CLI here, and the engine `rocket build` compiles for the
 # fuel; the tests and GPU checks are scripts/test.sh's.
@@ -13,18 +14,17 @@ step "setup: packages, npm, configure, build the rocket CLI"
 bash scripts/setup.sh rocket
 prompt=${1:-"The quick brown fox"}
 mkdir -p out
-step "forge the tiny fuel (random weights, Qwen tokenizer)"
-[ -d out/fuels/tiny-bf16 ] || build/rocket forge --fuel tiny --format bf16 --seed 1 --out out/fuels/tiny-bf16
-step "build its host engine: plan, blob, engine.h, compile"
+step "build the english fuel's host engine: plan, blob, engine.h, compile"
 # Always rebuilt: an engine left by an older checkout holds that checkout's plan format and binary.
-build/rocket build out/fuels/tiny-bf16 --booster host --out out/engines/tiny --golden tests/golden/tiny_bf16.json --force
-build/rocket inspect out/engines/tiny | head -14
+build/rocket build fuels/english --booster host --out out/engines/english --golden tests/golden/english_bf16.json \
+  --draft 2 --force
+build/rocket inspect out/engines/english | head -14
 step "generate"
-build/rocket generate out/engines/tiny --prompt "$prompt" --max-tokens 32
+build/rocket generate out/engines/english --prompt "$prompt" --max-tokens 48
 
 step "launch: countdown, then the OpenAI-compatible server"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-build/rocket launch out/engines/tiny --port "$port" 2>out/launch.log &
+build/rocket launch out/engines/english --port "$port" 2>out/launch.log &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT  # the killed server's status is not the job's
 until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
@@ -33,6 +33,6 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
 done
 grep '\[countdown\]' out/launch.log
 step "POST /v1/chat/completions (streamed):"
-body=$(python3 -c 'import json, sys; print(json.dumps({"model": "tiny", "messages": [{"role": "user", "content": sys.argv[1]}],
-  "max_tokens": 24, "stream": True, "stream_options": {"include_usage": True}}))' "$prompt")
+body=$(python3 -c 'import json, sys; print(json.dumps({"model": "english", "messages": [{"role": "user", "content": sys.argv[1]}],
+  "max_tokens": 48, "stream": True, "stream_options": {"include_usage": True}}))' "$prompt")
 curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' -d "$body"

@@ -46,6 +46,11 @@ class Engine {
     for (int i = old_len; i < s.length(); ++i) kv_[s.pages()[i / kP]][i % kP] = s.tokens()[i];
   }
 
+  // Rows [from, length) computed again with the stream's tokens (a verify step writes its drafts' rows).
+  void rewrite(const StreamPages& s, int from) {
+    for (int i = from; i < s.length(); ++i) kv_[s.pages()[i / kP]][i % kP] = s.tokens()[i];
+  }
+
   std::optional<Extension> extend(StreamPages& s, std::span<const int32_t> tokens) {
     const int old_len = s.length();
     std::optional<Extension> e = s.extend(tokens);
@@ -349,6 +354,41 @@ TEST(StreamPages, ChunkedPrefillCapturesBoundariesBehindTheReservation) {
   StreamPages r = StreamPages::resume(cache, prompt);
   EXPECT_EQ(r.length(), 16);
   EXPECT_TRUE(engine.snapshot_holds(*r.restore_snapshot(), std::span<const int32_t>(prompt).first(16)));
+}
+
+// A speculative step (docs/speculative.md): pages reserved for a draft with placeholder tokens, the
+// drafts written over them, the rejected ones taken back. The stream then extends as if they had
+// never been, frees the pages it gave back, and caches exactly the tokens it kept.
+TEST(StreamPages, ADraftsRejectedTokensAreTakenBack) {
+  RadixCache cache(small_geometry());
+  Engine engine(cache);
+  StreamPages s(cache);
+  ASSERT_TRUE(engine.extend(s, seq(500, 7)));  // pages 0-1, the second partly filled
+  ASSERT_TRUE(engine.capture(s, 4));
+  const int used = cache.pages().used_count();
+  ASSERT_TRUE(engine.extend(s, std::vector<int32_t>(6, 7)));  // a draft of 6 past token 7: 13 tokens, 4 pages
+  EXPECT_EQ(cache.pages().used_count(), used + 2);
+  s.rewrite_tail(seq(900, 6));
+  EXPECT_EQ(s.tokens()[7], 900);
+  engine.rewrite(s, 7);
+  s.truncate(9);  // two drafts accepted
+  EXPECT_EQ(s.length(), 9);
+  EXPECT_EQ(s.pages().size(), 3u);
+  EXPECT_EQ(cache.pages().used_count(), used + 1);
+  expect_refs_accounted(cache, {&s});
+  EXPECT_EQ(s.audit(), "");
+  ASSERT_TRUE(engine.extend(s, seq(950, 3)));  // on from the kept tokens: 500..506, 900, 901, 950..952
+  EXPECT_EQ(s.tokens()[9], 950);
+  EXPECT_EQ(engine.check_kv(s.tokens(), s.pages()), "");
+  ASSERT_TRUE(engine.capture(s, 12));
+  std::vector<int32_t> kept = seq(500, 7);
+  for (int32_t t : {900, 901, 950, 951, 952}) kept.push_back(t);
+  EXPECT_GT(s.detach(), 0);
+  kept.push_back(1234);  // a request continuing the kept tokens resumes at 12, with their state
+  StreamPages r = StreamPages::resume(cache, kept);
+  ASSERT_EQ(r.length(), 12);
+  EXPECT_TRUE(engine.snapshot_holds(*r.restore_snapshot(), std::span<const int32_t>(kept).first(12)));
+  EXPECT_EQ(engine.check_kv(r.tokens(), r.pages()), "");
 }
 
 // ---------------------------------------------------------------------------------------------

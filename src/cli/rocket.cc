@@ -198,6 +198,9 @@ int cmd_inspect(const std::vector<std::string>& args) {
   std::printf("\nstreams     %d (+1 padding slot), context %d tokens, prefill chunk %d\n", p.max_streams, p.max_context,
               p.prefill_chunk);
   std::printf("kv cache    %d pages x %s (%d tokens/page)\n", p.kv_pages, H(p.kv_page_bytes).c_str(), p.kv_page_tokens);
+  if (p.draft_tokens)
+    std::printf("drafts      the MTP layer proposes %d tokens per step, verified in one (docs/speculative.md)\n",
+                p.draft_tokens);
   for (const auto& b : p.buffers)
     if (b.name == "state_snapshots")
       std::printf("snapshots   %d conv + recurrent state snapshots for the prefix cache, %s in all\n", p.state_snapshots,

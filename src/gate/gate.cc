@@ -5,13 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "core/shell_quote.h"
 #include "engine/score.h"
 #include "plan/plan.h"
@@ -21,12 +20,6 @@ namespace fs = std::filesystem;
 
 namespace rocket {
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail("gate: cannot read {}", p.string());
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 // A temporary directory, removed with everything in it when the run ends.
 class TempDir {
@@ -87,7 +80,7 @@ GateReport run_gate(const GateOptions& o) {
   if (cand_plan.chemistry.vocab != V)
     fail("gate: vocabularies of {} and {} tokens: not engines of one fuel", V, cand_plan.chemistry.vocab);
   const fs::path ref_tok = fs::path(o.reference) / "tokenizer.json";
-  if (read_file(ref_tok) != read_file(fs::path(o.candidate) / "tokenizer.json"))
+  if (read_file(ref_tok.string()) != read_file((fs::path(o.candidate) / "tokenizer.json").string()))
     fail("gate: {} and {} have different tokenizers: not engines of one fuel", o.reference, o.candidate);
   const int longest = std::max(o.window_tokens, o.greedy_prompt_tokens + o.greedy_tokens);
   for (const Plan* p : {&ref_plan, &cand_plan})

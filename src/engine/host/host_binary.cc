@@ -16,6 +16,7 @@
 #include "boosters/profile.h"
 #include "core/cli.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "engine/engine_binary.h"
 #include "engine/generate_options.h"
 #include "fuel/golden.h"
@@ -282,8 +283,12 @@ int cmd_speculate(const fs::path& dir, const std::vector<std::string>& args) {
                  "length occurs on random weights; a fixed acceptance for timing)")
       ->check(CLI::Range(0.0, 1.0));
   cli.add_option("--seed", o.seed, "prompt tokens and wrong drafts")->capture_default_str();
+  std::string text;
+  cli.add_option("--text", text, "prompts from windows of this text (held-out text: an acceptance that means something)")
+      ->check(CLI::ExistingFile);
   if (const auto rc = parse_command(cli, args)) return *rc;
   HostEngine e(dir.string());
+  if (!text.empty()) o.text = Tokenizer::load((dir / "tokenizer.json").string()).encode(read_file(text));
   return cmd_speculate_check(e, o);
 }
 

@@ -50,7 +50,13 @@ int cmd_speculate_check(HostEngine& e, const SpeculateOptions& o) {
     st.slot = s % int(engine::kMaxStreams);
     // Lengths on both sides of a prefill chunk; distinct tokens per stream.
     st.prompt.resize(size_t(3 + (s * 13 + 7) % (2 * engine::kPrefillChunk)));
-    for (int32_t& t : st.prompt) t = int32_t(rng() % uint64_t(V));
+    if (o.text.empty()) {
+      for (int32_t& t : st.prompt) t = int32_t(rng() % uint64_t(V));
+    } else {  // windows spread through the text
+      if (o.text.size() < st.prompt.size()) fail("speculate: the text has {} tokens, a prompt needs {}", o.text.size(), st.prompt.size());
+      const size_t at = (o.text.size() - st.prompt.size()) * size_t(s) / size_t(std::max(1, o.prompts - 1));
+      std::copy_n(o.text.begin() + long(at), st.prompt.size(), st.prompt.begin());
+    }
     if (int64_t(st.prompt.size()) + o.tokens > engine::kMaxContext)
       fail("speculate: prompt + {} tokens exceed the plan's context {}", o.tokens, engine::kMaxContext);
   }
@@ -132,9 +138,9 @@ int cmd_speculate_check(HostEngine& e, const SpeculateOptions& o) {
     }
   }
   const int64_t plain_tokens = int64_t(o.prompts) * (o.tokens - 1);
-  std::printf("speculate: %d streams x %d greedy tokens, drafts of %d (%s): identical to plain decoding, logits bit for "
+  std::printf("speculate: %d streams (%s prompts) x %d greedy tokens, drafts of %d (%s): identical to plain decoding, logits bit for "
               "bit\n",
-              o.prompts, o.tokens, k, o.oracle < 0 ? "MTP layer" : fmt::format("oracle, {:.0f}% wrong", 100 * o.oracle).c_str());
+              o.prompts, o.text.empty() ? "random" : "text", o.tokens, k, o.oracle < 0 ? "MTP layer" : fmt::format("oracle, {:.0f}% wrong", 100 * o.oracle).c_str());
   std::printf("speculate: acceptance %.3f (%lld of %lld drafts), %.2f tokens per verify step (%lld steps + %lld plain)\n",
               drafted ? double(accepted) / double(drafted) : 0.0, (long long)accepted, (long long)drafted,
               steps ? double(accepted + steps) / double(steps) : 0.0, (long long)steps, (long long)plain_steps);

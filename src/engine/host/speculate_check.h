@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/host/host_engine.h"
 
@@ -17,6 +18,9 @@ struct SpeculateOptions {
   // fuel's MTP layer rarely guesses right), and the acceptance is the one asked for.
   double oracle = -1;
   uint64_t seed = 1;
+  // Non-empty: the prompts are windows of this text's tokens (held-out text, for an acceptance that
+  // means something) instead of random tokens.
+  std::vector<int32_t> text;
 };
 
 // Runs the check on `e` (leaving garbage in its slots); returns the exit status: 0 when every
