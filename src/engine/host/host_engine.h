@@ -104,6 +104,8 @@ class HostEngine {
   // `independent` rows belong to distinct streams and may run in parallel.
   void forward(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool independent,
                int first_logit_row);
+  // The embedding rows of n tokens, row i at out + i * stride; Error for a token outside the vocabulary.
+  void embed(int n, const int32_t* ids, float* out, int64_t stride) const;
   void decoder_layer(const LayerRun& r, int n, const int* slots, const int64_t* pos, bool independent);
   void gdn_layer(int l, int n, const int* slots, bool independent);
   void attention_layer(const LayerRun& r, int n, const int* slots, const int64_t* pos, bool independent);
