@@ -182,10 +182,17 @@ TEST(Metrics, ExpositionNamesTheRequiredSeries) {
         "rocket_queue_time_seconds", "rocket_prefix_restore_seconds", "rocket_step_seconds", "rocket_bytes_read_per_token",
         "rocket_kv_pages_used", "rocket_kv_pages_capacity", "rocket_state_snapshots_used", "rocket_state_snapshots_capacity",
         "rocket_device_free_bytes", "rocket_memory_reserve_bytes", "rocket_memory_floor_bytes",
-        "rocket_plan_residency_bytes", "rocket_memory_usable_bytes", "rocket_info", "rocket_trace_spans_dropped_total"})
+        "rocket_plan_residency_bytes", "rocket_memory_usable_bytes", "rocket_info", "rocket_trace_spans_dropped_total",
+        "rocket_spec_verify_steps_total", "rocket_spec_draft_tokens_total", "rocket_spec_accepted_tokens_total"})
     EXPECT_NE(text.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
   EXPECT_EQ(value(text, "rocket_memory_usable_bytes"), double(89 << 20));
   EXPECT_EQ(value(text, "rocket_plan_residency_bytes"), double(50 << 20));
+  m.verify_step(3, 2);
+  m.verify_step(3, 0);
+  const std::string after = m.scrape({});
+  EXPECT_EQ(value(after, "rocket_spec_verify_steps_total"), 2.0);
+  EXPECT_EQ(value(after, "rocket_spec_draft_tokens_total"), 6.0);
+  EXPECT_EQ(value(after, "rocket_spec_accepted_tokens_total"), 2.0);
 }
 
 RequestTrace finished_trace(std::optional<TraceContext> parent) {

@@ -602,7 +602,16 @@ void Scheduler::speculative_step(int slot) {
   if (boundary >= pos + 1 && boundary > s.pages.captured_tokens()) {
     if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_verified(int(boundary - pos - 1), *snap);
   }
-  if (options_.telemetry) options_.telemetry->decode_step(1, double(pos));
+  if (options_.telemetry) {
+    options_.telemetry->decode_step(1, double(pos));
+    options_.telemetry->verify_step(k, accepted);
+  }
+  {  // counted before the tokens reach their client, as the metrics are
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.verify_steps;
+    stats_.drafted_tokens += k;
+    stats_.accepted_tokens += accepted;
+  }
   const int32_t* picked = engine_.tokens();
   int emitted = 0;
   for (int j = 0; j <= accepted; ++j) {
@@ -631,9 +640,6 @@ void Scheduler::speculative_step(int slot) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.decode_rows += accepted + 1;
   stats_.generated_tokens += emitted;
-  ++stats_.verify_steps;
-  stats_.drafted_tokens += k;
-  stats_.accepted_tokens += accepted;
 }
 
 std::vector<Scheduler::Piece> Scheduler::prefill_round(int budget, int max_segments) {

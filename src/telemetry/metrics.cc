@@ -83,6 +83,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   cache_queried_ = counter("rocket_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache.");
   cache_hit_ = counter("rocket_prefix_cache_hit_tokens_total", "Prompt tokens the prefix cache served.");
   spans_dropped_ = counter("rocket_trace_spans_dropped_total", "Request spans dropped because the export queue was full.");
+  verify_steps_ = counter("rocket_spec_verify_steps_total", "Speculative steps: one draft verified in one engine call.");
+  draft_tokens_ = counter("rocket_spec_draft_tokens_total", "Tokens the MTP layer drafted.");
+  accepted_tokens_ = counter("rocket_spec_accepted_tokens_total",
+                             "Drafted tokens accepted (the acceptance is accepted / draft tokens).");
 
   ttft_ = histogram("rocket_time_to_first_token_seconds", "Arrival to the first generated token.", kTtft);
   itl_ = histogram("rocket_inter_token_latency_seconds", "Between consecutive tokens of a request.", kItl);
@@ -148,6 +152,12 @@ void Metrics::first_token(double ttft_seconds) {
 void Metrics::next_token(double itl_seconds) {
   itl_->Observe(itl_seconds);
   generation_tokens_->Increment();
+}
+
+void Metrics::verify_step(int drafted, int accepted) {
+  verify_steps_->Increment();
+  draft_tokens_->Increment(double(drafted));
+  accepted_tokens_->Increment(double(accepted));
 }
 
 void Metrics::succeeded(FinishReason reason, double e2e_seconds) {

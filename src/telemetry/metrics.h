@@ -69,6 +69,8 @@ class Metrics {
   void step(const StepSplit& split);
   void set_bytes_read_per_token(double bytes);
   void span_dropped();
+  // A speculative step (docs/speculative.md): the tokens drafted and the drafts accepted.
+  void verify_step(int drafted, int accepted);
 
   // The text exposition of every series, with `load` as the load gauges.
   std::string scrape(const Load& load);
@@ -81,6 +83,7 @@ class Metrics {
   prometheus::Gauge *free_, *reserve_, *floor_, *residency_, *usable_;
   prometheus::Counter *success_stop_, *success_length_, *refused_[kRefusals];
   prometheus::Counter *prompt_tokens_, *generation_tokens_, *cache_queried_, *cache_hit_, *spans_dropped_;
+  prometheus::Counter *verify_steps_, *draft_tokens_, *accepted_tokens_;
   prometheus::Histogram *ttft_, *itl_, *e2e_, *queue_, *restore_, *step_[kStepGroups];
   prometheus::Family<prometheus::Gauge>* info_;
   // Split engines: the last sampled step's bytes and rate on each link, added as links first carry

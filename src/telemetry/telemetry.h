@@ -43,6 +43,8 @@ class Telemetry {
   void ended(RequestTrace&& t);
   // A decode step of `rows` streams at a mean context of `context` tokens.
   void decode_step(int rows, double context);
+  // A speculative step of one stream: `drafted` tokens proposed, `accepted` of them kept.
+  void verify_step(int drafted, int accepted) { metrics_.verify_step(drafted, accepted); }
 
  private:
   Metrics metrics_;

@@ -2,7 +2,8 @@
 # The trained english fuel (fuels/english, docs/numerics.md): its host engine, built drafting two
 # tokens a step, against the HF reference's goldens (teacher-forced logits and greedy tokens); its
 # MTP layer's drafts on held-out text give plain greedy decoding's tokens and are accepted at the rate
-# a trained layer reaches (a wrong MTP layer, or a random one, is accepted almost never); and the
+# a trained layer reaches (a wrong MTP layer, or a random one, is accepted almost never), and its
+# server gives seeded sampled requests the same text drafting or not; and the
 # quality gate on real text: NVFP4 experts pass the thresholds set from the BF16 compute noise
 # (bench/results/gate.md) and `build --gate` builds that map on the report, while a map that converts
 # every role to NVFP4 breaks them.
@@ -26,6 +27,47 @@ for path, least in zip(sys.argv[1:], (0.4, 0.25)):
     a = float(re.search(r"acceptance ([0-9.]+)", open(path).read()).group(1))
     assert a >= least, f"{path}: acceptance {a} below {least}"
 PY
+
+# The server drafting with the trained MTP layer: sampled requests (seeded, with penalties, so each
+# draw is keyed by its position and reads the tokens counted before it) give the same text with
+# drafting on and off, and drafts are accepted.
+source "$src/tests/e2e/serve_lib.sh"
+port=$(free_port)
+"$work/draft2/bin/rocket-engine" launch --host 127.0.0.1 --port "$port" >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+wait_healthy "http://127.0.0.1:$port" "$server" "$work/server.log"
+python3 - "http://127.0.0.1:$port" "$fuel/heldout.txt" <<'PY'
+import json, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+base, text = sys.argv[1], open(sys.argv[2]).read()
+def post(body):
+    req = urllib.request.Request(base + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.load(r)
+def body(i, speculative):
+    at = 3000 * i
+    b = {"model": "draft2", "prompt": text[at:at + 300], "max_tokens": 40, "temperature": 0.7 + 0.1 * (i % 3),
+         "top_p": 0.95, "seed": 11 + i, "speculative": speculative}
+    if i % 2:
+        b["presence_penalty"], b["frequency_penalty"] = 0.5, 0.3
+    return b
+def stats():
+    return json.load(urllib.request.urlopen(base + "/stats"))
+with ThreadPoolExecutor(6) as pool:
+    before = stats()
+    on = list(pool.map(lambda i: post(body(i, True)), range(6)))
+    drafted = stats()
+    off = list(pool.map(lambda i: post(body(i, False)), range(6)))
+for i, (a, b) in enumerate(zip(on, off)):
+    assert a["choices"][0]["text"] == b["choices"][0]["text"], (i, a["choices"][0]["text"], b["choices"][0]["text"])
+accepted = drafted["accepted_tokens"] - before.get("accepted_tokens", 0)
+assert accepted > 0 and stats()["verify_steps"] == drafted["verify_steps"], (before, drafted)
+print(f"english.sh: sampled requests: the same text with drafting on and off; {accepted} of "
+      f"{drafted['drafted_tokens']} drafts accepted while drafting")
+PY
+kill $server; wait $server 2>/dev/null || true
+trap - EXIT
 
 gate() {  # gate NAME MAP: build the map and gate it against the BF16 engine with the thresholds
   "$rocket" build "$fuel" --booster host --out "$work/$1" --precision "$2" --force

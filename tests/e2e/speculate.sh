@@ -54,8 +54,12 @@ for i, ((s1, a), (s2, b)) in enumerate(zip(on, off)):
     assert a["choices"][0]["text"] == b["choices"][0]["text"], (i, a, b)
     assert a["usage"] == b["usage"], (i, a["usage"], b["usage"])
 stats = json.load(urllib.request.urlopen(base + "/stats"))
-sched = stats.get("scheduler", stats)
+sched = stats
 assert sched["verify_steps"] > 0 and sched["drafted_tokens"] > 0 and sched["refused_steps"] == 0, sched
+metrics = urllib.request.urlopen(base + "/metrics").read().decode()
+for name, key in (("rocket_spec_verify_steps_total", "verify_steps"), ("rocket_spec_draft_tokens_total", "drafted_tokens")):
+    line = next(l for l in metrics.splitlines() if l.startswith(name))
+    assert float(line.split()[-1]) == sched[key], (line, sched)
 status, err = post(dict(body(0, None), speculative="yes"))
 assert status == 400 and "speculative" in json.dumps(err), (status, err)
 print(f"speculate.sh: server: drafting and plain requests gave the same text; {sched['verify_steps']} verify steps, "
