@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "engine/host/host_batch_engine.h"
 #include "kernels/host/sample.h"
 
 namespace rocket {
@@ -90,6 +91,9 @@ int cmd_speculate_check(HostEngine& e, const SpeculateOptions& o) {
   int64_t drafted = 0, accepted = 0, steps = 0, plain_steps = 0, spec_tokens = 0;
   double spec_s = 0;
   std::vector<int32_t> ids(size_t(k) + 1);
+  HostBatchEngine batch(e);
+  std::vector<SamplingKnobs> greedy(size_t(k) + 1);
+  for (SamplingKnobs& g : greedy) g.temperature = 0;
   auto mismatch = [&](const Stream& st, size_t at, const char* what) {
     std::printf("speculate: FAIL stream %d token %zu: %s (speculative %d, plain %d)\n", int(&st - streams.data()), at,
                 what, st.out[at], st.ref[at]);
@@ -112,8 +116,9 @@ int cmd_speculate_check(HostEngine& e, const SpeculateOptions& o) {
         continue;
       }
       ids[0] = st.out.back();
+      // The calls the server makes (HostBatchEngine: the step contract, each row's pick, accept).
       if (o.oracle < 0) {
-        e.draft(st.slot, ids[0], st.pos, kk, ids.data() + 1);
+        batch.draft(st.slot, ids[0], st.pos, kk, ids.data() + 1);
       } else {
         for (int i = 1; i <= kk; ++i) {
           const int32_t truth = st.ref[st.out.size() - 1 + size_t(i)];
@@ -121,17 +126,17 @@ int cmd_speculate_check(HostEngine& e, const SpeculateOptions& o) {
           ids[size_t(i)] = wrong ? int32_t((truth + 1 + int64_t(rng() % uint64_t(V - 1))) % V) : truth;
         }
       }
-      e.verify(st.slot, ids.data(), kk, st.pos);
-      int a = 0;
-      for (;; ++a) {
-        const float* row = e.logits(a);
-        st.out.push_back(host::argmax(row, V));
+      const int a = batch.verify(st.slot, ids.data(), kk, st.pos, greedy.data());
+      for (int j = 0; j <= a; ++j) {
+        st.out.push_back(batch.tokens()[j]);
         const size_t at = st.out.size() - 1;
         if (st.out[at] != st.ref[at]) return mismatch(st, at, "tokens differ");
-        if (digest(row) != st.ref_logits[at]) return mismatch(st, at, "logits differ");
-        if (a == kk || ids[size_t(a) + 1] != st.out[at]) break;
+        if (digest(batch.logits(j)) != st.ref_logits[at]) return mismatch(st, at, "logits differ");
       }
-      e.accept(a);
+      // Every draft it kept is the pick before it, and the first it did not keep is not.
+      for (int j = 1; j <= a; ++j)
+        if (ids[size_t(j)] != batch.tokens()[j - 1]) return mismatch(st, st.out.size() - size_t(a + 1 - j), "a wrong draft kept");
+      if (a < kk && ids[size_t(a) + 1] == batch.tokens()[a]) return mismatch(st, st.out.size() - 1, "a right draft dropped");
       spec_s += std::chrono::duration<double>(Clock::now() - t0).count();
       st.pos += a + 1;
       drafted += kk, accepted += a, ++steps, spec_tokens += a + 1;
