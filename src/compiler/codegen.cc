@@ -58,6 +58,9 @@ void kernel_table(const Plan& p, Line&& line) {
       line("  " + entry + ",");
     }
     line("};");
+    // Kernels a plan may leave out (dense_gdn_gate: only where GDN's b|a are a launch of their own)
+    // are checked under this name's #ifdef.
+    line(fmt::format("#define ROCKET_KERNEL_{} 1", name));
   }
 }
 

@@ -233,13 +233,6 @@ void build(const BuildOptions& opt) {
   std::optional<Fuel> fuel;
   if (!opt.no_weights) fuel.emplace(Fuel::open(opt.fuel_dir));
   Chemistry chem = fuel ? fuel->chemistry() : chemistry_of_config(opt.fuel_dir);
-  if (opt.booster == "h200" && chem.format == WeightFormat::kFP8) {
-    std::set<std::string> families;  // sorted, so the message is stable
-    for (const TensorSpec& t : fuel_manifest(chem))
-      if (t.precision == Precision::kFP8Block && t.part == Part::kWeight) families.insert(weight_family(t.name));
-    fail("build: the h200 engine has no block-FP8 kernels (it runs bf16 and NVFP4 fuels); {} stores these weight "
-         "families in block FP8: {}", opt.fuel_dir, fmt::join(families, ", "));
-  }
   nlohmann::json precision_gate;
   if (!opt.gate.empty() && opt.precision.empty())
     fail("build: --gate judges a precision map: give the map it passed with --precision");
@@ -253,6 +246,7 @@ void build(const BuildOptions& opt) {
                                   : ("passed the gate of " + opt.gate).c_str());
   }
   check_chat_template(opt.fuel_dir);
+  if (opt.booster == "h200") check_h200_precisions(chem);
   check_drafting(opt, chem);
   const HardwareProfile hw = profile_for(opt);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "cache/geometry.h"
 #include "core/align.h"
@@ -59,7 +61,7 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   // KV page tables on the device, every slot's (bind_pages): a decode row reads its slot's.
   act.add("page_tables", slots * pages_per_stream * 4);
   const tiling::MoeDims moe{c.hidden, c.moe_inter, c.shared_inter, c.experts, c.top_k};
-  const bool nvfp4 = c.precision(Role::kExperts) == Precision::kNVFP4;
+  const Precision experts = c.precision(Role::kExperts), shared = c.precision(Role::kSharedExpert);
   // The token path's MoE (kernels/cuda/moe_piece.cuh): routing, the expert groups, activations and
   // each routed pair's down output for the largest piece.
   act.add("moe_workspace", uint64_t(tiling::moe_piece_workspace(moe, p.prefill_chunk).bytes));
@@ -68,7 +70,7 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
     attn_partial =
         std::max(attn_partial, uint64_t(tiling::attention_tiling(c.heads, c.kv_heads, c.head_dim, b).partial_floats) * 4);
     route = std::max(route, uint64_t(tiling::moe_route_layout(moe, b).ints()) * 4);
-    const tiling::MoeGateUpTiling gate_up = tiling::moe_gate_up_tiling(moe, b, nvfp4);
+    const tiling::MoeGateUpTiling gate_up = tiling::moe_gate_up_tiling(moe, b, experts, shared);
     moe_partial = std::max(moe_partial, uint64_t(gate_up.partial_floats) * 4);
     arrivals = std::max(arrivals, uint64_t(gate_up.arrivals) * 4);
   }
@@ -79,6 +81,19 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   act.add("shared_act", S * c.shared_inter * p.activation_bytes);
   act.add("moe_partial", moe_partial);
   act.add("moe_arrivals", arrivals);
+  // The token path's projections of block-FP8 weights are cuBLAS BF16 GEMMs over a dequantised copy
+  // (kernels/cuda/fp8_dequant.cuh): room for the largest; empty when no projection is FP8.
+  const int64_t q = int64_t(c.heads) * c.head_dim, kv = int64_t(c.kv_heads) * c.head_dim;
+  const std::pair<Role, std::vector<int64_t>> projections[] = {
+      {Role::kAttnProj, {2 * q * c.hidden, kv * c.hidden, q * c.hidden}},
+      {Role::kGdnProj, {int64_t(c.conv_dim()) * c.hidden, int64_t(c.value_dim()) * c.hidden}},
+      {Role::kGdnGate, {int64_t(c.lin_v_heads) * c.hidden}},
+      {Role::kRouter, {int64_t(c.experts) * c.hidden}}};
+  uint64_t dequant = 0;
+  for (const auto& [role, sizes] : projections)
+    if (c.precision(role) == Precision::kFP8Block)
+      for (int64_t n : sizes) dequant = std::max(dequant, uint64_t(n) * 2);
+  act.add("dequant", dequant);
 }
 
 // The host engine's MoE staging: routed rows gathered per expert, their gate, up and down outputs,

@@ -35,17 +35,25 @@ void apply_precision_map(Chemistry& chem, const std::string& spec, const std::st
   for (const TensorSpec& t : fuel_manifest(chem))
     if (t.precision == Precision::kNVFP4 && t.part == Part::kWeight && t.cols % 16 != 0)
       fail("build: {} has {} inputs, not a multiple of 16: it cannot be NVFP4 (one scale per 16)", t.name, t.cols);
-  if (booster == "h200") {
-    std::set<std::string> refused;  // sorted, so the message is stable
-    for (int r = 0; r < int(Role::kCount); ++r) {
-      const Precision p = chem.precision(Role(r));
-      if (p == Precision::kFP8Block || (p == Precision::kNVFP4 && Role(r) != Role::kExperts))
-        refused.insert(fmt::format("{}={}", role_name(Role(r)), precision_name(p)));
-    }
-    if (!refused.empty())
-      fail("build: the h200 engine runs BF16 weights and NVFP4 routed experts; it has no kernels for {}",
-           fmt::join(refused, ", "));
+  if (booster == "h200") check_h200_precisions(chem);
+}
+
+void check_h200_precisions(const Chemistry& chem) {
+  std::set<std::string> refused;  // sorted, so the message is stable
+  for (int r = 0; r < int(Role::kCount); ++r) {
+    const Role role = Role(r);
+    const Precision p = chem.precision(role);
+    const bool fp8_refused = role == Role::kEmbed || role == Role::kSharedExpertGate || role == Role::kLmHead;
+    if ((p == Precision::kFP8Block && fp8_refused) || (p == Precision::kNVFP4 && role != Role::kExperts))
+      refused.insert(fmt::format("{}={}", role_name(role), precision_name(p)));
   }
+  if (!refused.empty())
+    fail("build: the h200 engine runs BF16 weights, block-FP8 projections, router and experts, and NVFP4 routed "
+         "experts; it has no kernels for {}", fmt::join(refused, ", "));
+  // A lane loads 16 weights of a row at a time, and the token path's expert GEMMs step 64 columns.
+  for (const TensorSpec& t : fuel_manifest(chem))
+    if (t.precision == Precision::kFP8Block && t.part == Part::kWeight && t.cols % 64 != 0)
+      fail("build: {} has {} inputs, not a multiple of 64: the h200 kernels cannot run it in block FP8", t.name, t.cols);
 }
 
 std::string precision_map_spec(const Chemistry& chem) {

@@ -17,8 +17,14 @@ namespace rocket {
 // the role, for: an unknown role or precision; a role the fuel does not store in BF16 being changed
 // (only BF16 weights are converted); the embedding (a gather, kept BF16); NVFP4 on a weight whose
 // inner dimension is not a multiple of 16; and, for the h200 booster, a map its kernels do not run
-// (BF16 everywhere, NVFP4 routed experts).
+// (check_h200_precisions).
 void apply_precision_map(Chemistry& chem, const std::string& spec, const std::string& booster);
+
+// Error, naming every role, unless the h200 kernels run `chem`'s precisions: BF16 anywhere; block FP8
+// on the projections, the router, the shared and routed experts (dequantised in registers; the token
+// path's projections from a dequantised copy); NVFP4 on the routed experts. The embedding (a gather),
+// the shared expert's gate (a dot product) and the LM head stay BF16.
+void check_h200_precisions(const Chemistry& chem);
 
 // "experts=nvfp4,attn_proj=fp8": the roles whose precision differs from the format's ("" for none).
 std::string precision_map_spec(const Chemistry& chem);

@@ -208,7 +208,7 @@ bool run(const char* name, const Weights& w, int rows, double copy_gbps, uint64_
     const double gbps = moved / (us * 1e-6) / 1e9;
     std::printf("%-40s B=%-2d rows=%-2d %9.2f us %9.3f MB %6.0f GB/s %5.1f%%  ", label, B, rows, us, moved / 1e6, gbps,
                 100.0 * gbps / copy_gbps);
-    if constexpr (cuda::kDenseForm<K, B, N> == DenseForm::kStream) {
+    if constexpr (cuda::kDenseForm<Precision::kBF16, K, B, N> == DenseForm::kStream) {
       using R = cuda::DenseStreamTraits<K, B, N>;
       std::printf("stream: %d blk x %d+1 warps, ring %d x %d B", R::kBlocks, R::kConsumers, R::kRing, R::kStageBytes);
     } else {
@@ -262,10 +262,10 @@ constexpr int kAuto = -1;
 const char* form_name(DenseForm f) { return f == DenseForm::kStream ? "stream" : "registers"; }
 
 template <int kForm, int K, int B, int... Ns>
-constexpr DenseForm form_of = kForm == kAuto ? cuda::kDenseForm<K, B, Ns...> : DenseForm(kForm);
+constexpr DenseForm form_of = kForm == kAuto ? cuda::kDenseForm<Precision::kBF16, K, B, Ns...> : DenseForm(kForm);
 
 template <int kForm, int K, int B, typename Out, int... Ns>
-void launch_group(const cuda::DenseGroupParams<K, B, Out, Ns...>& p, cudaStream_t s) {
+void launch_group(const cuda::DenseGroupParams<Precision::kBF16, K, B, Out, Ns...>& p, cudaStream_t s) {
   cuda::dense_group_in<form_of<kForm, K, B, Ns...>>(p, 0, s);
 }
 
@@ -277,7 +277,7 @@ double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* c
   const int launches = std::max(kMinTimedLaunches, copies);
   const double ms = check::graph_time_ms([&](cudaStream_t s) {
     for (int i = 0; i < launches; ++i) {
-      cuda::DenseGroupParams<K, B, Out, Ns...> p{.x = x, .rows = B};
+      cuda::DenseGroupParams<Precision::kBF16, K, B, Out, Ns...> p{.x = x, .rows = B};
       for (size_t j = 0; j < ws.size(); ++j) {
         p.w[j] = ws[j].copy(i % ws[j].copies);
         p.y[j] = ys[j];
@@ -294,7 +294,7 @@ double time_group(const std::vector<Weights>& ws, const __nv_bfloat16* x, Out* c
 // the segments' separate dense launches.
 template <int kForm, int K, int B, typename Out, int... Ns>
 bool run_group(const char* name, const std::vector<Weights>& ws, int rows, double copy_gbps, uint64_t seed) {
-  using T = cuda::DenseGroupTraits<K, B, Ns...>;
+  using T = cuda::DenseGroupTraits<Precision::kBF16, K, B, Ns...>;
   constexpr int kS = sizeof...(Ns);
   constexpr int kN[kS] = {Ns...};
   const std::vector<uint16_t> x = random_bf16(size_t(rows) * K, seed);
@@ -303,7 +303,7 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
   const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.ptr);
   std::deque<check::DeviceBuffer<Out>> dy;  // poisoned: NaN everywhere (deque: buffers do not move)
   for (int j = 0; j < kS; ++j) dy.emplace_back(size_t(B) * kN[j]);
-  cuda::DenseGroupParams<K, B, Out, Ns...> p{.x = xp, .rows = rows};
+  cuda::DenseGroupParams<Precision::kBF16, K, B, Out, Ns...> p{.x = xp, .rows = rows};
   for (int j = 0; j < kS; ++j) {
     p.w[j] = ws[j].copy(0);
     p.y[j] = dy[j].ptr;
@@ -327,7 +327,7 @@ bool run_group(const char* name, const std::vector<Weights>& ws, int rows, doubl
   [&]<int... J>(std::integer_sequence<int, J...>) {
     (([&] {
        using S = cuda::DenseTraits<kN[J], K, B>;
-       constexpr DenseForm kSF = cuda::kDenseForm<K, B, kN[J]>;
+       constexpr DenseForm kSF = cuda::kDenseForm<Precision::kBF16, K, B, kN[J]>;
        if constexpr (kSF == kF && (kF == DenseForm::kStream || (S::kWarpsPerTile == T::kWarpsPerTile && S::kG == T::kG))) {
          check::DeviceBuffer<Out> alone(size_t(B) * kN[J]);
          cuda::dense<kN[J], K, B, Out>({.w = ws[J].copy(0), .x = xp, .y = alone.ptr, .rows = rows}, nullptr);
@@ -452,7 +452,7 @@ void pairs() {
     for (int f = 0; f < 3; ++f) {
       const double ms = check::graph_time_ms([&](cudaStream_t s) {
         for (int i = 0; i < kPairs; ++i) {
-          cuda::DenseGroupParams<2048, B, bf16, 8192, 4096, 32, 32> p{.x = xp, .rows = B};
+          cuda::DenseGroupParams<Precision::kBF16, 2048, B, bf16, 8192, 4096, 32, 32> p{.x = xp, .rows = B};
           for (int j = 0; j < 4; ++j) {
             p.w[j] = ws[j].copy(i % 3);
             p.y[j] = ys[j].ptr;

@@ -42,8 +42,4 @@ done
 "$rocket" inspect "$work/engine-bf16" | grep -q "unused      4 mtp tensors under 'mtp.'" \
   || { echo "FAIL inspect does not show the unused MTP tensors"; exit 1; }
 
-if out=$("$rocket" build "$work/fuel-fp8" --booster h200 --out "$work/h200-fp8" --no-weights 2>&1); then
-  echo "FAIL the h200 build accepted a block-FP8 fuel"; exit 1
-fi
-grep -q 'layers\.\*\.mlp\.experts\.\*\.gate_proj\.weight' <<<"$out" || { echo "FAIL refusal without families: $out"; exit 1; }
 echo "PASS layouts"

@@ -31,6 +31,7 @@
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/conv1d.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/fp8_dequant.cuh"
 #include "kernels/cuda/gdn_chunked.cuh"
 #include "kernels/cuda/moe_piece.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
@@ -46,10 +47,21 @@ static_assert(kKvPageTokens % tiling::kGdnChunk == 0, "token path: KV pages must
 
 namespace {
 
-// y[n][N] = x[n][K] · Wᵀ for a bf16 weight of the arena.
-template <typename Out>
-void project(cublasHandle_t h, const bf16* w, int N, int K, const bf16* x, int n, Out* y) {
-  cuda::gemm_rows<Out>(h, w, N, K, x, K, n, y, N);
+// y[n][N] = x[n][K] · Wᵀ for a weight of the arena in precision P: bf16 straight from the arena, block
+// FP8 dequantised first into the plan's `dequant` buffer (fp8_dequant.cuh).
+template <Precision P, typename Out>
+void project(H200Runner& run, const LinearAt& w, int N, int K, const bf16* x, int n, Out* y) {
+  const bf16* weights;
+  if constexpr (P == Precision::kFP8Block) {
+    CHECK(uint64_t(N) * K * 2 <= kBufBytes_dequant, "token path: an FP8 projection larger than the plan's dequant buffer");
+    bf16* copy = run.buf<bf16>(kBuf_dequant);
+    cuda::fp8_dequant(run.arena().at<const uint8_t>(w.weight), run.arena().at<const float>(w.scale), N, K, copy, run.stream());
+    weights = copy;
+  } else {
+    static_assert(P == Precision::kBF16, "token path: projections are bf16 or block FP8");
+    weights = run.arena().at<const bf16>(w.weight);
+  }
+  cuda::gemm_rows<Out>(run.cublas(), weights, N, K, x, K, n, y, N);
 }
 
 }  // namespace
@@ -110,10 +122,10 @@ void Qwen35MoeForward::piece_gdn(int l, std::span<const PieceSegment> segments, 
   const H200Runner::PieceInputs* dev = run_.buf<H200Runner::PieceInputs>(kBuf_piece_inputs);
   const int n = segments.back().row0 + segments.back().n;
   if (kinds & kKindDense) {
-    project(run_.cublas(), weight<bf16>(G.qkv.weight), int(kConvDim), int(kHidden), act_.hn, n, act_.mix);
-    project(run_.cublas(), weight<bf16>(G.z.weight), int(kValueDim), int(kHidden), act_.hn, n, act_.z);
-    project(run_.cublas(), weight<bf16>(G.b.weight), int(kLinVHeads), int(kHidden), act_.hn, n, act_.gdn_b);
-    project(run_.cublas(), weight<bf16>(G.a.weight), int(kLinVHeads), int(kHidden), act_.hn, n, act_.gdn_a);
+    project<kPrecisionGdnProj>(run_, G.qkv, int(kConvDim), int(kHidden), act_.hn, n, act_.mix);
+    project<kPrecisionGdnProj>(run_, G.z, int(kValueDim), int(kHidden), act_.hn, n, act_.z);
+    project<kPrecisionGdnGate>(run_, G.b, int(kLinVHeads), int(kHidden), act_.hn, n, act_.gdn_b);
+    project<kPrecisionGdnGate>(run_, G.a, int(kLinVHeads), int(kHidden), act_.hn, n, act_.gdn_a);
   }
   if (kinds & kKindGdn) {
     const int64_t layer = kKindSlot[l];
@@ -165,7 +177,7 @@ void Qwen35MoeForward::piece_gdn(int l, std::span<const PieceSegment> segments, 
     }
   }
   if (kinds & kKindDense)
-    project(run_.cublas(), weight<bf16>(G.out.weight), int(kHidden), int(kValueDim), act_.core, n, act_.attn_out);
+    project<kPrecisionGdnProj>(run_, G.out, int(kHidden), int(kValueDim), act_.core, n, act_.attn_out);
 }
 
 void Qwen35MoeForward::piece_attention(int l, std::span<const PieceSegment> segments, uint32_t kinds, int decode_rows) {
@@ -173,9 +185,9 @@ void Qwen35MoeForward::piece_attention(int l, std::span<const PieceSegment> segm
   const H200Runner::PieceInputs* dev = run_.buf<H200Runner::PieceInputs>(kBuf_piece_inputs);
   const int n = segments.back().row0 + segments.back().n;
   if (kinds & kKindDense) {
-    project(run_.cublas(), weight<bf16>(A.q.weight), 2 * kQ, int(kHidden), act_.hn, n, act_.mix);
-    project(run_.cublas(), weight<bf16>(A.k.weight), kKV, int(kHidden), act_.hn, n, act_.k);
-    project(run_.cublas(), weight<bf16>(A.v.weight), kKV, int(kHidden), act_.hn, n, act_.v);
+    project<kPrecisionAttnProj>(run_, A.q, 2 * kQ, int(kHidden), act_.hn, n, act_.mix);
+    project<kPrecisionAttnProj>(run_, A.k, kKV, int(kHidden), act_.hn, n, act_.k);
+    project<kPrecisionAttnProj>(run_, A.v, kKV, int(kHidden), act_.hn, n, act_.v);
   }
   if (kinds & kKindAttention) {
     // Decode rows: split-K attention of one row each through its slot's page table, appending its K
@@ -198,28 +210,33 @@ void Qwen35MoeForward::piece_attention(int l, std::span<const PieceSegment> segm
       cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), run_.stream());
     }
   }
-  if (kinds & kKindDense) project(run_.cublas(), weight<bf16>(A.o.weight), int(kHidden), kQ, act_.core, n, act_.attn_out);
+  if (kinds & kKindDense) project<kPrecisionAttnProj>(run_, A.o, int(kHidden), kQ, act_.core, n, act_.attn_out);
 }
 
 void Qwen35MoeForward::piece_moe(int l, int n, uint32_t kinds) {
   if (!(kinds & kKindMoe)) return;
   const LayerAt& L = kLayer[l];
-  project(run_.cublas(), weight<bf16>(L.router.weight), int(kExperts), int(kHidden), act_.hn, n, act_.router);
-  cuda::moe_piece<MoeS, kPrecisionExperts>({.x = act_.hn,
-                                            .logits = act_.router,
-                                            .experts = weight<uint8_t>(L.experts),
-                                            .expert_stride = kExpertStride,
-                                            .expert = kExpert,
-                                            .shared_gate = weight<bf16>(L.shared_gate.weight),
-                                            .shared_up = weight<bf16>(L.shared_up.weight),
-                                            .shared_down = weight<bf16>(L.shared_down.weight),
-                                            .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
-                                            .route_idx = run_.buf<int32_t>(kBuf_route_idx),
-                                            .route_w = run_.buf<float>(kBuf_route_w),
-                                            .workspace = run_.buf<uint8_t>(kBuf_moe_workspace),
-                                            .max_tokens = int(kPrefillChunk),
-                                            .out = act_.moe_out},
-                                           n, run_.stream());
+  project<kPrecisionRouter>(run_, L.router, int(kExperts), int(kHidden), act_.hn, n, act_.router);
+  constexpr bool kSharedFp8 = kPrecisionSharedExpert == Precision::kFP8Block;
+  auto scales = [&](const LinearAt& w) { return kSharedFp8 ? weight<float>(w.scale) : nullptr; };
+  cuda::moe_piece<MoeS, kPrecisionExperts, kPrecisionSharedExpert>({.x = act_.hn,
+                                                                    .logits = act_.router,
+                                                                    .experts = weight<uint8_t>(L.experts),
+                                                                    .expert_stride = kExpertStride,
+                                                                    .expert = kExpert,
+                                                                    .shared_gate = weight<uint8_t>(L.shared_gate.weight),
+                                                                    .shared_up = weight<uint8_t>(L.shared_up.weight),
+                                                                    .shared_down = weight<uint8_t>(L.shared_down.weight),
+                                                                    .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
+                                                                    .route_idx = run_.buf<int32_t>(kBuf_route_idx),
+                                                                    .route_w = run_.buf<float>(kBuf_route_w),
+                                                                    .workspace = run_.buf<uint8_t>(kBuf_moe_workspace),
+                                                                    .max_tokens = int(kPrefillChunk),
+                                                                    .out = act_.moe_out,
+                                                                    .shared_gate_block_scale = scales(L.shared_gate),
+                                                                    .shared_up_block_scale = scales(L.shared_up),
+                                                                    .shared_down_block_scale = scales(L.shared_down)},
+                                                                   n, run_.stream());
 }
 
 // Logits only where they are wanted, kLogitRows rows a pass; with knobs, the last row's pass is the
@@ -228,7 +245,7 @@ void Qwen35MoeForward::piece_lm_head(int n, int first_logit_row, float* logits_t
   const int from = knobs ? std::min(first_logit_row, n - 1) : first_logit_row;
   for (int at = from; at < n; at += int(kLogitRows)) {
     const int rows = std::min(int(kLogitRows), n - at);
-    project(run_.cublas(), weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), act_.hn + int64_t(at) * kHidden, rows, act_.logits);
+    project<kPrecisionLmHead>(run_, kLmHead, int(kVocab), int(kHidden), act_.hn + int64_t(at) * kHidden, rows, act_.logits);
     const int r0 = std::max(first_logit_row, at);
     if (r0 < at + rows)
       CUDA_CHECK(cudaMemcpyAsync(logits_to + int64_t(r0 - first_logit_row) * kVocab, act_.logits + int64_t(r0 - at) * kVocab,
@@ -250,7 +267,7 @@ void Qwen35MoeForward::segments_lm_head(std::span<const PieceSegment> pieces, st
     CUDA_CHECK(cudaMemcpyAsync(rows + int64_t(i) * kHidden, act_.hn + int64_t(g.row0 + g.n - 1) * kHidden, sizeof(bf16) * kHidden,
                                cudaMemcpyDeviceToDevice, run_.stream()));
   }
-  project(run_.cublas(), weight<bf16>(kLmHead.weight), int(kVocab), int(kHidden), rows, S, act_.logits);
+  project<kPrecisionLmHead>(run_, kLmHead, int(kVocab), int(kHidden), rows, S, act_.logits);
   std::vector<const SamplingKnobs*> knobs;
   for (const PrefillSegment& g : segments) knobs.push_back(g.knobs);
   pick_tokens(knobs, 0);

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "engine/h200/forward_shapes.h"
@@ -29,15 +30,21 @@ namespace {
 
 using namespace h200;
 
-// The h200 engine has bf16 dense kernels: every fuel it runs (bf16, ModelOpt NVFP4) keeps the dense
-// roles in bf16, and the compiler refuses other formats for this booster.
-static_assert(kPrecisionEmbed == Precision::kBF16 && kPrecisionLmHead == Precision::kBF16 &&
-                  kPrecisionAttnProj == Precision::kBF16 && kPrecisionGdnProj == Precision::kBF16 &&
-                  kPrecisionGdnGate == Precision::kBF16 && kPrecisionRouter == Precision::kBF16 &&
-                  kPrecisionSharedExpert == Precision::kBF16 && kPrecisionSharedExpertGate == Precision::kBF16,
-              "h200 engine: dense roles must be bf16");
-static_assert(kPrecisionExperts == Precision::kBF16 || kPrecisionExperts == Precision::kNVFP4,
-              "h200 engine: routed experts are bf16 or nvfp4");
+// The precisions the h200 kernels run (compiler/precision_map.cc refuses the others for this booster):
+// projections bf16 or block FP8, routed experts also NVFP4; the embedding (a gather) and the shared
+// expert's gate (a dot product, moe_shared_gate.cuh) bf16.
+constexpr bool dense_precision(Precision p) { return p == Precision::kBF16 || p == Precision::kFP8Block; }
+static_assert(kPrecisionEmbed == Precision::kBF16 && kPrecisionSharedExpertGate == Precision::kBF16,
+              "h200 engine: the embedding and the shared expert's gate are bf16");
+static_assert(dense_precision(kPrecisionLmHead) && dense_precision(kPrecisionAttnProj) && dense_precision(kPrecisionGdnProj) &&
+                  dense_precision(kPrecisionGdnGate) && dense_precision(kPrecisionRouter) &&
+                  dense_precision(kPrecisionSharedExpert),
+              "h200 engine: projections are bf16 or block FP8");
+static_assert(dense_precision(kPrecisionExperts) || kPrecisionExperts == Precision::kNVFP4,
+              "h200 engine: routed experts are bf16, block FP8 or nvfp4");
+// GDN's in_proj b and a ride in qkv|z's launch when they share its precision (-FP8 releases keep them
+// bf16: then they are a launch of their own, the plan's dense_gdn_gate).
+constexpr bool kGdnGateApart = kPrecisionGdnGate != kPrecisionGdnProj;
 static_assert(kBuckets[0] == 1, "prefill pieces need a bucket of 1 to cover any chunk length");
 // The largest bucket-sized prefill piece: the largest bucket below the token path's minimum (a bucket
 // of 64 decodes 64 streams, but a piece of 64 rows takes the token path). The GDN and conv prefill
@@ -56,21 +63,34 @@ static_assert(kBufBytes_hn >= uint64_t(kMaxRows) * kHidden * 2 && kMaxRows >= 8)
 template <size_t I>
 struct KernelsAsPlanned {
   static constexpr int B = kBuckets[I];
-  using GU = cuda::MoeGateUpTraits<MoeS, B, kPrecisionExperts>;
-  using Down = cuda::MoeDownTraits<MoeS, B, kPrecisionExperts>;
-  static_assert(cuda::kDenseTiles<int(kHidden), B, int(kConvDim), int(kValueDim), int(kLinVHeads), int(kLinVHeads)> ==
-                    kKernel_dense_gdn_in[I],
+  using GU = cuda::MoeGateUpTraits<MoeS, B, kPrecisionExperts, kPrecisionSharedExpert>;
+  using Down = cuda::MoeDownTraits<MoeS, B, kPrecisionExperts, kPrecisionSharedExpert>;
+#ifdef ROCKET_KERNEL_dense_gdn_gate
+  static_assert(kGdnGateApart, "the plan launches GDN's b|a apart, this engine's precisions do not");
+  static_assert(cuda::kDenseTiles<kPrecisionGdnProj, int(kHidden), B, int(kConvDim), int(kValueDim)> == kKernel_dense_gdn_in[I],
                 "dense_gdn_in differs from the plan's");
+  static_assert(cuda::kDenseTiles<kPrecisionGdnGate, int(kHidden), B, int(kLinVHeads), int(kLinVHeads)> == kKernel_dense_gdn_gate[I],
+                "dense_gdn_gate differs from the plan's");
+#else
+  static_assert(!kGdnGateApart, "this engine launches GDN's b|a apart, the plan does not");
+  static_assert(cuda::kDenseTiles<kPrecisionGdnProj, int(kHidden), B, int(kConvDim), int(kValueDim), int(kLinVHeads),
+                                  int(kLinVHeads)> == kKernel_dense_gdn_in[I],
+                "dense_gdn_in differs from the plan's");
+#endif
   static_assert(cuda::GdnDecodeTiling<GdnS, B>::kTiles == kKernel_gdn_decode[I], "gdn_decode differs from the plan's");
-  static_assert(cuda::kDenseTiles<int(kValueDim), B, int(kHidden)> == kKernel_dense_gdn_out[I], "dense_gdn_out differs from the plan's");
-  static_assert(cuda::kDenseTiles<int(kHidden), B, 2 * kQ, kKV, kKV> == kKernel_dense_attn_qkv[I], "dense_attn_qkv differs from the plan's");
+  static_assert(cuda::kDenseTiles<kPrecisionGdnProj, int(kValueDim), B, int(kHidden)> == kKernel_dense_gdn_out[I],
+                "dense_gdn_out differs from the plan's");
+  static_assert(cuda::kDenseTiles<kPrecisionAttnProj, int(kHidden), B, 2 * kQ, kKV, kKV> == kKernel_dense_attn_qkv[I],
+                "dense_attn_qkv differs from the plan's");
   static_assert(cuda::AttentionTiles<AttnS, B>::kTiles == kKernel_attention_decode[I], "attention_decode differs from the plan's");
-  static_assert(cuda::kDenseTiles<kQ, B, int(kHidden)> == kKernel_dense_attn_o[I], "dense_attn_o differs from the plan's");
-  static_assert(cuda::kDenseTiles<int(kHidden), B, int(kExperts)> == kKernel_dense_router[I], "dense_router differs from the plan's");
+  static_assert(cuda::kDenseTiles<kPrecisionAttnProj, kQ, B, int(kHidden)> == kKernel_dense_attn_o[I], "dense_attn_o differs from the plan's");
+  static_assert(cuda::kDenseTiles<kPrecisionRouter, int(kHidden), B, int(kExperts)> == kKernel_dense_router[I],
+                "dense_router differs from the plan's");
   static_assert(cuda::MoeDispatchTraits<MoeS, B>::kTiles == kKernel_moe_route[I], "moe_route differs from the plan's");
   static_assert(GU::kTiling.tiles_of() == kKernel_moe_gate_up[I], "moe_gate_up differs from the plan's");
   static_assert(Down::kTiling.tiles_of() == kKernel_moe_down[I], "moe_down differs from the plan's");
-  static_assert(cuda::kDenseTiles<int(kHidden), B, int(kVocab)> == kKernel_dense_lm_head[I], "dense_lm_head differs from the plan's");
+  static_assert(cuda::kDenseTiles<kPrecisionLmHead, int(kHidden), B, int(kVocab)> == kKernel_dense_lm_head[I],
+                "dense_lm_head differs from the plan's");
   static_assert(cuda::kSampleTiles<B, int(kVocab)> == kKernel_sample[I], "sample differs from the plan's");
 
   static_assert(cuda::AttentionTiles<AttnS, B>::kPartialFloats * 4 <= int64_t(kBufBytes_attn_partial) &&
@@ -136,10 +156,21 @@ void Qwen35MoeForward::pick_tokens(std::span<const SamplingKnobs* const> knobs, 
 
 namespace {
 
+// A weight of precision P in the arena, as the dense kernels take it, and its FP8 block scales.
+template <Precision P>
+cuda::DenseWeight<P> dense_weight(const Arena& a, const LinearAt& w) {
+  return a.at<std::remove_pointer_t<cuda::DenseWeight<P>>>(w.weight);
+}
+template <Precision P>
+const float* block_scales(const Arena& a, const LinearAt& w) {
+  return P == Precision::kFP8Block ? a.at<const float>(w.scale) : nullptr;
+}
+
 // x_rows: rows of x the kernel may read (dense.cuh, DenseParams::x_rows); 0: rows.
-template <int N, int K, int B, typename Out>
+template <int N, int K, int B, Precision P, typename Out>
 void project(const Arena& a, const LinearAt& w, const bf16* x, Out* y, int rows, cudaStream_t s, int x_rows = 0) {
-  cuda::dense<N, K, B, Out>({.w = a.at<const bf16>(w.weight), .x = x, .y = y, .rows = rows, .x_rows = x_rows}, s);
+  cuda::dense<N, K, B, Out, P>(
+      {.w = dense_weight<P>(a, w), .x = x, .y = y, .rows = rows, .x_rows = x_rows, .scale = block_scales<P>(a, w)}, s);
 }
 
 }  // namespace
@@ -189,13 +220,34 @@ void Qwen35MoeForward::gdn_layer(int l, uint32_t kinds) {
   const GdnAt& G = kLayer[l].gdn;
   const H200Runner::StepInputs* in = run_.buf<H200Runner::StepInputs>(kBuf_step_inputs);
   if (kinds & kKindDense) {
-    // One launch for the four projections of hn: b and a (2 tiles each) ride in qkv|z's waves.
-    cuda::dense_group<int(kHidden), B, bf16, int(kConvDim), int(kValueDim), int(kLinVHeads), int(kLinVHeads)>(
-        {.w = {weight<bf16>(G.qkv.weight), weight<bf16>(G.z.weight), weight<bf16>(G.b.weight), weight<bf16>(G.a.weight)},
-         .x = act_.hn,
-         .y = {act_.mix, act_.z, act_.gdn_b, act_.gdn_a},
-         .rows = B},
-        run_.stream());
+    // One launch for the four projections of hn: b and a (2 tiles each) ride in qkv|z's waves, unless
+    // their precision differs.
+    constexpr Precision P = kPrecisionGdnProj, PG = kPrecisionGdnGate;
+    const Arena& a = run_.arena();
+    if constexpr (!kGdnGateApart) {
+      cuda::dense_group<P, int(kHidden), B, bf16, int(kConvDim), int(kValueDim), int(kLinVHeads), int(kLinVHeads)>(
+          {.w = {dense_weight<P>(a, G.qkv), dense_weight<P>(a, G.z), dense_weight<P>(a, G.b), dense_weight<P>(a, G.a)},
+           .x = act_.hn,
+           .y = {act_.mix, act_.z, act_.gdn_b, act_.gdn_a},
+           .rows = B,
+           .scale = {block_scales<P>(a, G.qkv), block_scales<P>(a, G.z), block_scales<P>(a, G.b), block_scales<P>(a, G.a)}},
+          run_.stream());
+    } else {
+      cuda::dense_group<P, int(kHidden), B, bf16, int(kConvDim), int(kValueDim)>(
+          {.w = {dense_weight<P>(a, G.qkv), dense_weight<P>(a, G.z)},
+           .x = act_.hn,
+           .y = {act_.mix, act_.z},
+           .rows = B,
+           .scale = {block_scales<P>(a, G.qkv), block_scales<P>(a, G.z)}},
+          run_.stream());
+      cuda::dense_group<PG, int(kHidden), B, bf16, int(kLinVHeads), int(kLinVHeads)>(
+          {.w = {dense_weight<PG>(a, G.b), dense_weight<PG>(a, G.a)},
+           .x = act_.hn,
+           .y = {act_.gdn_b, act_.gdn_a},
+           .rows = B,
+           .scale = {block_scales<PG>(a, G.b), block_scales<PG>(a, G.a)}},
+          run_.stream());
+    }
   }
   run_.mark(StepGroup::kDense);
   if (kinds & kKindGdn) {
@@ -210,7 +262,8 @@ void Qwen35MoeForward::gdn_layer(int l, uint32_t kinds) {
     }
   }
   run_.mark(StepGroup::kGdn);
-  if (kinds & kKindDense) project<int(kHidden), int(kValueDim), B>(run_.arena(), G.out, act_.core, act_.attn_out, B, run_.stream());
+  if (kinds & kKindDense)
+    project<int(kHidden), int(kValueDim), B, kPrecisionGdnProj>(run_.arena(), G.out, act_.core, act_.attn_out, B, run_.stream());
   run_.mark(StepGroup::kDense);
 }
 
@@ -221,11 +274,14 @@ void Qwen35MoeForward::attention_layer(int l, uint32_t kinds, int slot) {
   if (kinds & kKindDense) {
     // One launch for q|gate (into mix: per head, query [hd] then gate [hd]), k and v (k and v are 32 tiles
     // each: latency bound on their own).
-    cuda::dense_group<int(kHidden), B, bf16, 2 * kQ, kKV, kKV>(
-        {.w = {weight<bf16>(A.q.weight), weight<bf16>(A.k.weight), weight<bf16>(A.v.weight)},
+    constexpr Precision P = kPrecisionAttnProj;
+    const Arena& a = run_.arena();
+    cuda::dense_group<P, int(kHidden), B, bf16, 2 * kQ, kKV, kKV>(
+        {.w = {dense_weight<P>(a, A.q), dense_weight<P>(a, A.k), dense_weight<P>(a, A.v)},
          .x = act_.hn,
          .y = {act_.mix, act_.k, act_.v},
-         .rows = B},
+         .rows = B,
+         .scale = {block_scales<P>(a, A.q), block_scales<P>(a, A.k), block_scales<P>(a, A.v)}},
         run_.stream());
   }
   run_.mark(StepGroup::kDense);
@@ -236,7 +292,7 @@ void Qwen35MoeForward::attention_layer(int l, uint32_t kinds, int slot) {
     else cuda::attention_decode<AttnS, B>(p, run_.stream());
   }
   run_.mark(StepGroup::kAttention);
-  if (kinds & kKindDense) project<int(kHidden), kQ, B>(run_.arena(), A.o, act_.core, act_.attn_out, B, run_.stream());
+  if (kinds & kKindDense) project<int(kHidden), kQ, B, kPrecisionAttnProj>(run_.arena(), A.o, act_.core, act_.attn_out, B, run_.stream());
   run_.mark(StepGroup::kDense);
 }
 
@@ -248,33 +304,38 @@ void Qwen35MoeForward::moe_block(int l, uint32_t kinds) {
   float* w = run_.buf<float>(kBuf_route_w);
   auto* route = run_.buf<cuda::MoeRoute<MoeS, B>>(kBuf_moe_route);
   const uint8_t* experts = weight<uint8_t>(L.experts);
-  project<int(kExperts), int(kHidden), B, float>(run_.arena(), L.router, act_.hn, act_.router, B, run_.stream());
+  constexpr Precision PS = kPrecisionSharedExpert;
+  const Arena& a = run_.arena();
+  project<int(kExperts), int(kHidden), B, kPrecisionRouter, float>(a, L.router, act_.hn, act_.router, B, run_.stream());
   cuda::moe_route<MoeS, B>({.logits = act_.router, .idx = idx, .weight = w, .route = route}, run_.stream());
-  cuda::moe_gate_up<MoeS, B, kPrecisionExperts>({.x = act_.hn,
-                                                 .route = route,
-                                                 .experts = experts,
-                                                 .expert_stride = kExpertStride,
-                                                 .expert = kExpert,
-                                                 .shared_gate = weight<bf16>(L.shared_gate.weight),
-                                                 .shared_up = weight<bf16>(L.shared_up.weight),
-                                                 .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
-                                                 .act = run_.buf<bf16>(kBuf_moe_act),
-                                                 .shared_act = run_.buf<bf16>(kBuf_shared_act),
-                                                 .shared_scale = run_.buf<float>(kBuf_shared_scale),
-                                                 .partial = run_.buf<float>(kBuf_moe_partial),
-                                                 .arrivals = run_.buf<int>(kBuf_moe_arrivals)},
-                                                run_.stream());
-  cuda::moe_down<MoeS, B, kPrecisionExperts>({.route = route,
-                                              .route_weight = w,
-                                              .experts = experts,
-                                              .expert_stride = kExpertStride,
-                                              .expert = kExpert,
-                                              .shared_down = weight<bf16>(L.shared_down.weight),
-                                              .act = run_.buf<bf16>(kBuf_moe_act),
-                                              .shared_act = run_.buf<bf16>(kBuf_shared_act),
-                                              .shared_scale = run_.buf<float>(kBuf_shared_scale),
-                                              .out = act_.moe_out},
-                                             run_.stream());
+  cuda::moe_gate_up<MoeS, B, kPrecisionExperts, PS>({.x = act_.hn,
+                                                     .route = route,
+                                                     .experts = experts,
+                                                     .expert_stride = kExpertStride,
+                                                     .expert = kExpert,
+                                                     .shared_gate = weight<uint8_t>(L.shared_gate.weight),
+                                                     .shared_up = weight<uint8_t>(L.shared_up.weight),
+                                                     .shared_expert_gate = weight<bf16>(L.shared_expert_gate.weight),
+                                                     .act = run_.buf<bf16>(kBuf_moe_act),
+                                                     .shared_act = run_.buf<bf16>(kBuf_shared_act),
+                                                     .shared_scale = run_.buf<float>(kBuf_shared_scale),
+                                                     .partial = run_.buf<float>(kBuf_moe_partial),
+                                                     .arrivals = run_.buf<int>(kBuf_moe_arrivals),
+                                                     .shared_gate_block_scale = block_scales<PS>(a, L.shared_gate),
+                                                     .shared_up_block_scale = block_scales<PS>(a, L.shared_up)},
+                                                    run_.stream());
+  cuda::moe_down<MoeS, B, kPrecisionExperts, PS>({.route = route,
+                                                  .route_weight = w,
+                                                  .experts = experts,
+                                                  .expert_stride = kExpertStride,
+                                                  .expert = kExpert,
+                                                  .shared_down = weight<uint8_t>(L.shared_down.weight),
+                                                  .act = run_.buf<bf16>(kBuf_moe_act),
+                                                  .shared_act = run_.buf<bf16>(kBuf_shared_act),
+                                                  .shared_scale = run_.buf<float>(kBuf_shared_scale),
+                                                  .out = act_.moe_out,
+                                                  .shared_down_block_scale = block_scales<PS>(a, L.shared_down)},
+                                                 run_.stream());
 }
 
 template <int B>
@@ -285,7 +346,7 @@ void Qwen35MoeForward::decode_step(uint32_t kinds, int logits_row) {
   // Every mma column reads a row of hn (its kMaxRows rows are all readable; the extra products are
   // discarded): faster below 8 live rows (dense.cuh, DenseParams::x_rows).
   if (kinds & kKindLmHead)
-    project<int(kVocab), int(kHidden), B, float>(run_.arena(), kLmHead, act_.hn, logits, B, run_.stream(), int(kMaxRows));
+    project<int(kVocab), int(kHidden), B, kPrecisionLmHead, float>(run_.arena(), kLmHead, act_.hn, logits, B, run_.stream(), int(kMaxRows));
   run_.mark(StepGroup::kLmHead);
   if (kinds & kKindSampling)
     cuda::sample<B, int(kVocab)>({.logits = logits,
@@ -303,7 +364,7 @@ template <int B>
 void Qwen35MoeForward::prefill_step(int slot, bool logits) {
   enqueue_layers<B, true>(kKindAll, slot);
   if (logits)
-    project<int(kVocab), int(kHidden), B, float>(run_.arena(), kLmHead, act_.hn, act_.logits, B, run_.stream());
+    project<int(kVocab), int(kHidden), B, kPrecisionLmHead, float>(run_.arena(), kLmHead, act_.hn, act_.logits, B, run_.stream());
 }
 
 }  // namespace rocket

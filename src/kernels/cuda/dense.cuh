@@ -1,8 +1,9 @@
 // Dense projection on the H200: y[b][n] = sum_k W[n][k] x[b][k] for the `rows` token rows of one
-// bucket, every bf16 projection of the residual stream but the experts' (attention q/k/v/o, GDN in/out
-// projections, router, LM head; the shared expert runs in moe_experts.cuh). W is bf16 row-major
-// [N][K] (HF layout), x bf16 [rows][K], y [rows][N] in bf16 or fp32 (router and LM-head logits); fp32
-// accumulation on the tensor cores (weight_tile.cuh).
+// bucket, every projection of the residual stream but the experts' (attention q/k/v/o, GDN in/out
+// projections, router, LM head; the shared expert runs in moe_experts.cuh). W is row-major [N][K] (HF
+// layout) in precision P: bf16, or block FP8 (e4m3 with one fp32 scale per 128 x 128 block, as `-FP8`
+// releases store it) dequantised in registers; x bf16 [rows][K], y [rows][N] in bf16 or fp32 (router
+// and LM-head logits); fp32 accumulation on the tensor cores (weight_tile.cuh).
 //
 // Decode is weight-streaming bound, so the kernel is shaped around keeping HBM busy: a warp owns one
 // 16-row weight tile over one K part (kG stages, up to 8 16-byte loads per lane issued before any math,
@@ -16,7 +17,7 @@
 // b, a; attention k, v) rides in the waves of the big ones instead of paying a launch latency of its
 // own. A single projection is the group of one: both kernels share one body.
 //
-// Two forms, chosen at compile time from the shape (DenseStreamTraits::kChosen):
+// Two forms, chosen at compile time from the shape (DenseStreamTraits::kChosen; bf16 weights only):
 //   registers  the form above: every block loads its tiles' weights into registers, computes, leaves.
 //   stream     one persistent block per SM: a producer warp copies 16-row weight chunks (16 rows x
 //              kChunkK columns, one bulk copy per row) into a ring of shared-memory stages and refills
@@ -60,9 +61,13 @@
 
 namespace rocket::cuda {
 
-template <int N, int K, int B, typename Out>
+// A weight matrix's pointer: bf16 elements, or the e4m3 bytes of a block-FP8 one.
+template <Precision P>
+using DenseWeight = std::conditional_t<P == Precision::kBF16, const __nv_bfloat16*, const uint8_t*>;
+
+template <int N, int K, int B, typename Out, Precision P = Precision::kBF16>
 struct DenseParams {
-  const __nv_bfloat16* w = nullptr;  // [N][K], readable for DenseTraits::kWeightReadBytes
+  DenseWeight<P> w = nullptr;        // [N][K], readable for DenseTraits::kWeightReadBytes
   const __nv_bfloat16* x = nullptr;  // [rows][K]
   Out* y = nullptr;                  // [rows][N]
   int rows = 0;                      // 1 <= rows <= B; rows past it are not written
@@ -70,13 +75,14 @@ struct DenseParams {
   // group's 8 mma columns read its own row of x (results discarded) measured faster for the LM head
   // at bucket 1 (h200-kernels.md: one live row 74% DRAM throughput, eight 90%; cause not known).
   int x_rows = 0;
+  const float* scale = nullptr;  // FP8: [ceil(N / 128)][ceil(K / 128)] block scales
 };
 
 // Every launch choice, from the shape's tiling (kernels/tiling/dense.h), which the plan records.
-template <int N, int K, int B>
+template <int N, int K, int B, Precision P = Precision::kBF16>
 struct DenseTraits {
-  using W = WeightTileTraits<Precision::kBF16>;
-  static constexpr tiling::DenseTiling kTiling = tiling::dense_registers(N, K, B, kBooster);
+  using W = WeightTileTraits<P>;
+  static constexpr tiling::DenseTiling kTiling = tiling::dense_registers(N, K, B, kBooster, P);
   static constexpr int kStages = kTiling.stages;
   static constexpr int kG = kTiling.g;
   static constexpr int kParts = kTiling.parts;
@@ -103,17 +109,18 @@ struct DenseTraits {
 // weight w[s] [Ns_s][K] and output y[s] [rows][Ns_s] (GDN in_proj qkv|z|b|a, attention q|k|v). Tiles
 // are numbered segment after segment and the launch geometry is that of one matrix with all of them,
 // so a small segment rides in the same wave as the big ones instead of paying a launch of its own.
-template <int K, int B, typename Out, int... Ns>
+template <Precision P, int K, int B, typename Out, int... Ns>
 struct DenseGroupParams {
   static constexpr int kSegments = sizeof...(Ns);
-  const __nv_bfloat16* w[kSegments] = {};  // segment s readable for DenseGroupTraits::kSegmentReadBytes<s>
+  DenseWeight<P> w[kSegments] = {};        // segment s readable for DenseGroupTraits::kSegmentReadBytes<s>
   const __nv_bfloat16* x = nullptr;        // [rows][K]
   Out* y[kSegments] = {};                  // segment s: [rows][Ns_s]
   int rows = 0;                            // 1 <= rows <= B
+  const float* scale[kSegments] = {};      // FP8: segment s's block scales
 };
 
-template <int K, int B, int... Ns>
-struct DenseGroupTraits : DenseTraits<16 * (0 + ... + ((Ns + 15) / 16)), K, B> {
+template <Precision P, int K, int B, int... Ns>
+struct DenseGroupTraits : DenseTraits<16 * (0 + ... + ((Ns + 15) / 16)), K, B, P> {
   static constexpr int kSegments = sizeof...(Ns);
   static constexpr bool kWholeTiles = ((Ns % 16 == 0) && ...);  // no segment has a partial last tile
 
@@ -134,7 +141,7 @@ struct DenseGroupTraits : DenseTraits<16 * (0 + ... + ((Ns + 15) / 16)), K, B> {
   template <int S>
   static constexpr int kTileBegin = tile_begin(S);  // first tile of segment S in the launch's numbering
   template <int S>
-  static constexpr uint64_t kSegmentReadBytes = uint64_t((n_of(S) + 15) / 16) * 16 * K * 2;
+  static constexpr uint64_t kSegmentReadBytes = uint64_t((n_of(S) + 15) / 16) * 16 * tiling::row_bytes(P, K);
 
   static_assert(kSegments >= 1 && ((Ns >= 1) && ...), "dense group: empty segment");
 };
@@ -196,21 +203,25 @@ __device__ __forceinline__ void store_fragment(Out* y, int n_cols, int rows, int
 // Where tile `tile` of a group launch lives: the last segment that begins at or before it, and the
 // tile's number inside that segment. w_seg and y_seg are the kernel parameter's arrays, indexed only
 // with constants (a single projection, the group of one, folds to constants).
-template <typename Out>
+template <Precision P, typename Out>
 struct SegmentTile {
-  const __nv_bfloat16* w;  // the segment's weights
-  Out* y;                  // the segment's output
-  int n_cols;              // the segment's N
-  int tile;                // the tile inside the segment
+  DenseWeight<P> w;    // the segment's weights
+  Out* y;              // the segment's output
+  int n_cols;          // the segment's N
+  int tile;            // the tile inside the segment
+  const float* scale;  // FP8: the segment's block scales
 };
 
-template <int K, int B, typename Out, int... Ns>
-__device__ __forceinline__ SegmentTile<Out> segment_tile(const __nv_bfloat16* const (&w_seg)[sizeof...(Ns)],
-                                                         Out* const (&y_seg)[sizeof...(Ns)], int tile) {
-  using T = DenseGroupTraits<K, B, Ns...>;
-  SegmentTile<Out> at{w_seg[0], y_seg[0], T::template kN<0>, tile};
+template <Precision P, int K, int B, typename Out, int... Ns>
+__device__ __forceinline__ SegmentTile<P, Out> segment_tile(const DenseWeight<P> (&w_seg)[sizeof...(Ns)],
+                                                            Out* const (&y_seg)[sizeof...(Ns)],
+                                                            const float* const (&s_seg)[sizeof...(Ns)], int tile) {
+  using T = DenseGroupTraits<P, K, B, Ns...>;
+  SegmentTile<P, Out> at{w_seg[0], y_seg[0], T::template kN<0>, tile, s_seg[0]};
   [&]<int... S>(std::integer_sequence<int, S...>) {
-    ((tile >= T::template kTileBegin<S> ? (at = {w_seg[S], y_seg[S], T::template kN<S>, tile - T::template kTileBegin<S>}, 0) : 0),
+    ((tile >= T::template kTileBegin<S>
+          ? (at = {w_seg[S], y_seg[S], T::template kN<S>, tile - T::template kTileBegin<S>, s_seg[S]}, 0)
+          : 0),
      ...);
   }(std::make_integer_sequence<int, int(sizeof...(Ns))>{});
   return at;
@@ -219,11 +230,11 @@ __device__ __forceinline__ SegmentTile<Out> segment_tile(const __nv_bfloat16* co
 // The whole kernel for a group of segments (a single projection is a group of one: every segment
 // lookup below then folds to constants). w_seg and y_seg are the kernel parameter's arrays, indexed
 // only with constants.
-template <int K, int B, typename Out, int... Ns>
-__device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[sizeof...(Ns)],
-                                            Out* const (&y_seg)[sizeof...(Ns)], const __nv_bfloat16* x, int rows,
+template <Precision P, int K, int B, typename Out, int... Ns>
+__device__ __forceinline__ void dense_tiles(const DenseWeight<P> (&w_seg)[sizeof...(Ns)], Out* const (&y_seg)[sizeof...(Ns)],
+                                            const float* const (&s_seg)[sizeof...(Ns)], const __nv_bfloat16* x, int rows,
                                             int x_rows) {
-  using T = DenseGroupTraits<K, B, Ns...>;
+  using T = DenseGroupTraits<P, K, B, Ns...>;
   using W = typename T::W;
   extern __shared__ float4 red[];  // [kWarps][kRowGroups][32]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -232,16 +243,17 @@ __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[
   const bool has_tile = tile < T::kTiles;  // only the last block can hold fewer tiles
   const int row_groups = (rows + 7) / 8;
 
-  const SegmentTile<Out> seg = segment_tile<K, B, Out, Ns...>(w_seg, y_seg, tile);
+  const SegmentTile<P, Out> seg = segment_tile<P, K, B, Out, Ns...>(w_seg, y_seg, s_seg, tile);
   Out* const y = seg.y;
   const int n_cols = seg.n_cols, seg_tile = seg.tile;
   const uint8_t* w = reinterpret_cast<const uint8_t*>(seg.w) + size_t(seg_tile) * 16 * W::template kRowBytes<K>;
+  const uint8_t* scale = W::kFp8 ? reinterpret_cast<const uint8_t*>(seg.scale) + W::template scale_at<K>(seg_tile * 16) : nullptr;
 
   // The first round's weights go into registers while the kernel before this one finishes (weights
   // are never written during a step): the chain's wait then costs no weight bandwidth.
   const auto round_k = [&](int r) { return (r * T::kWarpsPerTile + part0) * T::kG * W::kStageK; };
-  TileStages<Precision::kBF16, T::kG> st[1];
-  if (has_tile) load_tile_stages<Precision::kBF16, K, T::kG>(st[0], w, nullptr, round_k(0), lane);
+  TileStages<P, T::kG> st[1];
+  if (has_tile) load_tile_stages<P, K, T::kG>(st[0], w, scale, round_k(0), lane);
   enter_chain();
 
   float acc[T::kRowGroups][1][4] = {};
@@ -249,14 +261,14 @@ __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[
 #pragma unroll 1
     for (int r = 0; r < T::kRounds; ++r) {
       const int k_begin = round_k(r);
-      if (r > 0) load_tile_stages<Precision::kBF16, K, T::kG>(st[0], w, nullptr, k_begin, lane);
+      if (r > 0) load_tile_stages<P, K, T::kG>(st[0], w, scale, k_begin, lane);
       // The same weight registers serve every group of 8 token rows; a lane's B column is token
       // rg * 8 + g, clamped so rows past `x_rows` are never read (products past `rows` are discarded).
 #pragma unroll
       for (int rg = 0; rg < T::kRowGroups; ++rg) {
         if (rg < row_groups) {
           const int b = min(rg * 8 + (lane >> 2), x_rows - 1);
-          mma_tile_stages<Precision::kBF16, K, T::kG, 1>(st, x + size_t(b) * K, k_begin, lane, acc[rg]);
+          mma_tile_stages<P, K, T::kG, 1>(st, x + size_t(b) * K, k_begin, lane, acc[rg]);
         }
       }
     }
@@ -296,9 +308,9 @@ __device__ __forceinline__ void dense_tiles(const __nv_bfloat16* const (&w_seg)[
 }
 
 template <int K, int B, typename Out, int... Ns>
-__device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, Ns...>& p, int x_rows) {
+__device__ __forceinline__ void stream_tiles(const DenseGroupParams<Precision::kBF16, K, B, Out, Ns...>& p, int x_rows) {
   using T = DenseStreamTraits<K, B, Ns...>;
-  using G = DenseGroupTraits<K, B, Ns...>;
+  using G = DenseGroupTraits<Precision::kBF16, K, B, Ns...>;
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* ring = smem;
   uint8_t* xs = smem + T::kRing * T::kStageBytes;
@@ -322,7 +334,8 @@ __device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, N
     // Producer. Chunk i of this block: tile blockIdx.x + (i / kChunks) * gridDim.x, chunk i % kChunks.
     const auto issue = [&](int i) {
       const int s = i % T::kRing;
-      const SegmentTile<Out> seg = segment_tile<K, B, Out, Ns...>(p.w, p.y, int(blockIdx.x) + (i / T::kChunks) * int(gridDim.x));
+      const SegmentTile<Precision::kBF16, Out> seg =
+          segment_tile<Precision::kBF16, K, B, Out, Ns...>(p.w, p.y, p.scale, int(blockIdx.x) + (i / T::kChunks) * int(gridDim.x));
       const uint8_t* src = reinterpret_cast<const uint8_t*>(seg.w) + (size_t(seg.tile) * 16 * K + (i % T::kChunks) * T::kChunkK) * 2;
       if (lane == 0) mbarrier_arrive_expect_tx(&full[s], 16 * T::kRowBytes);
       __syncwarp();
@@ -382,7 +395,8 @@ __device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, N
     for (int rg = 0; rg < T::kRowGroups; ++rg)
       if (rg < row_groups) mine[(warp * T::kRowGroups + rg) * 32 + lane] = make_float4(acc[rg][0], acc[rg][1], acc[rg][2], acc[rg][3]);
     named_barrier(1, T::kConsumers * 32);
-    const SegmentTile<Out> seg = segment_tile<K, B, Out, Ns...>(p.w, p.y, int(blockIdx.x) + j * int(gridDim.x));
+    const SegmentTile<Precision::kBF16, Out> seg =
+        segment_tile<Precision::kBF16, K, B, Out, Ns...>(p.w, p.y, p.scale, int(blockIdx.x) + j * int(gridDim.x));
     for (int rg = warp; rg < row_groups; rg += T::kConsumers) {
       float4 sum = mine[rg * 32 + lane];
       for (int q = 1; q < T::kConsumers; ++q) {
@@ -396,23 +410,24 @@ __device__ __forceinline__ void stream_tiles(const DenseGroupParams<K, B, Out, N
 
 }  // namespace dense_detail
 
-template <int N, int K, int B, typename Out>
-__global__ void __launch_bounds__(DenseTraits<N, K, B>::kThreads, DenseTraits<N, K, B>::kMinBlocks)
-    dense_kernel(const __grid_constant__ DenseParams<N, K, B, Out> p) {
-  const __nv_bfloat16* const w[1] = {p.w};
+template <int N, int K, int B, typename Out, Precision P>
+__global__ void __launch_bounds__(DenseTraits<N, K, B, P>::kThreads, DenseTraits<N, K, B, P>::kMinBlocks)
+    dense_kernel(const __grid_constant__ DenseParams<N, K, B, Out, P> p) {
+  const DenseWeight<P> w[1] = {p.w};
   Out* const y[1] = {p.y};
-  dense_detail::dense_tiles<K, B, Out, N>(w, y, p.x, p.rows, p.x_rows > p.rows ? p.x_rows : p.rows);
+  const float* const scale[1] = {p.scale};
+  dense_detail::dense_tiles<P, K, B, Out, N>(w, y, scale, p.x, p.rows, p.x_rows > p.rows ? p.x_rows : p.rows);
 }
 
-template <int K, int B, typename Out, int... Ns>
-__global__ void __launch_bounds__(DenseGroupTraits<K, B, Ns...>::kThreads, DenseGroupTraits<K, B, Ns...>::kMinBlocks)
-    dense_group_kernel(const __grid_constant__ DenseGroupParams<K, B, Out, Ns...> p) {
-  dense_detail::dense_tiles<K, B, Out, Ns...>(p.w, p.y, p.x, p.rows, p.rows);
+template <Precision P, int K, int B, typename Out, int... Ns>
+__global__ void __launch_bounds__(DenseGroupTraits<P, K, B, Ns...>::kThreads, DenseGroupTraits<P, K, B, Ns...>::kMinBlocks)
+    dense_group_kernel(const __grid_constant__ DenseGroupParams<P, K, B, Out, Ns...> p) {
+  dense_detail::dense_tiles<P, K, B, Out, Ns...>(p.w, p.y, p.scale, p.x, p.rows, p.rows);
 }
 
 template <int K, int B, typename Out, int... Ns>
 __global__ void __launch_bounds__(DenseStreamTraits<K, B, Ns...>::kThreads, 1)
-    dense_stream_kernel(const __grid_constant__ DenseGroupParams<K, B, Out, Ns...> p, int x_rows) {
+    dense_stream_kernel(const __grid_constant__ DenseGroupParams<Precision::kBF16, K, B, Out, Ns...> p, int x_rows) {
   dense_detail::stream_tiles<K, B, Out, Ns...>(p, x_rows);
 }
 
@@ -421,57 +436,63 @@ __global__ void __launch_bounds__(DenseStreamTraits<K, B, Ns...>::kThreads, 1)
 
 enum class DenseForm { kRegisters, kStream };
 
-template <int K, int B, int... Ns>
-constexpr DenseForm kDenseForm = DenseStreamTraits<K, B, Ns...>::kChosen ? DenseForm::kStream : DenseForm::kRegisters;
+// The stream form runs bf16 weights only.
+template <Precision P, int K, int B, int... Ns>
+constexpr DenseForm kDenseForm =
+    P == Precision::kBF16 && DenseStreamTraits<K, B, Ns...>::kChosen ? DenseForm::kStream : DenseForm::kRegisters;
 
 // The launch dense / dense_group make for these shapes, as the plan records it.
-template <int K, int B, int... Ns>
-constexpr tiling::KernelTiles kDenseTiles = kDenseForm<K, B, Ns...> == DenseForm::kStream
+template <Precision P, int K, int B, int... Ns>
+constexpr tiling::KernelTiles kDenseTiles = kDenseForm<P, K, B, Ns...> == DenseForm::kStream
                                                 ? DenseStreamTraits<K, B, Ns...>::kTiling.tiles_of()
-                                                : DenseGroupTraits<K, B, Ns...>::kTiling.tiles_of();
+                                                : DenseGroupTraits<P, K, B, Ns...>::kTiling.tiles_of();
 
 // A group launch in form F (dense_group takes the shape's form; the check compares both). x_rows as
 // DenseParams::x_rows (stream form only: the register group reads `rows` rows of x).
-template <DenseForm F, int K, int B, typename Out, int... Ns>
-void dense_group_in(const DenseGroupParams<K, B, Out, Ns...>& p, int x_rows, cudaStream_t stream) {
+template <DenseForm F, Precision P, int K, int B, typename Out, int... Ns>
+void dense_group_in(const DenseGroupParams<P, K, B, Out, Ns...>& p, int x_rows, cudaStream_t stream) {
   CHECK(p.rows >= 1 && p.rows <= B, "dense group: rows outside [1, B]");
   CHECK(x_rows >= 0, "dense: negative x_rows");
   if constexpr (F == DenseForm::kStream) {
+    static_assert(P == Precision::kBF16, "dense stream: bf16 weights only");
     using T = DenseStreamTraits<K, B, Ns...>;
     static_assert(T::kFits, "dense stream: x and three ring stages do not fit in shared memory");
     raise_smem_limit_once<dense_stream_kernel<K, B, Out, Ns...>>(T::kSmemBytes);
     launch_dependent(dense_stream_kernel<K, B, Out, Ns...>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p, x_rows);
   } else {
-    using T = DenseGroupTraits<K, B, Ns...>;
-    raise_smem_limit_once<dense_group_kernel<K, B, Out, Ns...>>(T::kSmemBytes);
-    launch_dependent(dense_group_kernel<K, B, Out, Ns...>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
+    using T = DenseGroupTraits<P, K, B, Ns...>;
+    raise_smem_limit_once<dense_group_kernel<P, K, B, Out, Ns...>>(T::kSmemBytes);
+    launch_dependent(dense_group_kernel<P, K, B, Out, Ns...>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
   }
 }
 
-// REQUIRES: device pointers; w, x 16-byte aligned; x readable for max(rows, x_rows) rows; w readable
+// REQUIRES: device pointers; w, x 16-byte aligned (FP8: scale covers the matrix's blocks); x readable for max(rows, x_rows) rows; w readable
 // for DenseTraits::kWeightReadBytes (the plan's 64 KiB weight alignment covers a partial last tile
 // whenever that fits in the weight's 64 KiB units, e.g. shared_expert_gate 1x2048: 64 KiB); y does not
 // alias w or x. The first call per instantiation sets the kernel's shared-memory limit, so make it
 // before any graph capture (as every launcher of this directory does).
-template <int N, int K, int B, typename Out>
-void dense(const DenseParams<N, K, B, Out>& p, cudaStream_t stream) {
-  if constexpr (kDenseForm<K, B, N> == DenseForm::kStream) {
-    dense_group_in<DenseForm::kStream>(DenseGroupParams<K, B, Out, N>{.w = {p.w}, .x = p.x, .y = {p.y}, .rows = p.rows}, p.x_rows,
-                                       stream);
+template <int N, int K, int B, typename Out, Precision P = Precision::kBF16>
+void dense(const DenseParams<N, K, B, Out, P>& p, cudaStream_t stream) {
+  CHECK(P != Precision::kFP8Block || p.scale != nullptr, "dense: an FP8 weight without its block scales");
+  if constexpr (kDenseForm<P, K, B, N> == DenseForm::kStream) {
+    dense_group_in<DenseForm::kStream>(DenseGroupParams<P, K, B, Out, N>{.w = {p.w}, .x = p.x, .y = {p.y}, .rows = p.rows},
+                                       p.x_rows, stream);
   } else {
-    using T = DenseTraits<N, K, B>;
+    using T = DenseTraits<N, K, B, P>;
     CHECK(p.rows >= 1 && p.rows <= B, "dense: rows outside [1, B]");
     CHECK(p.x_rows >= 0, "dense: negative x_rows");
-    raise_smem_limit_once<dense_kernel<N, K, B, Out>>(T::kSmemBytes);
-    launch_dependent(dense_kernel<N, K, B, Out>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
+    raise_smem_limit_once<dense_kernel<N, K, B, Out, P>>(T::kSmemBytes);
+    launch_dependent(dense_kernel<N, K, B, Out, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
   }
 }
 
 // REQUIRES: as dense, per segment: w[s] readable for DenseGroupTraits::kSegmentReadBytes<s>; no y[s]
 // aliases another, w or x.
-template <int K, int B, typename Out, int... Ns>
-void dense_group(const DenseGroupParams<K, B, Out, Ns...>& p, cudaStream_t stream) {
-  dense_group_in<kDenseForm<K, B, Ns...>>(p, 0, stream);
+template <Precision P, int K, int B, typename Out, int... Ns>
+void dense_group(const DenseGroupParams<P, K, B, Out, Ns...>& p, cudaStream_t stream) {
+  if constexpr (P == Precision::kFP8Block)
+    for (const float* s : p.scale) CHECK(s != nullptr, "dense group: an FP8 weight without its block scales");
+  dense_group_in<kDenseForm<P, K, B, Ns...>, P>(p, 0, stream);
 }
 
 }  // namespace rocket::cuda

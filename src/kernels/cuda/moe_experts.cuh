@@ -25,9 +25,9 @@
 // Graph-capturable: grids depend only on the bucket (sized for B * top_k active experts; blocks of
 // entries past route->active exit at once), no host synchronisation, no allocation.
 //
-// Weights: routed experts in precision P (NVFP4 dequantised in registers, or bf16) inside their 64 KiB
-// units (plan/layout.h ExpertAt); the shared expert and its gate are bf16 (as every fuel of this
-// chemistry stores them, chemistry.cc). Activations bf16, math fp32.
+// Weights: routed experts in precision P (NVFP4 or block FP8 dequantised in registers, or bf16) inside
+// their 64 KiB units (plan/layout.h ExpertAt); the shared expert in precision PS (bf16, or block FP8 as
+// `-FP8` releases store it), its gate bf16 (chemistry.cc). Activations bf16, math fp32.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -56,7 +56,7 @@ namespace rocket::cuda {
 template <Precision Q, int K, int kRows, int kM, int kWarps, int kSliceCount, int kLoads = 8>
 struct ExpertTilePlan {
   using W = WeightTileTraits<Q>;
-  static constexpr tiling::ExpertTiles kTiling = tiling::expert_tiles(W::kNvfp4, K, kRows, kM, kWarps, kSliceCount, kLoads);
+  static constexpr tiling::ExpertTiles kTiling = tiling::expert_tiles(Q, K, kRows, kM, kWarps, kSliceCount, kLoads);
   static constexpr int kStages = kTiling.stages;
   static constexpr int kG = kTiling.g;
   static constexpr int kPartK = kTiling.part_k;
@@ -82,8 +82,8 @@ struct MoeGateUpParams {
   const uint8_t* experts = nullptr;        // this layer's expert units: unit e at experts + e * expert_stride
   uint64_t expert_stride = 0;
   ExpertAt expert;                         // gate / up / down offsets inside a unit
-  const __nv_bfloat16* shared_gate = nullptr;         // [shared_inter][hidden]
-  const __nv_bfloat16* shared_up = nullptr;           // [shared_inter][hidden]
+  const void* shared_gate = nullptr;                  // [shared_inter][hidden] in the shared expert's precision
+  const void* shared_up = nullptr;                    // [shared_inter][hidden]
   const __nv_bfloat16* shared_expert_gate = nullptr;  // [hidden]
   __nv_bfloat16* act = nullptr;            // [B * top_k][inter] silu(gate) * up by slot
   __nv_bfloat16* shared_act = nullptr;     // [B][shared_inter]
@@ -91,6 +91,8 @@ struct MoeGateUpParams {
   float* partial = nullptr;                // MoeGateUpTraits::kPartialFloats scratch
   int* arrivals = nullptr;                 // MoeGateUpTraits::kArrivals counters: zero before the first
                                            // launch, left zero by every launch
+  const float* shared_gate_block_scale = nullptr;  // FP8 shared expert: its block scales
+  const float* shared_up_block_scale = nullptr;
 };
 
 template <class D, int B>
@@ -100,17 +102,19 @@ struct MoeDownParams {
   const uint8_t* experts = nullptr;
   uint64_t expert_stride = 0;
   ExpertAt expert;
-  const __nv_bfloat16* shared_down = nullptr;  // [hidden][shared_inter]
+  const void* shared_down = nullptr;           // [hidden][shared_inter] in the shared expert's precision
   const __nv_bfloat16* act = nullptr;          // moe_gate_up outputs
   const __nv_bfloat16* shared_act = nullptr;
   const float* shared_scale = nullptr;
   __nv_bfloat16* out = nullptr;                // [B][hidden] MoE block output
+  const float* shared_down_block_scale = nullptr;  // FP8 shared expert: its block scales
 };
 
-// The rules and the measurements behind them: kernels/tiling/moe.h.
-template <class D, int B, Precision P>
+// The rules and the measurements behind them: kernels/tiling/moe.h. P: the routed experts' precision,
+// PS the shared expert's.
+template <class D, int B, Precision P, Precision PS = Precision::kBF16>
 struct MoeGateUpTraits {
-  static constexpr tiling::MoeGateUpTiling kTiling = tiling::moe_gate_up_tiling(D::kDims, B, P == Precision::kNVFP4);
+  static constexpr tiling::MoeGateUpTiling kTiling = tiling::moe_gate_up_tiling(D::kDims, B, P, PS);
   static constexpr bool kNarrow = kTiling.narrow;
   static constexpr int kWarps = kTiling.warps;
   static constexpr int kThreads = kTiling.threads;
@@ -119,7 +123,7 @@ struct MoeGateUpTraits {
   static constexpr int kNTiles = kTiling.n_tiles;
   using Routed = ExpertTilePlan<P, D::kHidden, D::kInter, 2, kWarps, 1, kTiling.routed_loads>;
   static constexpr int kSharedSlices = kTiling.shared_slices;
-  using Shared = ExpertTilePlan<Precision::kBF16, D::kHidden, D::kSharedInter, 2, kWarps, kSharedSlices>;
+  using Shared = ExpertTilePlan<PS, D::kHidden, D::kSharedInter, 2, kWarps, kSharedSlices>;
   static constexpr int kBlocks = int(kTiling.blocks);
   static constexpr int kSmemBytes = kTiling.smem_bytes;  // per-warp C fragments
   static constexpr int kPartialFloats = kTiling.partial_floats;
@@ -128,9 +132,9 @@ struct MoeGateUpTraits {
   static_assert(kSmemBytes <= kBooster.smem_per_block, "moe_gate_up: shared memory exceeds the booster's per-block limit");
 };
 
-template <class D, int B, Precision P>
+template <class D, int B, Precision P, Precision PS = Precision::kBF16>
 struct MoeDownTraits {
-  static constexpr tiling::MoeDownTiling kTiling = tiling::moe_down_tiling(D::kDims, B, P == Precision::kNVFP4);
+  static constexpr tiling::MoeDownTiling kTiling = tiling::moe_down_tiling(D::kDims, B, P, PS);
   static constexpr bool kPipelined = kTiling.pipelined;
   static constexpr bool kNarrow = kTiling.narrow;
   static constexpr int kWarps = kTiling.warps;
@@ -138,7 +142,7 @@ struct MoeDownTraits {
   static constexpr int kSlots = kTiling.slots;
   static constexpr int kNTiles = kTiling.n_tiles;
   using Routed = ExpertTilePlan<P, D::kInter, D::kHidden, 1, 1, 1, kTiling.routed_loads>;
-  using Shared = ExpertTilePlan<Precision::kBF16, D::kSharedInter, D::kHidden, 1, 1, 1>;
+  using Shared = ExpertTilePlan<PS, D::kSharedInter, D::kHidden, 1, 1, 1>;
   static constexpr int kBlocks = kTiling.blocks;
   // A slot's 16 outputs, padded so the 32 lanes of a C-fragment store hit 32 distinct banks.
   static constexpr int kYStride = kTiling.y_stride;
@@ -157,7 +161,7 @@ namespace moe {
 struct GateUpEntry {
   const uint8_t* gate;
   const uint8_t* up;
-  const uint8_t* gate_scale;  // nvfp4 block scales
+  const uint8_t* gate_scale;  // nvfp4, fp8 block scales
   const uint8_t* up_scale;
   float gate_factor, up_factor;  // fp32 factors of the results (nvfp4: scale2 * 2^7; bf16: 1)
   const int* token_rows;         // token row of activation column n; nullptr: row n
@@ -193,7 +197,7 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
   const bool leader = has_tile && warp % Plan::kWarpsPerTile == 0;
   const int ntiles = (en.rows + 7) / 8;
   const size_t w_at = size_t(tile) * 16 * W::template kRowBytes<K>;
-  const size_t s_at = size_t(tile) * 16 * W::template kScaleRowBytes<K>;
+  const size_t s_at = W::template scale_at<K>(tile * 16);
   float4* my_red = red + warp * kNTiles * 2 * 32;
   if (has_tile) {
     TileStages<Q, Plan::kG> st[2];
@@ -208,8 +212,8 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
         // With one round the weights stay in registers across row groups; with several they are
         // re-read (from L2) per group, which only happens for experts with more than 8 rows.
         if (Plan::kRounds > 1 || nt == 0) {
-          load_tile_stages<Q, K, Plan::kG>(st[0], en.gate + w_at, W::kNvfp4 ? en.gate_scale + s_at : nullptr, k_begin, lane);
-          load_tile_stages<Q, K, Plan::kG>(st[1], en.up + w_at, W::kNvfp4 ? en.up_scale + s_at : nullptr, k_begin, lane);
+          load_tile_stages<Q, K, Plan::kG>(st[0], en.gate + w_at, W::kScaled ? en.gate_scale + s_at : nullptr, k_begin, lane);
+          load_tile_stages<Q, K, Plan::kG>(st[1], en.up + w_at, W::kScaled ? en.up_scale + s_at : nullptr, k_begin, lane);
         }
         mma_tile_stages<Q, K, Plan::kG, 2>(st, xr, k_begin, lane, acc);
       }
@@ -262,9 +266,9 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
 // Into L2, the shared-expert weights one block of moe_gate_up streams: the gate and up rows of its
 // group's tiles, over its K slice (a contiguous 1/kSlices of every row: the slice's K parts are
 // consecutive). They do not depend on the route, so this runs before the chain's wait.
-template <class Plan, int K>
+template <class Plan, Precision PS, int K>
 __device__ __forceinline__ void prefetch_shared_tiles(const uint8_t* gate, const uint8_t* up, int group, int slice) {
-  constexpr int kRowBytes = 2 * K, kSliceBytes = kRowBytes / Plan::kSlices, kLines = (kSliceBytes + 127) / 128;
+  constexpr int kRowBytes = tiling::row_bytes(PS, K), kSliceBytes = kRowBytes / Plan::kSlices, kLines = (kSliceBytes + 127) / 128;
   const int tile0 = group * Plan::kTilesPerBlock;
   const int rows = min(Plan::kTilesPerBlock, Plan::kTiles - tile0) * 16;
   for (int i = threadIdx.x; i < 2 * rows * kLines; i += blockDim.x) {
@@ -306,14 +310,15 @@ __device__ __forceinline__ void down_rows(const TileStages<Q, kG> (&st)[1], cons
   }
 }
 
-// One K part of the shared expert's down projection (bf16): this warp's 16 output columns for all B
-// rows, into y[row][kYStride].
-template <int K, class Plan, int kYStride>
-__device__ __forceinline__ void down_shared(const uint8_t* w, const __nv_bfloat16* act, int rows, int part, float* y, int lane) {
-  TileStages<Precision::kBF16, Plan::kG> st[1];
+// One K part of the shared expert's down projection (precision PS; w and, for FP8, scale at this
+// warp's first output row): this warp's 16 output columns for all B rows, into y[row][kYStride].
+template <Precision PS, int K, class Plan, int kYStride>
+__device__ __forceinline__ void down_shared(const uint8_t* w, const uint8_t* scale, const __nv_bfloat16* act, int rows, int part,
+                                            float* y, int lane) {
+  TileStages<PS, Plan::kG> st[1];
   const int k_begin = part * Plan::kPartK;
-  load_tile_stages<Precision::kBF16, K, Plan::kG>(st[0], w, nullptr, k_begin, lane);
-  down_rows<Precision::kBF16, K, Plan::kG, kYStride>(st, act, rows, k_begin, 1.0f, y, lane);
+  load_tile_stages<PS, K, Plan::kG>(st[0], w, scale, k_begin, lane);
+  down_rows<PS, K, Plan::kG, kYStride>(st, act, rows, k_begin, 1.0f, y, lane);
 }
 
 // A routed unit of moe_down in flight: its weights in registers and where its rows come from and go.
@@ -338,7 +343,7 @@ __device__ __forceinline__ void down_load(const MoeDownParams<D, B>& p, int r, i
   u.factor = 1.0f;
   if constexpr (P == Precision::kNVFP4) u.factor = *reinterpret_cast<const float*>(unit + p.expert.down.scale2) * kNvfp4Unbias;
   load_tile_stages<P, D::kInter, Plan::kG>(u.st[0], unit + p.expert.down.weight + size_t(j0) * W::template kRowBytes<D::kInter>,
-                                           unit + p.expert.down.scale + size_t(j0) * W::template kScaleRowBytes<D::kInter>,
+                                           unit + p.expert.down.scale + W::template scale_at<D::kInter>(j0),
                                            u.part * Plan::kPartK, lane);
 }
 
@@ -352,16 +357,16 @@ __device__ __forceinline__ void down_mma(const __nv_bfloat16* act, const DownUni
 
 }  // namespace moe
 
-template <class D, int B, Precision P>
-__global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpTraits<D, B, P>::kMinBlocks)
+template <class D, int B, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoeGateUpTraits<D, B, P, PS>::kThreads, MoeGateUpTraits<D, B, P, PS>::kMinBlocks)
     moe_gate_up_kernel(const __grid_constant__ MoeGateUpParams<D, B> p) {
-  using T = MoeGateUpTraits<D, B, P>;
+  using T = MoeGateUpTraits<D, B, P, PS>;
   extern __shared__ float4 red[];
   int local = blockIdx.x - 1;
   if (local >= 0 && local < T::Shared::kBlocks)
-    moe::prefetch_shared_tiles<typename T::Shared, D::kHidden>(reinterpret_cast<const uint8_t*>(p.shared_gate),
-                                                                reinterpret_cast<const uint8_t*>(p.shared_up),
-                                                                local / T::kSharedSlices, local % T::kSharedSlices);
+    moe::prefetch_shared_tiles<typename T::Shared, PS, D::kHidden>(reinterpret_cast<const uint8_t*>(p.shared_gate),
+                                                                    reinterpret_cast<const uint8_t*>(p.shared_up),
+                                                                    local / T::kSharedSlices, local % T::kSharedSlices);
   // After moe_dispatch has completed; moe_down may launch once every block is past this: it reads
   // nothing of ours before its own wait.
   enter_chain();
@@ -371,8 +376,9 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
   }
   if (local < T::Shared::kBlocks) {
     const moe::GateUpEntry en{reinterpret_cast<const uint8_t*>(p.shared_gate), reinterpret_cast<const uint8_t*>(p.shared_up),
-                              nullptr, nullptr, 1.0f, 1.0f, nullptr, B, p.shared_act};
-    moe::gate_up_block<Precision::kBF16, D::kHidden, D::kSharedInter, typename T::Shared, T::kNTiles>(
+                              reinterpret_cast<const uint8_t*>(p.shared_gate_block_scale),
+                              reinterpret_cast<const uint8_t*>(p.shared_up_block_scale), 1.0f, 1.0f, nullptr, B, p.shared_act};
+    moe::gate_up_block<PS, D::kHidden, D::kSharedInter, typename T::Shared, T::kNTiles>(
         en, p.x, local / T::kSharedSlices, local % T::kSharedSlices, red, p.partial, p.arrivals);
     return;
   }
@@ -395,10 +401,10 @@ __global__ void __launch_bounds__(MoeGateUpTraits<D, B, P>::kThreads, MoeGateUpT
                                                                             p.partial, p.arrivals);
 }
 
-template <class D, int B, Precision P>
-__global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
+template <class D, int B, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoeDownTraits<D, B, P, PS>::kThreads, 1)
     moe_down_kernel(const __grid_constant__ MoeDownParams<D, B> p) {
-  using T = MoeDownTraits<D, B, P>;
+  using T = MoeDownTraits<D, B, P, PS>;
   using R = typename T::Routed;
   using S = typename T::Shared;
   extern __shared__ float ys[];  // routed [R::kParts][kSlots][kYStride], then shared [S::kParts][B][kYStride]
@@ -412,7 +418,7 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
   // the top); __ldcg reads it from L2, the point of coherence.
   {
     using WT = WeightTileTraits<P>;
-    constexpr int kSharedBytes = 16 * D::kSharedInter * 2;
+    constexpr int kSharedRowBytes = tiling::row_bytes(PS, D::kSharedInter), kSharedBytes = 16 * kSharedRowBytes;
     constexpr int kWeightBytes = 16 * WT::template kRowBytes<D::kInter>;
     constexpr int kScaleBytes = WT::kNvfp4 ? 16 * WT::template kScaleRowBytes<D::kInter> : 0;
     constexpr int kSharedLines = (kSharedBytes + 127) / 128;
@@ -428,7 +434,7 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
     for (int i = threadIdx.x; i < kSharedLines + experts * kUnitLines; i += T::kThreads) {
       const uint8_t* at;
       if (i < kSharedLines) {
-        at = reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter) + min(i * 128, kSharedBytes - 1);
+        at = reinterpret_cast<const uint8_t*>(p.shared_down) + size_t(j0) * kSharedRowBytes + min(i * 128, kSharedBytes - 1);
       } else {
         const int a = (i - kSharedLines) / kUnitLines, line = (i - kSharedLines) % kUnitLines;
         const int e = __ldcg(&p.route->expert[a]);
@@ -450,8 +456,11 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
   // Units: the shared expert's S::kParts, then every active entry's R::kParts, dealt round robin.
   int u = warp;
   if (u < S::kParts) {
-    moe::down_shared<D::kSharedInter, S, T::kYStride>(reinterpret_cast<const uint8_t*>(p.shared_down + size_t(j0) * D::kSharedInter),
-                                                      p.shared_act, B, u, ys_shared + u * B * T::kYStride, lane);
+    using SW = WeightTileTraits<PS>;
+    moe::down_shared<PS, D::kSharedInter, S, T::kYStride>(
+        reinterpret_cast<const uint8_t*>(p.shared_down) + size_t(j0) * SW::template kRowBytes<D::kSharedInter>,
+        SW::kFp8 ? reinterpret_cast<const uint8_t*>(p.shared_down_block_scale) + SW::template scale_at<D::kSharedInter>(j0) : nullptr,
+        p.shared_act, B, u, ys_shared + u * B * T::kYStride, lane);
     u += T::kWarps;
   }
   const int routed = p.route->active * R::kParts;
@@ -501,21 +510,23 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P>::kThreads, 1)
 // REQUIRES: device pointers; moe_dispatch for this step already on `stream`; arrivals zeroed once at
 // allocation. The first call per instantiation sets the kernel's shared-memory limit, so make it before
 // any graph capture (as every launcher of this directory does).
-template <class D, int B, Precision P>
+template <class D, int B, Precision P, Precision PS = Precision::kBF16>
 void moe_gate_up(const MoeGateUpParams<D, B>& p, cudaStream_t stream) {
-  using T = MoeGateUpTraits<D, B, P>;
-  raise_smem_limit_once<moe_gate_up_kernel<D, B, P>>(T::kSmemBytes);
-  launch_dependent(moe_gate_up_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
+  using T = MoeGateUpTraits<D, B, P, PS>;
+  CHECK(PS != Precision::kFP8Block || (p.shared_gate_block_scale && p.shared_up_block_scale), "moe_gate_up: FP8 shared expert without its scales");
+  raise_smem_limit_once<moe_gate_up_kernel<D, B, P, PS>>(T::kSmemBytes);
+  launch_dependent(moe_gate_up_kernel<D, B, P, PS>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
 // REQUIRES: moe_gate_up for this step already on `stream`, the kernel just before this launch, and
 // moe_dispatch the one before it: down reads the route and prefetches weights before its wait, and
 // every other input after it (gate_up complete).
-template <class D, int B, Precision P>
+template <class D, int B, Precision P, Precision PS = Precision::kBF16>
 void moe_down(const MoeDownParams<D, B>& p, cudaStream_t stream) {
-  using T = MoeDownTraits<D, B, P>;
-  raise_smem_limit_once<moe_down_kernel<D, B, P>>(T::kSmemBytes);
-  launch_dependent(moe_down_kernel<D, B, P>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
+  using T = MoeDownTraits<D, B, P, PS>;
+  CHECK(PS != Precision::kFP8Block || p.shared_down_block_scale, "moe_down: FP8 shared expert without its scales");
+  raise_smem_limit_once<moe_down_kernel<D, B, P, PS>>(T::kSmemBytes);
+  launch_dependent(moe_down_kernel<D, B, P, PS>, T::kBlocks, T::kThreads, T::kSmemBytes, stream, p);
 }
 
 }  // namespace rocket::cuda

@@ -73,15 +73,18 @@ struct MoePieceParams {
   const uint8_t* experts = nullptr;  // this layer's expert units: unit e at experts + e * expert_stride
   uint64_t expert_stride = 0;
   ExpertAt expert;                                    // gate / up / down offsets inside a unit
-  const __nv_bfloat16* shared_gate = nullptr;         // [shared_inter][hidden]
-  const __nv_bfloat16* shared_up = nullptr;           // [shared_inter][hidden]
-  const __nv_bfloat16* shared_down = nullptr;         // [hidden][shared_inter]
+  const void* shared_gate = nullptr;                  // [shared_inter][hidden] in the shared expert's precision
+  const void* shared_up = nullptr;                    // [shared_inter][hidden]
+  const void* shared_down = nullptr;                  // [hidden][shared_inter]
   const __nv_bfloat16* shared_expert_gate = nullptr;  // [hidden]
   int32_t* route_idx = nullptr;                       // [n][top_k] out: choices, descending probability
   float* route_w = nullptr;                           // [n][top_k] out: renormalised router weights
   void* workspace = nullptr;  // tiling::moe_piece_workspace(dims, max_tokens).bytes, 256-byte aligned
   int max_tokens = 0;         // what the workspace was sized for
   __nv_bfloat16* out = nullptr;  // [n][hidden] MoE block output
+  const float* shared_gate_block_scale = nullptr;  // FP8 shared expert: its block scales
+  const float* shared_up_block_scale = nullptr;
+  const float* shared_down_block_scale = nullptr;
 };
 
 // The workspace's buffers, typed (moe_piece_work resolves them from MoePieceParams).
@@ -106,35 +109,36 @@ struct MoePieceWork {
 template <Precision Q, int K, int kWarps_>
 struct PieceGemmTraits {
   static constexpr bool kNvfp4 = Q == Precision::kNVFP4;
+  static constexpr bool kFp8 = Q == Precision::kFP8Block;
   static constexpr int kWarps = kWarps_, kThreads = 32 * kWarps;
   static constexpr int kRows = 16 * kWarps;  // weight rows per half
   static constexpr int kTokens = 64;
-  static constexpr int kBK = tiling::moe_piece_bk(kNvfp4, K);
+  static constexpr int kBK = tiling::moe_piece_bk(Q, K);
   static constexpr int kSteps = K / kBK;
-  static constexpr int kStages = tiling::moe_piece_stages(kNvfp4);
+  static constexpr int kStages = tiling::moe_piece_stages(Q);
   static constexpr int kQ = kBK / 8;  // 16-byte chunks of a staged activation row (bf16 weight rows too)
   static constexpr int kO = kQ / 4;   // octets per lane per step
-  static constexpr int kWRowBytes = kNvfp4 ? kBK / 2 : 2 * kBK;
+  static constexpr int kWRowBytes = kNvfp4 ? kBK / 2 : kFp8 ? kBK : 2 * kBK;
   static constexpr int kSRowBytes = kNvfp4 ? kBK / 16 : 0;
   static constexpr int kXRowBytes = 2 * kBK;
   static constexpr int kWBytes = 2 * kRows * kWRowBytes, kSBytes = 2 * kRows * kSRowBytes, kXBytes = kTokens * kXRowBytes;
   static constexpr int kStageBytes = kWBytes + kSBytes + kXBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes;
-  static constexpr int kGlobalRowBytes = kNvfp4 ? K / 2 : 2 * K;
-  static constexpr int kGlobalScaleRowBytes = K / 16;
+  static constexpr int kGlobalRowBytes = tiling::row_bytes(Q, K);
+  static_assert(!kFp8 || (kO == 2 && tiling::kFp8Block % kBK == 0), "piece gemm: FP8 steps of 64 columns (one 16-byte load a lane)");
   static_assert(kBK >= 32 && K % kBK == 0, "piece gemm: K must be a multiple of 32");
   static_assert(kQ == 4 || kQ == 8 || kQ == 16, "piece gemm: 4, 8 or 16 chunks per staged row");
   static_assert(kStageBytes % 128 == 0, "piece gemm: stages stay 128-byte aligned");
 };
 
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 struct MoePieceTraits {
   static constexpr tiling::MoePieceTiling kTiling = tiling::moe_piece_tiling(D::kDims);
   static constexpr int kTokens = kTiling.tokens;
   using GateUp = PieceGemmTraits<P, D::kHidden, kTiling.gate_up_warps>;
-  using SharedGateUp = PieceGemmTraits<Precision::kBF16, D::kHidden, kTiling.gate_up_warps>;
+  using SharedGateUp = PieceGemmTraits<PS, D::kHidden, kTiling.gate_up_warps>;
   using Down = PieceGemmTraits<P, D::kInter, kTiling.down_warps>;
-  using SharedDown = PieceGemmTraits<Precision::kBF16, D::kSharedInter, kTiling.down_warps>;
+  using SharedDown = PieceGemmTraits<PS, D::kSharedInter, kTiling.down_warps>;
   static constexpr int kGateUpThreads = GateUp::kThreads, kDownThreads = Down::kThreads;
   // gate_up stages its act tile (bf16 [kTokens][kRows], padded) and down its y tile (fp32 [kTokens][2 kRows])
   // in the pipeline's shared memory once the K loop is done.
@@ -178,7 +182,8 @@ __device__ __forceinline__ int chunk_at(int row, int q) {
 }
 
 // One piece GEMM of a block: acc[m][j] (m: weight half, j: token group of 8) = rows 16w.. of half m
-// (w0 / w1: global row 0 of each half; NVFP4 block scales at s0 / s1) times the kTokens activation rows
+// (w0 / w1: global row 0 of each half; NVFP4 block scales of that row, or FP8 ones of its 128-row
+// block, at s0 / s1: WeightTileTraits::scale_at; a half's rows share one FP8 block) times the kTokens activation rows
 // rows_s[] of x (pitch K; -1: a row past the item, read as zeros and never stored), over all of K.
 // jmax: token groups holding real rows (the mma of the pairs past them are skipped). piece_smem:
 // G::kSmemBytes.
@@ -204,7 +209,7 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
   static_assert(G::kThreads % G::kQ == 0 && G::kTokens % kXStep == 0 && kXStep % 2 == 0, "piece gemm: activation copies tile the stage");
   static_assert(!G::kNvfp4 || 2 * G::kRows == G::kThreads, "piece gemm: one scale row per thread");
   const int wq = tid % kWChunks, wr = tid / kWChunks, xq = tid % G::kQ, xr = tid / G::kQ;
-  const int wdst = wr * G::kWRowBytes + (G::kNvfp4 ? wq : chunk_at<G::kQ>(wr, wq)) * 16;
+  const int wdst = wr * G::kWRowBytes + (G::kNvfp4 || G::kFp8 ? wq : chunk_at<G::kQ>(wr, wq)) * 16;
   const int xdst = xr * G::kXRowBytes + chunk_at<G::kQ>(xr, xq) * 16;
   const auto load_step = [&](int buf, int kt) {
     uint8_t* ws = piece_smem + buf * G::kStageBytes;
@@ -217,7 +222,8 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
       cp_async16(ws + wdst + i * kWStep * G::kWRowBytes, w + size_t(r) * G::kGlobalRowBytes + kt * G::kWRowBytes + wq * 16);
     }
     if constexpr (G::kNvfp4) {
-      const uint8_t* src = tid < G::kRows ? s0 + size_t(tid) * G::kGlobalScaleRowBytes : s1 + size_t(tid - G::kRows) * G::kGlobalScaleRowBytes;
+      constexpr int kScaleRow = (G::kBK * G::kSteps) / 16;  // a global row's NVFP4 scale codes
+      const uint8_t* src = tid < G::kRows ? s0 + size_t(tid) * kScaleRow : s1 + size_t(tid - G::kRows) * kScaleRow;
       cp_async_small<G::kSRowBytes>(ss + tid * G::kSRowBytes, src + kt * G::kSRowBytes);
     }
 #pragma unroll
@@ -267,6 +273,18 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
           }
         }
     }
+    // FP8: this lane's 16 weight bytes (2 octets) of its four rows (64-byte rows: the eight lanes of a
+    // phase read eight distinct 16-byte bank groups), and each half's block scale for this step.
+    uint4 code8[2][2];
+    float block_scale[2];
+    if constexpr (G::kFp8) {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) code8[m][h] = lds128(ws + (m * G::kRows + 16 * warp + g + 8 * h) * G::kWRowBytes + c * 16);
+        block_scale[m] = __ldg(reinterpret_cast<const float*>(m ? s1 : s0) + kt * G::kBK / tiling::kFp8Block);
+      }
+    }
 #pragma unroll
     for (int o = 0; o < G::kO; ++o) {
       uint32_t a[2][2][4];  // [half][row g / g + 8][pair]: the octet's bf16 weight pairs
@@ -280,6 +298,10 @@ __device__ __forceinline__ void piece_gemm(const uint8_t* w0, const uint8_t* w1,
             const uint32_t sw = nvfp4_scale_word(scale[m][h], o / 2);
 #pragma unroll
             for (int p = 0; p < 4; ++p) a[m][h][p] = nvfp4_scaled(img[p], sw);
+          } else if constexpr (G::kFp8) {
+            const uint4 v = code8[m][h];
+            fp8_scaled_quad(o == 0 ? v.x : v.z, block_scale[m], a[m][h][0], a[m][h][1]);
+            fp8_scaled_quad(o == 0 ? v.y : v.w, block_scale[m], a[m][h][2], a[m][h][3]);
           } else {
             const int r = m * G::kRows + 16 * warp + g + 8 * h;
             const uint4 v = lds128(ws + r * G::kWRowBytes + chunk_at<G::kQ>(r, c * G::kO + o) * 16);
@@ -386,10 +408,10 @@ __device__ __forceinline__ long long block_exclusive_scan(long long v, long long
 // CUDA kernels
 
 // One warp per token: its routing, its bits and counts, its shared-expert gate.
-template <class D, Precision P>
-__global__ void __launch_bounds__(MoePieceTraits<D, P>::kRouteWarps * 32)
+template <class D, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoePieceTraits<D, P, PS>::kRouteWarps * 32)
     moe_piece_route_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   __shared__ int choice[T::kRouteWarps][D::kTopK];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int t = blockIdx.x * T::kRouteWarps + warp;
@@ -409,10 +431,10 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kRouteWarps * 32)
 
 // Every block scans all counts (experts' first slots and first items); warp v of block b then sorts
 // expert b * warps + v: its bitmap's set bits in token order are its slots.
-template <class D, Precision P>
-__global__ void __launch_bounds__(MoePieceTraits<D, P>::kGroupThreads)
+template <class D, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoePieceTraits<D, P, PS>::kGroupThreads)
     moe_piece_group_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   __shared__ long long warp_total[T::kGroupThreads / 32];
   __shared__ int first_slot[D::kExperts], first_item[D::kExperts];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -463,10 +485,10 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGroupThreads)
 
 // Block (N-tile, item): items [0, shared items) are the shared expert's, over tokens 64 y..; the rest
 // are routed items while y - shared items < item_count.
-template <class D, Precision P>
-__global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
+template <class D, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoePieceTraits<D, P, PS>::kGateUpThreads, 2)
     moe_piece_gate_up_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   using G = typename T::GateUp;
   using S = typename T::SharedGateUp;
   extern __shared__ __align__(128) uint8_t piece_smem[];
@@ -479,9 +501,12 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
     const int t0 = blockIdx.y * T::kTokens, rows = min(T::kTokens, n - t0);
     for (int i = threadIdx.x; i < T::kTokens; i += blockDim.x) rows_s[i] = i < rows ? t0 + i : -1;
     __syncthreads();
-    const auto* gate = reinterpret_cast<const uint8_t*>(p.shared_gate + size_t(n0) * D::kHidden);
-    const auto* up = reinterpret_cast<const uint8_t*>(p.shared_up + size_t(n0) * D::kHidden);
-    piece::piece_gemm<S>(gate, up, nullptr, nullptr, p.x, rows_s, (rows + 7) / 8, piece_smem, acc);
+    using SW = WeightTileTraits<PS>;
+    const auto* gate = reinterpret_cast<const uint8_t*>(p.shared_gate) + size_t(n0) * S::kGlobalRowBytes;
+    const auto* up = reinterpret_cast<const uint8_t*>(p.shared_up) + size_t(n0) * S::kGlobalRowBytes;
+    const uint8_t* gs = SW::kFp8 ? reinterpret_cast<const uint8_t*>(p.shared_gate_block_scale) + SW::template scale_at<D::kHidden>(n0) : nullptr;
+    const uint8_t* us = SW::kFp8 ? reinterpret_cast<const uint8_t*>(p.shared_up_block_scale) + SW::template scale_at<D::kHidden>(n0) : nullptr;
+    piece::piece_gemm<S>(gate, up, gs, us, p.x, rows_s, (rows + 7) / 8, piece_smem, acc);
     piece::store_act<S, T::kActPitch>(acc, 1.0f, 1.0f, rows, w.shared_act + size_t(t0) * D::kSharedInter + n0,
                                           D::kSharedInter, piece_smem);
     return;
@@ -492,22 +517,24 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kGateUpThreads, 2)
   for (int i = threadIdx.x; i < T::kTokens; i += blockDim.x) rows_s[i] = i < it.z ? w.slot_token[it.y + i] : -1;
   __syncthreads();
   const uint8_t* unit = p.experts + uint64_t(it.x) * p.expert_stride;
-  constexpr size_t kRowBytes = G::kGlobalRowBytes, kScaleRowBytes = G::kGlobalScaleRowBytes;
+  using W = WeightTileTraits<P>;
+  constexpr size_t kRowBytes = G::kGlobalRowBytes;
+  const size_t s_at = W::template scale_at<D::kHidden>(n0);
   float gate_factor = 1.0f, up_factor = 1.0f;
   if constexpr (G::kNvfp4) {
     gate_factor = *reinterpret_cast<const float*>(unit + p.expert.gate.scale2) * kNvfp4Unbias;
     up_factor = *reinterpret_cast<const float*>(unit + p.expert.up.scale2) * kNvfp4Unbias;
   }
   piece::piece_gemm<G>(unit + p.expert.gate.weight + n0 * kRowBytes, unit + p.expert.up.weight + n0 * kRowBytes,
-                           unit + p.expert.gate.scale + n0 * kScaleRowBytes, unit + p.expert.up.scale + n0 * kScaleRowBytes,
+                           unit + p.expert.gate.scale + s_at, unit + p.expert.up.scale + s_at,
                            p.x, rows_s, (it.z + 7) / 8, piece_smem, acc);
   piece::store_act<G, T::kActPitch>(acc, gate_factor, up_factor, it.z, w.act + size_t(it.y) * D::kInter + n0, D::kInter, piece_smem);
 }
 
-template <class D, Precision P>
-__global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
+template <class D, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoePieceTraits<D, P, PS>::kDownThreads, 2)
     moe_piece_down_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   using G = typename T::Down;
   using S = typename T::SharedDown;
   extern __shared__ __align__(128) uint8_t piece_smem[];
@@ -519,9 +546,12 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
     const int t0 = blockIdx.y * T::kTokens, rows = min(T::kTokens, n - t0);
     for (int i = threadIdx.x; i < T::kTokens; i += blockDim.x) rows_s[i] = i < rows ? t0 + i : -1;
     __syncthreads();
-    const auto* down = reinterpret_cast<const uint8_t*>(p.shared_down + size_t(n0) * D::kSharedInter);
-    piece::piece_gemm<S>(down, down + S::kRows * S::kGlobalRowBytes, nullptr, nullptr, w.shared_act, rows_s, (rows + 7) / 8,
-                             piece_smem, acc);
+    using SW = WeightTileTraits<PS>;
+    const auto* down = reinterpret_cast<const uint8_t*>(p.shared_down) + size_t(n0) * S::kGlobalRowBytes;
+    const auto* ds = reinterpret_cast<const uint8_t*>(p.shared_down_block_scale);
+    piece::piece_gemm<S>(down, down + S::kRows * S::kGlobalRowBytes, SW::kFp8 ? ds + SW::template scale_at<D::kSharedInter>(n0) : nullptr,
+                         SW::kFp8 ? ds + SW::template scale_at<D::kSharedInter>(n0 + S::kRows) : nullptr, w.shared_act, rows_s,
+                         (rows + 7) / 8, piece_smem, acc);
     piece::store_y<S, T::kYPitch>(acc, 1.0f, rows, w.shared_y + size_t(t0) * D::kHidden + n0, D::kHidden, piece_smem);
     return;
   }
@@ -531,22 +561,23 @@ __global__ void __launch_bounds__(MoePieceTraits<D, P>::kDownThreads, 2)
   for (int i = threadIdx.x; i < T::kTokens; i += blockDim.x) rows_s[i] = i < it.z ? it.y + i : -1;
   __syncthreads();
   const uint8_t* unit = p.experts + uint64_t(it.x) * p.expert_stride;
-  constexpr size_t kRowBytes = G::kGlobalRowBytes, kScaleRowBytes = G::kGlobalScaleRowBytes;
+  using W = WeightTileTraits<P>;
+  constexpr size_t kRowBytes = G::kGlobalRowBytes;
   float factor = 1.0f;
   if constexpr (G::kNvfp4) factor = *reinterpret_cast<const float*>(unit + p.expert.down.scale2) * kNvfp4Unbias;
   const uint8_t* wd = unit + p.expert.down.weight + n0 * kRowBytes;
-  const uint8_t* sd = unit + p.expert.down.scale + n0 * kScaleRowBytes;
-  piece::piece_gemm<G>(wd, wd + G::kRows * kRowBytes, sd, sd + G::kRows * kScaleRowBytes, w.act, rows_s, (it.z + 7) / 8, piece_smem,
-                           acc);
+  const uint8_t* sd = unit + p.expert.down.scale;
+  piece::piece_gemm<G>(wd, wd + G::kRows * kRowBytes, sd + W::template scale_at<D::kInter>(n0),
+                       sd + W::template scale_at<D::kInter>(n0 + G::kRows), w.act, rows_s, (it.z + 7) / 8, piece_smem, acc);
   piece::store_y<G, T::kYPitch>(acc, factor, it.z, w.y + size_t(it.y) * D::kHidden + n0, D::kHidden, piece_smem);
 }
 
 // One block per token: out = bf16(shared_scale * shared + sum over choices of weight * down), in
 // moe_down's order.
-template <class D, Precision P>
-__global__ void __launch_bounds__(MoePieceTraits<D, P>::kCombineThreads)
+template <class D, Precision P, Precision PS>
+__global__ void __launch_bounds__(MoePieceTraits<D, P, PS>::kCombineThreads)
     moe_piece_combine_kernel(const __grid_constant__ MoePieceParams p, const __grid_constant__ MoePieceWork w, int n) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   const int t = blockIdx.x;
   int slot[D::kTopK];
   float weight[D::kTopK];
@@ -600,59 +631,59 @@ MoePieceWork moe_piece_work(const MoePieceParams& p) {
 // The piece's five phases, each its own launcher so a check can time them apart; moe_piece runs all.
 // REQUIRES (each): device pointers; 1 <= n <= p.max_tokens; finite logits; the phases in this order
 // on one stream.
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 void moe_piece_route(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   CHECK(n >= 1 && n <= p.max_tokens, "moe piece: n outside [1, max_tokens]");
   const MoePieceWork w = moe_piece_work<D>(p);
   CUDA_CHECK(cudaMemsetAsync(p.workspace, 0, tiling::moe_piece_workspace(D::kDims, p.max_tokens).zeroed_bytes(), stream));
-  moe_piece_route_kernel<D, P><<<(n + T::kRouteWarps - 1) / T::kRouteWarps, T::kRouteWarps * 32, 0, stream>>>(p, w, n);
+  moe_piece_route_kernel<D, P, PS><<<(n + T::kRouteWarps - 1) / T::kRouteWarps, T::kRouteWarps * 32, 0, stream>>>(p, w, n);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 void moe_piece_group(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P>;
+  using T = MoePieceTraits<D, P, PS>;
   const int blocks = (D::kExperts + T::kGroupExpertsPerBlock - 1) / T::kGroupExpertsPerBlock;
-  moe_piece_group_kernel<D, P><<<blocks, T::kGroupThreads, 0, stream>>>(p, moe_piece_work<D>(p), n);
+  moe_piece_group_kernel<D, P, PS><<<blocks, T::kGroupThreads, 0, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
 }
 
 // The first call per instantiation sets the kernel's shared-memory limit: make it before any capture.
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 void moe_piece_gate_up(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P>;
-  raise_smem_limit_once<moe_piece_gate_up_kernel<D, P>>(T::kGateUpSmem);
+  using T = MoePieceTraits<D, P, PS>;
+  raise_smem_limit_once<moe_piece_gate_up_kernel<D, P, PS>>(T::kGateUpSmem);
   const dim3 grid(T::kTiling.gate_up_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
-  moe_piece_gate_up_kernel<D, P><<<grid, T::kGateUpThreads, T::kGateUpSmem, stream>>>(p, moe_piece_work<D>(p), n);
+  moe_piece_gate_up_kernel<D, P, PS><<<grid, T::kGateUpThreads, T::kGateUpSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 void moe_piece_down(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P>;
-  raise_smem_limit_once<moe_piece_down_kernel<D, P>>(T::kDownSmem);
+  using T = MoePieceTraits<D, P, PS>;
+  raise_smem_limit_once<moe_piece_down_kernel<D, P, PS>>(T::kDownSmem);
   const dim3 grid(T::kTiling.down_n_tiles, tiling::moe_piece_shared_items(D::kDims, n) + tiling::moe_piece_routed_items(D::kDims, n));
-  moe_piece_down_kernel<D, P><<<grid, T::kDownThreads, T::kDownSmem, stream>>>(p, moe_piece_work<D>(p), n);
+  moe_piece_down_kernel<D, P, PS><<<grid, T::kDownThreads, T::kDownSmem, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 void moe_piece_combine(const MoePieceParams& p, int n, cudaStream_t stream) {
-  using T = MoePieceTraits<D, P>;
-  moe_piece_combine_kernel<D, P><<<n, T::kCombineThreads, 0, stream>>>(p, moe_piece_work<D>(p), n);
+  using T = MoePieceTraits<D, P, PS>;
+  moe_piece_combine_kernel<D, P, PS><<<n, T::kCombineThreads, 0, stream>>>(p, moe_piece_work<D>(p), n);
   CUDA_CHECK_LAUNCH();
 }
 
 // The MoE block of a piece of n tokens: route_idx / route_w and out, as moe_route + moe_gate_up +
 // moe_down compute them for a decode bucket.
-template <class D, Precision P>
+template <class D, Precision P, Precision PS = Precision::kBF16>
 void moe_piece(const MoePieceParams& p, int n, cudaStream_t stream) {
-  moe_piece_route<D, P>(p, n, stream);
-  moe_piece_group<D, P>(p, n, stream);
-  moe_piece_gate_up<D, P>(p, n, stream);
-  moe_piece_down<D, P>(p, n, stream);
-  moe_piece_combine<D, P>(p, n, stream);
+  moe_piece_route<D, P, PS>(p, n, stream);
+  moe_piece_group<D, P, PS>(p, n, stream);
+  moe_piece_gate_up<D, P, PS>(p, n, stream);
+  moe_piece_down<D, P, PS>(p, n, stream);
+  moe_piece_combine<D, P, PS>(p, n, stream);
 }
 
 }  // namespace rocket::cuda

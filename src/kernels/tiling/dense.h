@@ -35,9 +35,9 @@ inline constexpr int kDenseMaxRows = 64;
 // 128 past them, where eight row groups' accumulators (32 registers) beside the stages do not fit 64.
 constexpr int dense_registers_per_thread(int b) { return b <= 32 ? 64 : 128; }
 
-constexpr DenseTiling dense_registers(int n, int k, int b, const BoosterLimits& hw) {
+constexpr DenseTiling dense_registers(int n, int k, int b, const BoosterLimits& hw, Precision p = Precision::kBF16) {
   DenseTiling t;
-  t.stages = stages(false, k);
+  t.stages = stages(p, k);
   // Threads per SM at the register budget (Hopper's register file: 64K 32-bit registers per SM).
   const int sm_threads = 65536 / dense_registers_per_thread(b);
   // NOTE: up to 8 loads of 16 bytes per lane in flight (4 KiB per warp) as the MoE experts use; with
@@ -70,7 +70,7 @@ constexpr DenseTiling dense_registers(int n, int k, int b, const BoosterLimits& 
   t.row_groups = ceil_div(b, 8);  // mma N = 8 token rows
   // Per-warp C fragments for the cross-warp sum; none when a tile has a single warp.
   t.smem_bytes = t.warps_per_tile > 1 ? t.warps * t.row_groups * 32 * 16 : 0;
-  t.weight_read_bytes = uint64_t(t.tiles) * 16 * k * 2;
+  t.weight_read_bytes = uint64_t(t.tiles) * 16 * row_bytes(p, k);
   return t;
 }
 
@@ -120,11 +120,12 @@ constexpr DenseStreamTiling dense_stream(int k, int b, int tiles, const BoosterL
   return t;
 }
 
-// The launch a projection (or a group of projections of the same x, `tiles` 16-row tiles in all)
-// gets: the stream form where its rule chooses it, the register form otherwise.
-constexpr KernelTiles dense_tiles(int k, int b, int tiles, const BoosterLimits& hw) {
+// The launch a projection (or a group of projections of the same x, `tiles` 16-row tiles in all) of
+// weights in precision p gets: the stream form where its rule chooses it (bf16 only), the register
+// form otherwise.
+constexpr KernelTiles dense_tiles(int k, int b, int tiles, const BoosterLimits& hw, Precision p = Precision::kBF16) {
   const DenseStreamTiling s = dense_stream(k, b, tiles, hw);
-  return s.chosen ? s.tiles_of() : dense_registers(16 * tiles, k, b, hw).tiles_of();
+  return p == Precision::kBF16 && s.chosen ? s.tiles_of() : dense_registers(16 * tiles, k, b, hw, p).tiles_of();
 }
 
 }  // namespace rocket::tiling

@@ -63,11 +63,11 @@ struct ExpertTiles {
   int slices = 0, rounds = 0, tiles = 0, groups = 0, blocks = 0;
 };
 
-constexpr ExpertTiles expert_tiles(bool nvfp4, int k, int rows, int m, int warps, int slices, int loads = 8) {
+constexpr ExpertTiles expert_tiles(Precision p, int k, int rows, int m, int warps, int slices, int loads = 8) {
   ExpertTiles t;
-  t.stages = stages(nvfp4, k);
+  t.stages = stages(p, k);
   t.g = min(loads / (2 * m), t.stages);
-  t.part_k = t.g * stage_k(nvfp4);
+  t.part_k = t.g * stage_k(p);
   t.parts = t.stages / t.g;
   t.warps_per_tile = min(warps, t.parts);
   t.tiles_per_block = warps / t.warps_per_tile;
@@ -99,15 +99,18 @@ struct MoeGateUpTiling {
   }
 };
 
-constexpr MoeGateUpTiling moe_gate_up_tiling(const MoeDims& d, int b, bool nvfp4) {
+// `experts`, `shared`: the precisions of the routed experts and of the shared expert.
+constexpr MoeGateUpTiling moe_gate_up_tiling(const MoeDims& d, int b, Precision experts, Precision shared) {
   MoeGateUpTiling t;
+  const bool nvfp4 = experts == Precision::kNVFP4;
   // NOTE: blocks of 8 warps, three resident (<= 80 registers), each warp two stages of gate and up (8
   // loads of 16 bytes per lane) in one round. At B = 1 the a3b NVFP4 grid is ~2.9 blocks per SM, so
   // that makes it one wave. From bucket 8 NVFP4 tiles are many and the kernel waits on its decode as
   // much as on HBM (ncu at B = 16: 0.47 issued warps per scheduler, long scoreboard 39% of stalls):
   // narrow rounds of one stage (4 loads per lane) fit 64 registers, so 32 warps per SM decode side by
   // side (moe_check a3b nvfp4 random, gate_up: B=16 41.4 -> 39.8 us, B=32 77.6 -> 63.0 us; B=1 7.6 ->
-  // 8.2 us, so not there). bf16 experts have no decode to hide.
+  // 8.2 us, so not there). bf16 experts have no decode to hide; FP8 experts (one conversion per two
+  // weights) keep the bf16 rules, not measured apart.
   // Blocks of 4 warps taking a tile's K in four narrow rounds each (eight blocks per SM) are faster
   // still alone (moe_check: B=8 24.0 -> 22.8, B=16 39.8 -> 37.9, B=32 63.0 -> 57.9 us), and in the
   // engine's step at buckets 8 and 32 (3.79 -> 3.74, 8.12 -> 8.03 ms), but not at 16: there the
@@ -121,14 +124,14 @@ constexpr MoeGateUpTiling moe_gate_up_tiling(const MoeDims& d, int b, bool nvfp4
   t.slots = b * d.top_k;
   t.n_tiles = ceil_div(b, 8);  // groups of 8 rows: an expert has at most B rows
   t.routed_loads = t.narrow ? 4 : 8;
-  t.routed = expert_tiles(nvfp4, d.hidden, d.inter, 2, t.warps, 1, t.routed_loads);
-  // NOTE: the bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
+  t.routed = expert_tiles(experts, d.hidden, d.inter, 2, t.warps, 1, t.routed_loads);
+  // NOTE: a bf16 shared expert streams more bytes per tile than an NVFP4 expert; splitting its K
   // over as many blocks as it has extra rounds keeps every block of the grid one equal round long.
-  t.shared_rounds = expert_tiles(false, d.hidden, d.shared_inter, 2, t.warps, 1).rounds_total;
+  t.shared_rounds = expert_tiles(shared, d.hidden, d.shared_inter, 2, t.warps, 1).rounds_total;
   t.shared_slices = t.shared_rounds > t.routed.rounds_total && t.shared_rounds % t.routed.rounds_total == 0
                         ? t.shared_rounds / t.routed.rounds_total
                         : 1;
-  t.shared = expert_tiles(false, d.hidden, d.shared_inter, 2, t.warps, t.shared_slices);
+  t.shared = expert_tiles(shared, d.hidden, d.shared_inter, 2, t.warps, t.shared_slices);
   t.blocks = 1 + t.shared.blocks + int64_t(moe_route_layout(d, b).max_active) * t.routed.blocks;
   t.smem_bytes = t.warps * t.n_tiles * 2 * 32 * 16;  // per-warp C fragments
   t.partial_floats = t.shared_slices > 1 ? t.shared.tiles * t.shared_slices * t.n_tiles * 2 * 32 * 4 : 1;
@@ -152,8 +155,9 @@ struct MoeDownTiling {
   }
 };
 
-constexpr MoeDownTiling moe_down_tiling(const MoeDims& d, int b, bool nvfp4) {
+constexpr MoeDownTiling moe_down_tiling(const MoeDims& d, int b, Precision experts, Precision shared) {
   MoeDownTiling t;
+  const bool nvfp4 = experts == Precision::kNVFP4;
   // NOTE: up to bucket 8, half an expert's K per unit (4 loads of 16 bytes per lane) with two units in
   // flight per warp (the next one's loads issued before this one's math): bucket 1 keeps 20 warps per
   // block busy instead of 12 (moe_check a3b nvfp4 B=1 down 5.3 -> 4.8 us, B=8 unchanged). From 16,
@@ -170,8 +174,8 @@ constexpr MoeDownTiling moe_down_tiling(const MoeDims& d, int b, bool nvfp4) {
   t.slots = b * d.top_k;
   t.n_tiles = ceil_div(b, 8);
   t.routed_loads = t.pipelined || t.narrow ? 4 : 8;
-  t.routed = expert_tiles(nvfp4, d.inter, d.hidden, 1, 1, 1, t.routed_loads);
-  t.shared = expert_tiles(false, d.shared_inter, d.hidden, 1, 1, 1);
+  t.routed = expert_tiles(experts, d.inter, d.hidden, 1, 1, 1, t.routed_loads);
+  t.shared = expert_tiles(shared, d.shared_inter, d.hidden, 1, 1, 1);
   t.blocks = d.hidden / 16;
   t.y_stride = 20;
   t.smem_bytes = (t.routed.parts * t.slots + t.shared.parts * b) * t.y_stride * 4;
@@ -220,12 +224,13 @@ constexpr MoePieceTiling moe_piece_tiling(const MoeDims& d) {
 // NOTE: NVFP4 steps of 128 columns (16 code bytes a lane, one 128-bit load) need 16 more registers for
 // the codes and spilled at 128 (two blocks per SM); at 64 a lane's 64-bit code loads are still
 // conflict-free. Stages in flight: 5 NVFP4 (17 KiB each), 2 bf16 (40 KiB each), so two blocks share an SM.
-constexpr int moe_piece_bk(bool nvfp4, int k) {
+// FP8 steps are 64 columns too (16 weight bytes a lane, 64-byte rows), 4 stages (24 KiB each).
+constexpr int moe_piece_bk(Precision p, int k) {
   for (int bk = 64; bk >= 32; bk /= 2)
-    if (k % bk == 0 && (!nvfp4 || bk == 64)) return bk;
+    if (k % bk == 0 && (p == Precision::kBF16 || bk == 64)) return bk;
   return 0;
 }
-constexpr int moe_piece_stages(bool nvfp4) { return nvfp4 ? 5 : 2; }
+constexpr int moe_piece_stages(Precision p) { return p == Precision::kNVFP4 ? 5 : p == Precision::kFP8Block ? 4 : 2; }
 
 // Items of a piece of n tokens: routed ones (each active expert's ceil(count / tokens), at most
 // slots / tokens + active of them) and the shared expert's (all n tokens).

@@ -1,10 +1,10 @@
-// One warp's decode tile on the tensor cores: 16 rows of a weight matrix W [rows][K] (bf16, or NVFP4
-// dequantised in registers) times up to 8 bf16 activation rows, over a range of K, accumulated in
+// One warp's decode tile on the tensor cores: 16 rows of a weight matrix W [rows][K] (bf16, or NVFP4 or
+// block FP8 dequantised in registers) times up to 8 bf16 activation rows, over a range of K, accumulated in
 // fp32 by mma.m16n8k16 (bf16 inputs). Decode is weight-streaming bound: a tile's weights are loaded
 // once into registers and reused for every group of 8 activation rows.
 //
-// Lane (g = lane / 4, c = lane % 4) loads 16 bytes of weight rows g and g + 8 per stage (32 NVFP4 or 8
-// bf16 weights); the four lanes of a row read 64 contiguous bytes, so each load instruction covers
+// Lane (g = lane / 4, c = lane % 4) loads 16 bytes of weight rows g and g + 8 per stage (32 NVFP4, 16
+// FP8 or 8 bf16 weights); the four lanes of a row read 64 contiguous bytes, so each load instruction covers
 // whole 32-byte sectors. A stage of a warp thus spans kStageK = 4 * kLoadK columns. The same lane
 // feeds the mma B operand for activation row g at exactly the columns it holds weights for (the k
 // order inside an mma is free as long as A and B agree), so no data moves between lanes.
@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "fuel/chemistry.h"
+#include "kernels/cuda/primitives/fp8.cuh"
 #include "kernels/cuda/primitives/nvfp4.cuh"
 #include "kernels/tiling/weight_tile.h"
 
@@ -22,17 +23,26 @@ namespace rocket::cuda {
 
 template <Precision P>
 struct WeightTileTraits {
-  static_assert(P == Precision::kBF16 || P == Precision::kNVFP4, "weight tile: bf16 and nvfp4 weights only");
   static constexpr bool kNvfp4 = P == Precision::kNVFP4;
-  static constexpr int kLoadK = tiling::load_k(kNvfp4);    // weights per lane per 16-byte load
-  static constexpr int kStageK = tiling::stage_k(kNvfp4);  // columns per warp stage
+  static constexpr bool kFp8 = P == Precision::kFP8Block;
+  static constexpr bool kScaled = kNvfp4 || kFp8;  // the weights come with block scales
+  static constexpr int kLoadK = tiling::load_k(P);    // weights per lane per 16-byte load
+  static constexpr int kStageK = tiling::stage_k(P);  // columns per warp stage
   static constexpr int kOctets = kLoadK / 8;      // 8-column groups per load (one mma k16 pair each)
   template <int K>
-  static constexpr int kRowBytes = kNvfp4 ? K / 2 : 2 * K;
+  static constexpr int kRowBytes = tiling::row_bytes(P, K);
   template <int K>
   static constexpr int kScaleRowBytes = K / 16;  // nvfp4 e4m3 block scales
   template <int K>
-  static constexpr int kStages = tiling::stages(kNvfp4, K);
+  static constexpr int kStages = tiling::stages(P, K);
+  // Byte offset of the scales of weight row `row` (a tile's first row): NVFP4 its row of per-16
+  // codes, FP8 its 128-row block's row of fp32 block scales.
+  template <int K>
+  static constexpr size_t scale_at(int row) {
+    return kNvfp4 ? size_t(row) * kScaleRowBytes<K> : kFp8 ? size_t(row / tiling::kFp8Block) * tiling::fp8_scale_cols(K) * 4 : 0;
+  }
+  // A block scale covers whole stages (and so one fp32 per stage): stages start at multiples of kStageK.
+  static_assert(!kFp8 || tiling::kFp8Block % kStageK == 0, "weight tile: an FP8 stage crosses a scale block");
 };
 
 // kG stages of rows g and g + 8 of one tile, as loaded: the registers a warp holds in flight.
@@ -42,6 +52,8 @@ struct TileStages {
   // nvfp4: the two block scale codes (nvfp4_code.h) of the 32 weights in w[h][s], in 16-bit half s % 2 of
   // scale[h][s / 2] (packed: registers are what limits resident warps).
   uint32_t scale[2][(kG + 1) / 2];
+  // fp8: the block scale of stage s (rows g and g + 8 share their 128-row block).
+  float block_scale[P == Precision::kFP8Block ? kG : 1];
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -86,7 +98,7 @@ __device__ __forceinline__ bool column_in_range(int k0) {
 }
 
 // Issues every load of stages [0, kG) starting at column k_begin of the tile whose row 0 is at w
-// (nvfp4: scales of row 0 at scale).
+// (nvfp4, fp8: scales of row 0 at scale, WeightTileTraits::scale_at).
 template <Precision P, int K, int kG>
 __device__ __forceinline__ void load_tile_stages(TileStages<P, kG>& t, const uint8_t* w, const uint8_t* scale,
                                                  int k_begin, int lane) {
@@ -99,13 +111,14 @@ __device__ __forceinline__ void load_tile_stages(TileStages<P, kG>& t, const uin
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = g + 8 * h;
-      const size_t at = size_t(row) * T::template kRowBytes<K> + (T::kNvfp4 ? k0 / 2 : 2 * k0);
+      const size_t at = size_t(row) * T::template kRowBytes<K> + (T::kNvfp4 ? k0 / 2 : T::kFp8 ? k0 : 2 * k0);
       t.w[h][s] = in ? ld_stream(w + at) : make_uint4(0, 0, 0, 0);
       if constexpr (T::kNvfp4) {
         const uint32_t v = in ? __ldg(reinterpret_cast<const uint16_t*>(scale + size_t(row) * T::template kScaleRowBytes<K> + k0 / 16)) : 0u;
         t.scale[h][s / 2] = s % 2 ? t.scale[h][s / 2] | v << 16 : v;
       }
     }
+    if constexpr (T::kFp8) t.block_scale[s] = in ? __ldg(reinterpret_cast<const float*>(scale) + k0 / tiling::kFp8Block) : 0.0f;
   }
 }
 
@@ -147,6 +160,11 @@ __device__ __forceinline__ void mma_tile_stages(const TileStages<P, kG> (&t)[kM]
             nvfp4_code::images(q, img);
 #pragma unroll
             for (int j = 0; j < 4; ++j) a[h][j] = nvfp4_scaled(img[j], sw[m][h][o / 2]);
+          } else if constexpr (T::kFp8) {
+            // Octet o is the load's bytes 8o..8o + 7: words 2o (columns 0..3) and 2o + 1 (4..7).
+            const float sc = t[m].block_scale[s];
+            fp8_scaled_quad(o == 0 ? raw.x : raw.z, sc, a[h][0], a[h][1]);
+            fp8_scaled_quad(o == 0 ? raw.y : raw.w, sc, a[h][2], a[h][3]);
           } else {
             a[h][0] = raw.x;
             a[h][1] = raw.y;
