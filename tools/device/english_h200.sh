@@ -4,7 +4,7 @@
 # with NVFP4 experts against the H200 BF16 engine, and of the H200 BF16 engine (BF16 activations)
 # against the host engine (FP32 activations) of the same weights.
 #
-# Needs (carry `.carry/h200/rocket`, `.carry/h200/lib`, `.carry/h200/engine-lib.tar.xz` and
+# Needs (carry `.carry/h200/rocket.xz`, `.carry/h200/lib`, `.carry/h200/engine-lib.tar.xz` and
 # `.carry/english`): the static rocket CLI, libgomp and the engines' shared libraries from
 # tools/device/prepare_h200.sh, and the engines built here with `rocket build fuels/english --booster
 # h200 --no-weights` (.carry/english/bf16; .carry/english/nvfp4e with --precision experts=nvfp4), each
@@ -13,7 +13,9 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-/tmp/english-h200}
-ROCKET=$ROOT/.carry/h200/rocket
+ROCKET=/tmp/rocket-cli
+python3 -c 'import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())' "$ROOT/.carry/h200/rocket.xz" "$ROCKET"
+chmod +x "$ROCKET"
 export LD_LIBRARY_PATH="$ROOT/.carry/h200/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fuel=$ROOT/fuels/english golden=$ROOT/tests/golden
 mkdir -p "$OUT"

@@ -39,7 +39,6 @@ BUDGET_S=${BUDGET_S:-1140}
 export CARRY
 SKIP=${SKIP:-}
 ONLY=${ONLY:-}
-ROCKET=$CARRY/rocket
 ENGINES=/tmp/h200-engines
 GOLDEN=$ROOT/tests/golden
 mkdir -p "$OUT" "$FUELS" "$ENGINES"
@@ -50,7 +49,6 @@ if [[ ! -f /usr/local/cuda/lib64/libcublas.so.13 ]]; then
   cublas=$(python3 -c 'import nvidia.cublas as c, os; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
   [[ -n $cublas ]] && export LD_LIBRARY_PATH="$cublas:$LD_LIBRARY_PATH"
 fi
-chmod +x "$ROCKET" 2>/dev/null || true
 
 LOG=$OUT/h200_engine.log
 : >"$LOG"
@@ -64,7 +62,9 @@ unxz_to() {  # unxz_to FILE.xz DEST: xz where installed, else python's lzma
     python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
   fi
 }
-# The tokenizer forge copies into every fuel, and each engine's plan, are carried xz-compressed.
+# The CLI, the tokenizer forge copies into every fuel, and each engine's plan are carried xz-compressed.
+ROCKET=/tmp/rocket-cli
+unxz_to "$CARRY/rocket.xz" "$ROCKET" && chmod +x "$ROCKET"
 TOKENIZER=/tmp/rocket-tokenizer
 mkdir -p "$TOKENIZER"
 cp "$CARRY/tokenizer/tokenizer_config.json" "$TOKENIZER/"
@@ -177,7 +177,15 @@ if wanted forge_a3b8_nvfp4; then
   echo $! >"$FUELS/forge_a3b8_nvfp4.pid"
 fi
 
-for fmt in bf16 nvfp4; do
+# The block-FP8 fuels (`-FP8` releases' form): their 8-layer a3b forged in the background too.
+if wanted forge_a3b8_fp8; then
+  rm -f "$FUELS/forge_a3b8_fp8.rc"
+  bash -c "$(forge a3b8-fp8 --fuel a3b --format fp8 --seed 1 --layers 8); echo \$? >'$FUELS/forge_a3b8_fp8.rc'" \
+    >"$FUELS/forge_a3b8_fp8.log" 2>&1 &
+  echo $! >"$FUELS/forge_a3b8_fp8.pid"
+fi
+
+for fmt in bf16 nvfp4 fp8; do
   step "forge_tiny_$fmt" 1 30 "$(forge "tiny-$fmt" --fuel tiny --format $fmt --seed 1)"
   step "weights_tiny_$fmt" 1 30 "$(weights "tiny-$fmt")"
   full=""
@@ -198,6 +206,29 @@ bf16_floor() {  # bf16_floor NAME GOLDEN
   step "parity_hfbf16_$name" 0 60 "$(engine "$name" parity --golden "'$OUT/${name}_hf_bf16.json'")"
 }
 bf16_floor tiny-bf16 tiny_bf16.json
+
+# Block FP8 at the a3b shape: 4 layers against HF (the fuel's FP8 weights dequantised exactly, fp32
+# math: tools/reference/golden.py --quant manual), made here; 8 layers beside the NVFP4 engine below.
+step forge_a3b4_fp8 0 90 "$(forge a3b4-fp8 --fuel a3b --format fp8 --seed 1 --layers 4)"
+step golden_a3b4_fp8 0 150 "python3 '$ROOT/tools/reference/golden.py' --fuel '$FUELS/a3b4-fp8' --tokenizer '$TOKENIZER' \
+  --out '$OUT/a3b4_fp8.json' --dtype float32 --steps 16 --quant manual >/dev/null && ls -la '$OUT/a3b4_fp8.json'"
+step weights_a3b4_fp8 0 120 "$(weights a3b4-fp8)"
+step parity_a3b4_fp8 0 120 "$(engine a3b4-fp8 parity --golden "'$OUT/a3b4_fp8.json'")"
+step prefill_check_a3b4_fp8 0 120 "$(engine a3b4-fp8 prefill-check)"
+step wait_forge_a3b8_fp8 0 60 "test -f '$FUELS/forge_a3b8_fp8.pid' || exit 90; \
+  while [[ ! -f '$FUELS/forge_a3b8_fp8.rc' ]] && kill -0 \$(cat '$FUELS/forge_a3b8_fp8.pid') 2>/dev/null; do sleep 3; done; \
+  tail -2 '$FUELS/forge_a3b8_fp8.log'; test \"\$(cat '$FUELS/forge_a3b8_fp8.rc' 2>/dev/null)\" = 0"
+step weights_a3b8_fp8 0 120 "$(weights a3b8-fp8)"
+step prefill_check_a3b8_fp8 0 120 "$(engine a3b8-fp8 prefill-check)"
+step bench_a3b8_fp8 0 120 "$(engine a3b8-fp8 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-fp8.md'"
+step prefill_bench_a3b8_fp8 0 200 "$(engine a3b8-fp8 prefill-bench --lengths 2048,8192) | tee '$OUT/h200-prefill-a3b8-fp8.md'"
+step serve_a3b8_fp8 0 150 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b8_fp8.log' \
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b8-fp8' '$OUT/h200-serve-agents-a3b8-fp8.md' --concurrency 1,16,64 --max-tokens 64"
+step soak_a3b8_fp8 0 200 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; \
+  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-fp8' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
+  --pool 4 --mismatch-ok --log '$OUT/soak_a3b8_fp8.log' --markdown '$OUT/h200-soak-a3b8-fp8.md'"
+# The NVFP4 engine's decode at the same shape, for the FP8 rows beside it (same card, same call).
+step bench_a3b8_nvfp4 0 120 "$(engine a3b8-nvfp4 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-nvfp4.md'"
 
 step forge_a3b4_bf16 0 90 "$(forge a3b4-bf16 --fuel a3b --format bf16 --seed 1 --layers 4)"
 step weights_a3b4_bf16 0 120 "$(weights a3b4-bf16)"

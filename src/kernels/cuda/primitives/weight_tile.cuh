@@ -38,8 +38,10 @@ struct WeightTileTraits {
   // Byte offset of the scales of weight row `row` (a tile's first row): NVFP4 its row of per-16
   // codes, FP8 its 128-row block's row of fp32 block scales.
   template <int K>
-  static constexpr size_t scale_at(int row) {
-    return kNvfp4 ? size_t(row) * kScaleRowBytes<K> : kFp8 ? size_t(row / tiling::kFp8Block) * tiling::fp8_scale_cols(K) * 4 : 0;
+  static constexpr int kFp8ScaleRowBytes = tiling::fp8_scale_cols(K) * 4;
+  template <int K>
+  __host__ __device__ static constexpr size_t scale_at(int row) {
+    return kNvfp4 ? size_t(row) * kScaleRowBytes<K> : kFp8 ? size_t(row / tiling::kFp8Block) * kFp8ScaleRowBytes<K> : 0;
   }
   // A block scale covers whole stages (and so one fp32 per stage): stages start at multiples of kStageK.
   static_assert(!kFp8 || tiling::kFp8Block % kStageK == 0, "weight tile: an FP8 stage crosses a scale block");
