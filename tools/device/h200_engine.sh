@@ -208,12 +208,13 @@ bf16_floor() {  # bf16_floor NAME GOLDEN
 bf16_floor tiny-bf16 tiny_bf16.json
 
 # Block FP8 at the a3b shape: 4 layers against HF (the fuel's FP8 weights dequantised exactly, fp32
-# math: tools/reference/golden.py --quant manual), made here; 8 layers beside the NVFP4 engine below.
+# math: tools/reference/golden.py --quant manual; tests/golden/a3b4_fp8.json is golden_a3b4_fp8's
+# output, committed); 8 layers beside the NVFP4 engine below.
 step forge_a3b4_fp8 0 90 "$(forge a3b4-fp8 --fuel a3b --format fp8 --seed 1 --layers 4)"
 step golden_a3b4_fp8 0 150 "python3 '$ROOT/tools/reference/golden.py' --fuel '$FUELS/a3b4-fp8' --tokenizer '$TOKENIZER' \
   --out '$OUT/a3b4_fp8.json' --dtype float32 --steps 16 --quant manual >/dev/null && ls -la '$OUT/a3b4_fp8.json'"
 step weights_a3b4_fp8 0 120 "$(weights a3b4-fp8)"
-step parity_a3b4_fp8 0 120 "$(engine a3b4-fp8 parity --golden "'$OUT/a3b4_fp8.json'")"
+step parity_a3b4_fp8 0 120 "$(engine a3b4-fp8 parity --golden "'$GOLDEN/a3b4_fp8.json'")"
 step prefill_check_a3b4_fp8 0 120 "$(engine a3b4-fp8 prefill-check)"
 step wait_forge_a3b8_fp8 0 60 "test -f '$FUELS/forge_a3b8_fp8.pid' || exit 90; \
   while [[ ! -f '$FUELS/forge_a3b8_fp8.rc' ]] && kill -0 \$(cat '$FUELS/forge_a3b8_fp8.pid') 2>/dev/null; do sleep 3; done; \
