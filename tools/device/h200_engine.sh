@@ -216,20 +216,6 @@ step golden_a3b4_fp8 0 150 "python3 '$ROOT/tools/reference/golden.py' --fuel '$F
 step weights_a3b4_fp8 0 120 "$(weights a3b4-fp8)"
 step parity_a3b4_fp8 0 120 "$(engine a3b4-fp8 parity --golden "'$GOLDEN/a3b4_fp8.json'")"
 step prefill_check_a3b4_fp8 0 120 "$(engine a3b4-fp8 prefill-check)"
-step wait_forge_a3b8_fp8 0 60 "test -f '$FUELS/forge_a3b8_fp8.pid' || exit 90; \
-  while [[ ! -f '$FUELS/forge_a3b8_fp8.rc' ]] && kill -0 \$(cat '$FUELS/forge_a3b8_fp8.pid') 2>/dev/null; do sleep 3; done; \
-  tail -2 '$FUELS/forge_a3b8_fp8.log'; test \"\$(cat '$FUELS/forge_a3b8_fp8.rc' 2>/dev/null)\" = 0"
-step weights_a3b8_fp8 0 120 "$(weights a3b8-fp8)"
-step prefill_check_a3b8_fp8 0 120 "$(engine a3b8-fp8 prefill-check)"
-step bench_a3b8_fp8 0 120 "$(engine a3b8-fp8 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-fp8.md'"
-step prefill_bench_a3b8_fp8 0 200 "$(engine a3b8-fp8 prefill-bench --lengths 2048,8192) | tee '$OUT/h200-prefill-a3b8-fp8.md'"
-step serve_a3b8_fp8 0 150 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b8_fp8.log' \
-  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b8-fp8' '$OUT/h200-serve-agents-a3b8-fp8.md' --concurrency 1,16,64 --max-tokens 64"
-step soak_a3b8_fp8 0 200 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; \
-  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-fp8' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
-  --pool 4 --mismatch-ok --log '$OUT/soak_a3b8_fp8.log' --markdown '$OUT/h200-soak-a3b8-fp8.md'"
-# The NVFP4 engine's decode at the same shape, for the FP8 rows beside it (same card, same call).
-step bench_a3b8_nvfp4 0 120 "$(engine a3b8-nvfp4 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-nvfp4.md'"
 
 step forge_a3b4_bf16 0 90 "$(forge a3b4-bf16 --fuel a3b --format bf16 --seed 1 --layers 4)"
 step weights_a3b4_bf16 0 120 "$(weights a3b4-bf16)"
@@ -243,6 +229,22 @@ step weights_a3b8_nvfp4 0 120 "$(weights a3b8-nvfp4)"
 step prefill_check_a3b8_nvfp4 0 120 "$(engine a3b8-nvfp4 prefill-check)"
 step prefill_bench_a3b8_nvfp4 0 200 "$(engine a3b8-nvfp4 prefill-bench --lengths 512,2048,4096,8192,32768 --prefix 28672) \
   | tee '$OUT/h200-prefill-a3b8.md'"
+# Block FP8 at 8 layers of a3b, and the NVFP4 engine's decode at the same shape beside it (same card,
+# same call).
+step wait_forge_a3b8_fp8 0 60 "test -f '$FUELS/forge_a3b8_fp8.pid' || exit 90; \
+  while [[ ! -f '$FUELS/forge_a3b8_fp8.rc' ]] && kill -0 \$(cat '$FUELS/forge_a3b8_fp8.pid') 2>/dev/null; do sleep 3; done; \
+  tail -2 '$FUELS/forge_a3b8_fp8.log'; test \"\$(cat '$FUELS/forge_a3b8_fp8.rc' 2>/dev/null)\" = 0"
+step weights_a3b8_fp8 0 120 "$(weights a3b8-fp8)"
+step prefill_check_a3b8_fp8 0 120 "$(engine a3b8-fp8 prefill-check)"
+step bench_a3b8_fp8 0 120 "$(engine a3b8-fp8 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-fp8.md'"
+step prefill_bench_a3b8_fp8 0 200 "$(engine a3b8-fp8 prefill-bench --lengths 2048,8192) | tee '$OUT/h200-prefill-a3b8-fp8.md'"
+step serve_a3b8_fp8 0 150 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b8_fp8.log' \
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b8-fp8' '$OUT/h200-serve-agents-a3b8-fp8.md' --concurrency 1,16,64 --max-tokens 64"
+step soak_a3b8_fp8 0 200 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; \
+  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-fp8' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
+  --pool 4 --mismatch-ok --log '$OUT/soak_a3b8_fp8.log' --markdown '$OUT/h200-soak-a3b8-fp8.md'"
+step bench_a3b8_nvfp4 0 150 "$(engine a3b8-nvfp4 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-nvfp4.md' && \
+  $(engine a3b8-nvfp4 prefill-bench --lengths 2048,8192) | tee -a '$OUT/h200-bench-a3b8-nvfp4.md'"
 # Serving on the 8-layer engine (required: every call that touches the engine, the scheduler or the
 # token path serves under load; issue 38): the agent workload up to 64 clients with forked sessions,
 # random 8K prompts beside decoding streams, and a soak at 64 clients with 30% hang-ups. Each fails
