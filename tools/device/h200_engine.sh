@@ -243,6 +243,12 @@ step serve_a3b8_fp8 0 150 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; 
 step soak_a3b8_fp8 0 200 "test -f '$ENGINES/a3b8-fp8/weights.blob' || exit 90; \
   python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-fp8' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
   --pool 4 --mismatch-ok --log '$OUT/soak_a3b8_fp8.log' --markdown '$OUT/h200-soak-a3b8-fp8.md'"
+# The NVFP4 fuel under the dense FP8 map (prepare_h200.sh a3b8-mixed): its weights are the NVFP4 fuel's,
+# converted by the build.
+step fuel_a3b8_mixed 0 0 "test -f '$FUELS/a3b8-nvfp4/config.json' || exit 90; ln -sfn '$FUELS/a3b8-nvfp4' '$FUELS/a3b8-mixed'"
+step weights_a3b8_mixed 0 120 "$(weights a3b8-mixed)"
+step prefill_check_a3b8_mixed 0 120 "$(engine a3b8-mixed prefill-check)"
+step bench_a3b8_mixed 0 150 "$(engine a3b8-mixed bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-mixed.md'"
 step bench_a3b8_nvfp4 0 150 "$(engine a3b8-nvfp4 bench --context 512 --steps 32 --reps 3) | tee '$OUT/h200-bench-a3b8-nvfp4.md' && \
   $(engine a3b8-nvfp4 prefill-bench --lengths 2048,8192) | tee -a '$OUT/h200-bench-a3b8-nvfp4.md'"
 # Serving on the 8-layer engine (required: every call that touches the engine, the scheduler or the
