@@ -10,6 +10,7 @@
 #include "boosters/profile.h"
 #include "compiler/kernel_selection.h"
 #include "compiler/memory_map.h"
+#include "compiler/precision_map.h"
 #include "core/error.h"
 #include "fuel/forge.h"
 #include "kernels/tiling/attention.h"
@@ -26,6 +27,12 @@ Plan h200_plan(const std::string& fuel, int layers, WeightFormat f, int max_stre
   p.kernels = select_kernels(p);
   p.validate("plan");
   return p;
+}
+
+const PlanBuffer& buffer(const Plan& p, const std::string& name) {
+  for (const PlanBuffer& b : p.buffers)
+    if (b.name == name) return b;
+  fail("no buffer {}", name);
 }
 
 const PlanKernel& kernel(const Plan& p, const std::string& name, int bucket) {
@@ -198,6 +205,28 @@ TEST(KernelTable, HostPlansHaveNone) {
   const Chemistry c = chemistry_from_config(forge_config("tiny", 0), WeightFormat::kBF16, "tiny/config.json");
   const Plan p = plan_memory(c, PlanOptions{.booster = "host"});
   EXPECT_TRUE(select_kernels(p).empty());
+}
+
+// A -FP8 release's plan: its projections and experts in block FP8, GDN's b|a (bf16, as the releases
+// keep them) a launch of their own at every bucket, and the token path's dequantised copy sized for the
+// largest FP8 projection (a3b: GDN's qkv and attention's q|gate, 8192 x 2048). A bf16 or NVFP4 plan has
+// neither.
+TEST(KernelTable, BlockFp8PlanLaunchesGdnGatesApartAndSizesTheDequantCopy) {
+  const Plan fp8 = h200_plan("a3b", 4, WeightFormat::kFP8);
+  EXPECT_NO_THROW(check_h200_precisions(fp8.chemistry));
+  EXPECT_EQ(fp8.chemistry.precision(Role::kExperts), Precision::kFP8Block);
+  EXPECT_EQ(fp8.chemistry.precision(Role::kGdnGate), Precision::kBF16);
+  for (int b : fp8.buckets) {
+    EXPECT_GT(kernel(fp8, "dense_gdn_gate", b).grid, 0) << b;
+    EXPECT_GT(kernel(fp8, "dense_gdn_in", b).grid, 0) << b;
+  }
+  EXPECT_EQ(buffer(fp8, "dequant").bytes, 8192ull * 2048 * 2);
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kNVFP4}) {
+    const Plan p = h200_plan("a3b", 4, f);
+    EXPECT_EQ(buffer(p, "dequant").bytes, 0u) << format_name(f);
+    EXPECT_TRUE(std::none_of(p.kernels.begin(), p.kernels.end(), [](const PlanKernel& k) { return k.kernel == "dense_gdn_gate"; }))
+        << format_name(f);
+  }
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ void expect_memory_map(const Plan& p, const std::string& what) {
   EXPECT_EQ(p.regions[0].bytes, p.blob_bytes);
   for (const PlanBuffer& b : p.buffers) {
     EXPECT_EQ(b.offset % kQuantum, 0u) << what << ": buffer " << b.name;
-    EXPECT_GT(b.bytes, 0u) << what << ": buffer " << b.name;
+    // The token path's dequantised copy is empty unless a projection is block FP8.
+    if (b.name != "dequant") EXPECT_GT(b.bytes, 0u) << what << ": buffer " << b.name;
     const auto r = std::find_if(p.regions.begin(), p.regions.end(), [&](const PlanRegion& r) { return r.name == b.region; });
     ASSERT_NE(r, p.regions.end()) << what << ": buffer " << b.name << " in no region";
     EXPECT_NE(b.region, "weights") << what << ": buffer " << b.name;
