@@ -16,6 +16,7 @@ for role in lm_head attn_proj gdn_proj gdn_gate router shared_expert shared_expe
   for p in fp8 nvfp4; do maps+=("$role=$p"); done
 done
 maps+=("experts=nvfp4,shared_expert=nvfp4" "experts=fp8,shared_expert=fp8,attn_proj=fp8,gdn_proj=fp8,lm_head=fp8"
+       "experts=nvfp4,shared_expert=fp8,attn_proj=fp8,gdn_proj=fp8"
        "experts=nvfp4,shared_expert=nvfp4,attn_proj=nvfp4,gdn_proj=nvfp4,lm_head=nvfp4")
 echo "| map | KL mean | KL p99 | KL max | top-1 agreement | perplexity (ref → cand) | greedy agreement |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
