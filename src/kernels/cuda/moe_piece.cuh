@@ -23,8 +23,9 @@
 // its N-tile, or two halves of its output columns) and 64 gathered activation rows in shared memory
 // with cp.async, kStages steps in flight. Warp w owns weight rows 16w.. of each half and all 64 tokens:
 // 2 x 8 mma.m16n8k16 tiles (weights as the A operand, tokens as B), so every weight is decoded once
-// per block, in registers, with the decode kernels' code (nvfp4_code::images, nvfp4_scaled: bit-exact
-// the same bf16 products). Lane (g, c) holds kO consecutive octets (8 columns) of its rows per step,
+// per block, in registers, with the decode kernels' code (nvfp4_code::images, nvfp4_scaled; block FP8:
+// fp8_scaled_quad with the step's block scale, read from global memory: bit-exact the same bf16
+// products). The routed experts and the shared expert each have their precision. Lane (g, c) holds kO consecutive octets (8 columns) of its rows per step,
 // and reads the activations of exactly those columns (the k order inside an mma is free as long as A
 // and B agree), as weight_tile.cuh does in registers.
 // NOTE: measured (h200-prefill.md, 2026-12-05, H100): the SASS of the first version spent most of its
