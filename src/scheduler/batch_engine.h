@@ -100,7 +100,8 @@ class BatchEngine {
   // One stream's k + 1 rows ids = [token, drafts...] at positions pos.. in one call. Row j picks with
   // knobs[j] (and the slot's history) exactly as a decode row at its position would, in order, until
   // a pick differs from the draft after it or row k is picked: returns how many drafts that accepted
-  // (a), tokens()[0..a] the picks. The stream's state and KV continue from row a, whose pick is its
+  // (a), tokens()[0..a] the picks and logits(0..a) the rows' logits they were picked from (a
+  // request's logprobs). The stream's state and KV continue from row a, whose pick is its
   // next token. Unmasked: a stream under a grammar decodes plainly. Throws StepRefused outside the
   // contract.
   virtual int verify(int slot, const int32_t* ids, int k, int64_t pos, const SamplingKnobs* knobs) {

@@ -139,8 +139,8 @@ class Generation {
   bool needs_logits() const { return top_logprobs_ >= 0; }
   // Whether a drafting engine may speculate for it (docs/speculative.md): the request allows it
   // (`speculative`, default on) and every pick is the token fed back, unconstrained: no grammar,
-  // forced tokens or reasoning budget, and no logprobs (verify steps bring no logits back).
-  bool speculates() const { return speculative_ && !forced_ && !matcher_ && !reasoning_close_ && top_logprobs_ < 0; }
+  // forced tokens or reasoning budget. Logprobs come from each verified row's logits.
+  bool speculates() const { return speculative_ && !forced_ && !matcher_ && !reasoning_close_; }
 
   // The client is gone: the driver may drop the stream without stepping it again.
   bool cancelled() const { return sink_->cancelled(); }

@@ -618,7 +618,7 @@ void Scheduler::speculative_step(int slot) {
     traced_token(s);
     std::optional<int32_t> next;
     try {
-      next = s.generation->step(picked[j], nullptr, engine_.vocab());
+      next = s.generation->step(picked[j], s.generation->needs_logits() ? engine_.logits(j) : nullptr, engine_.vocab());
     } catch (const std::exception& e) {
       fail_stream(s, e.what());
       break;

@@ -56,6 +56,17 @@ for i, ((s1, a), (s2, b)) in enumerate(zip(on, off)):
 stats = json.load(urllib.request.urlopen(base + "/stats"))
 sched = stats
 assert sched["verify_steps"] > 0 and sched["drafted_tokens"] > 0 and sched["refused_steps"] == 0, sched
+# Logprobs draft too: every token's logprobs come from its verified row, as a decode step's would.
+with ThreadPoolExecutor(4) as pool:
+    on = list(pool.map(lambda i: post(dict(body(i, None), logprobs=3)), range(4)))
+    off = list(pool.map(lambda i: post(dict(body(i, False), logprobs=3)), range(4)))
+after = json.load(urllib.request.urlopen(base + "/stats"))
+assert after["verify_steps"] > sched["verify_steps"], ("logprobs requests did not draft", sched, after)
+for i, ((s1, a), (s2, b)) in enumerate(zip(on, off)):
+    assert s1 == 200 and s2 == 200, (s1, a, s2, b)
+    la, lb = a["choices"][0]["logprobs"], b["choices"][0]["logprobs"]
+    assert la["tokens"] and la == lb, (i, la, lb)
+sched = after
 metrics = urllib.request.urlopen(base + "/metrics").read().decode()
 for name, key in (("rocket_spec_verify_steps_total", "verify_steps"), ("rocket_spec_draft_tokens_total", "drafted_tokens")):
     line = next(l for l in metrics.splitlines() if l.startswith(name))
