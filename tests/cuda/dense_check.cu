@@ -448,7 +448,7 @@ void pairs() {
   const auto* xp = reinterpret_cast<const bf16*>(x.ptr);
   for (int carve = 0; carve < 2; ++carve) {
     if (carve)
-      CUDA_CHECK(cudaFuncSetAttribute(cuda::dense_kernel<2048, 4096, B, bf16>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+      CUDA_CHECK(cudaFuncSetAttribute(cuda::dense_kernel<2048, 4096, B, bf16, Precision::kBF16>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     for (int f = 0; f < 3; ++f) {
       const double ms = check::graph_time_ms([&](cudaStream_t s) {
         for (int i = 0; i < kPairs; ++i) {
