@@ -35,6 +35,13 @@ inline constexpr SnapshotLayout kSnapshot{.recurrent_bytes = sizeof(float) * kLi
                                           .conv_bytes = sizeof(float) * kLinearLayers * kConvStateFloats};
 static_assert(kSnapshot.slot_bytes() == kSnapshotSlotBytes, "the compiler sized the snapshot slots for another state");
 
+// A weight's FP8 block scales in the arena (nullptr for the other precisions): both halves of the
+// forward pass hand them to their kernels.
+template <Precision P>
+const float* block_scales(const Arena& a, const LinearAt& w) {
+  return P == Precision::kFP8Block ? a.at<const float>(w.scale) : nullptr;
+}
+
 using GdnS = cuda::GdnShape<int(kLinKHeads), int(kLinVHeads), int(kLinKDim), int(kLinVDim)>;
 using AttnS = cuda::AttentionShape<int(kHeads), int(kKvHeads), int(kHeadDim), int(kRotaryDim), int(kKvPageTokens)>;
 using MoeS = cuda::MoeShape<int(kHidden), int(kMoeInter), int(kSharedInter), int(kExperts), int(kTopK)>;

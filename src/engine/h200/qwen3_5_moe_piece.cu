@@ -217,8 +217,8 @@ void Qwen35MoeForward::piece_moe(int l, int n, uint32_t kinds) {
   if (!(kinds & kKindMoe)) return;
   const LayerAt& L = kLayer[l];
   project<kPrecisionRouter>(run_, L.router, int(kExperts), int(kHidden), act_.hn, n, act_.router);
-  constexpr bool kSharedFp8 = kPrecisionSharedExpert == Precision::kFP8Block;
-  auto scales = [&](const LinearAt& w) { return kSharedFp8 ? weight<float>(w.scale) : nullptr; };
+  constexpr Precision PS = kPrecisionSharedExpert;
+  const Arena& a = run_.arena();
   cuda::moe_piece<MoeS, kPrecisionExperts, kPrecisionSharedExpert>({.x = act_.hn,
                                                                     .logits = act_.router,
                                                                     .experts = weight<uint8_t>(L.experts),
@@ -233,9 +233,9 @@ void Qwen35MoeForward::piece_moe(int l, int n, uint32_t kinds) {
                                                                     .workspace = run_.buf<uint8_t>(kBuf_moe_workspace),
                                                                     .max_tokens = int(kPrefillChunk),
                                                                     .out = act_.moe_out,
-                                                                    .shared_gate_block_scale = scales(L.shared_gate),
-                                                                    .shared_up_block_scale = scales(L.shared_up),
-                                                                    .shared_down_block_scale = scales(L.shared_down)},
+                                                                    .shared_gate_block_scale = block_scales<PS>(a, L.shared_gate),
+                                                                    .shared_up_block_scale = block_scales<PS>(a, L.shared_up),
+                                                                    .shared_down_block_scale = block_scales<PS>(a, L.shared_down)},
                                                                    n, run_.stream());
 }
 

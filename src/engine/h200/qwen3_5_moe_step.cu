@@ -156,14 +156,11 @@ void Qwen35MoeForward::pick_tokens(std::span<const SamplingKnobs* const> knobs, 
 
 namespace {
 
-// A weight of precision P in the arena, as the dense kernels take it, and its FP8 block scales.
+// A weight of precision P in the arena, as the dense kernels take it (its FP8 block scales:
+// forward_shapes.h block_scales).
 template <Precision P>
 cuda::DenseWeight<P> dense_weight(const Arena& a, const LinearAt& w) {
   return a.at<std::remove_pointer_t<cuda::DenseWeight<P>>>(w.weight);
-}
-template <Precision P>
-const float* block_scales(const Arena& a, const LinearAt& w) {
-  return P == Precision::kFP8Block ? a.at<const float>(w.scale) : nullptr;
 }
 
 // x_rows: rows of x the kernel may read (dense.cuh, DenseParams::x_rows); 0: rows.
