@@ -21,7 +21,7 @@ commit=$(cat "$ENGINE/../COMMIT" 2>/dev/null || cat "${CARRY:-.carry/h200}/COMMI
 {
   echo "## $(date -u +%Y-%m-%dT%H:%MZ) commit $commit"
   echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo '?')"
-  echo "command: ENGINE=$ENGINE bash bench/h200_a3b.sh  (rocket-engine bench --context C --steps $STEPS --reps $REPS, a3b nvfp4 seed 1)"
+  echo "command: ENGINE=$ENGINE bash bench/h200_a3b.sh  (rocket-engine bench --context C --steps $STEPS --reps $REPS, engine $(basename "$ENGINE"), a3b seed 1)"
 } >>"$RESULTS/h200-a3b.md"
 bench() {  # bench ARGS...: one rocket-engine bench table, printed and appended
   local result

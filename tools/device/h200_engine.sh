@@ -156,6 +156,10 @@ step sample_check 0 120 "test -x '$ROOT/.carry/checks/sample_check' || exit 90; 
 step env 1 0 "nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv; nproc; free -g; \
   df -h /tmp; ls -la '$CARRY' '$CARRY/engines'; ldd '$CARRY'/engines/*/bin/rocket-engine || true"
 
+# Disk: the 8-layer fuels and blobs of an earlier call on this machine (~30 GB) go before the full a3b
+# fuel (21 GB) and its blobs are written.
+step free_a3b8 0 0 "rm -rf '$FUELS'/a3b8-* '$ENGINES'/a3b8-*; df -h /tmp"
+
 # The full a3b NVFP4 forge, in the background beside everything up to the a3b weights step; its log
 # and exit status stay beside the fuels, so a second call (ONLY=...) finds them. It must end inside the
 # call that starts it (~330 s on the H100 machine's 16 cores): a call's background processes do not
@@ -274,6 +278,15 @@ step weights_a3b_nvfp4 0 240 "$(weights a3b-nvfp4)"
 step prefill_check_a3b_nvfp4 0 60 "$(engine a3b-nvfp4 prefill-check)"
 step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+# The full a3b under the dense FP8 map the gate passes (prepare_h200.sh a3b-mixed): the NVFP4 fuel's
+# weights converted by the build, the decode benchmark beside the NVFP4 engine's (same card). The NVFP4
+# blob goes first: the fuel and two blobs (~62 GB) would not fit the machine's disk.
+step free_a3b_nvfp4_blob 0 0 "rm -f '$ENGINES/a3b-nvfp4/weights.blob'; df -h /tmp"
+step fuel_a3b_mixed 0 0 "test -f '$FUELS/a3b-nvfp4/config.json' || exit 90; ln -sfn '$FUELS/a3b-nvfp4' '$FUELS/a3b-mixed'"
+step weights_a3b_mixed 0 300 "$(weights a3b-mixed)"
+step prefill_check_a3b_mixed 0 60 "$(engine a3b-mixed prefill-check)"
+step bench_a3b_mixed 0 120 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; \
+  ENGINE='$ENGINES/a3b-mixed' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
 step controls_a3b_nvfp4 0 200 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_controls.sh'"
 step serve_controls_a3b_nvfp4 0 150 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
