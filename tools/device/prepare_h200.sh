@@ -52,6 +52,8 @@ engines=(
   # The NVFP4 fuel with its projections and shared expert converted to block FP8 at build time (the
   # dense map the gate accepts: bench/results/gate.md), for the decode bytes it saves.
   "a3b8-mixed|--fuel a3b --format nvfp4 --seed 1 --layers 8|--max-context 33792 --precision attn_proj=fp8,gdn_proj=fp8,shared_expert=fp8"
+  # The full a3b under that map, beside a3b-nvfp4 (same plan otherwise): the decode target's engine.
+  "a3b-mixed|--fuel a3b --format nvfp4 --seed 1|--max-context 33792 --snapshots 256 --max-streams 32 --precision attn_proj=fp8,gdn_proj=fp8,shared_expert=fp8"
 )
 for row in "${engines[@]}"; do
   IFS='|' read -r name forge_flags build_flags <<<"$row"
