@@ -54,6 +54,21 @@ class Matcher {
 
   const CompiledGrammar& grammar() const { return *grammar_; }
 
+  // Where the parse stands, to come back to: speculative decoding steps the matcher through drafts
+  // to mask each verified row, then returns to where the real output is. The frame pool only grows,
+  // so a checkpoint's frames stay valid whatever is stepped after it.
+  struct Checkpoint {
+    StackSet state;
+    size_t position = 0;
+    bool done = false;
+  };
+  Checkpoint checkpoint() const { return {state_, position_, done_}; }
+  void restore(Checkpoint c) {
+    state_ = std::move(c.state);
+    position_ = c.position;
+    done_ = c.done;
+  }
+
  private:
   // Adds the tokens of trie subtree `root` that `top` (a frame of this matcher's pool) can take.
   // False once the mask's work passed kMaskWork.

@@ -82,7 +82,7 @@ class BatchEngine {
   // a response_format that needs it otherwise).
   virtual bool masks_picks() const { return false; }
   // The allowed-token bitmask (grammar::Matcher::fill_mask's layout: bit t of word t / 32) of each
-  // row the next prefill, prefill_batch or decode call picks, in that call's row (segment) order; a
+  // row the next prefill, prefill_batch, decode or verify call picks, in that call's row (segment) order; a
   // null entry, or rows past the span, are unconstrained. Applies to that one call only; the masks
   // must stay valid until it returns. REQUIRES: masks_picks().
   virtual void mask_next_picks(std::span<const uint32_t* const> masks) {
@@ -102,8 +102,8 @@ class BatchEngine {
   // a pick differs from the draft after it or row k is picked: returns how many drafts that accepted
   // (a), tokens()[0..a] the picks and logits(0..a) the rows' logits they were picked from (a
   // request's logprobs). The stream's state and KV continue from row a, whose pick is its
-  // next token. Unmasked: a stream under a grammar decodes plainly. Throws StepRefused outside the
-  // contract.
+  // next token. mask_next_picks' mask j masks row j's pick (a grammar's, min_tokens'). Throws
+  // StepRefused outside the contract.
   virtual int verify(int slot, const int32_t* ids, int k, int64_t pos, const SamplingKnobs* knobs) {
     CHECK(false, "this engine does not draft");
     return 0;

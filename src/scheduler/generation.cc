@@ -110,7 +110,7 @@ const uint32_t* Generation::token_mask() {
   CHECK(!finished_, "token_mask() on a finished generation");
   const bool hold = usage_.completion_tokens < min_tokens_ && !eos_held_.empty();
   if (!matcher_ || grammar_after_) return hold ? eos_held_.data() : nullptr;
-  const int allowed = matcher_->fill_mask(mask_);
+  const int allowed = grammar_mask(mask_, usage_.completion_tokens);
   if (allowed == grammar::Matcher::kTooComplex) {
     fail(fmt::format("structured output: the grammar is too complex to enforce at speed: after {} bytes of output, the "
                      "next token's mask needed more than {} parser steps (a schema with thousands of alternatives at "
@@ -124,15 +124,59 @@ const uint32_t* Generation::token_mask() {
                      "of output", matcher_->position()));
     return nullptr;
   }
-  if (hold) {
+  return mask_.data();
+}
+
+int Generation::grammar_mask(std::span<uint32_t> out, int64_t completion) {
+  const int allowed = matcher_->fill_mask(out);
+  if (allowed > 0 && completion < min_tokens_ && !eos_held_.empty()) {
     // Eos comes out of the grammar's mask unless the grammar allows nothing else: a format that is
     // complete ends the output before min_tokens.
     bool other = false;
-    for (size_t w = 0; w < mask_.size(); ++w) other |= (mask_[w] & eos_held_[w]) != 0;
+    for (size_t w = 0; w < out.size(); ++w) other |= (out[w] & eos_held_[w]) != 0;
     if (other)
-      for (size_t w = 0; w < mask_.size(); ++w) mask_[w] &= eos_held_[w];
+      for (size_t w = 0; w < out.size(); ++w) out[w] &= eos_held_[w];
   }
-  return mask_.data();
+  return allowed;
+}
+
+size_t Generation::mask_width(const uint32_t* mask) const {
+  if (!mask) return 0;
+  if (mask == eos_held_.data()) return eos_held_.size();
+  CHECK(mask == mask_.data(), "a mask this generation did not make");
+  return mask_.size();
+}
+
+int Generation::mask_drafts(std::span<const int32_t> drafts, const uint32_t* row0) {
+  CHECK(!finished_, "mask_drafts() on a finished generation");
+  draft_masks_.assign(1, std::span<const uint32_t>(row0, mask_width(row0)));
+  const size_t width = mask_.size();
+  draft_words_.resize(drafts.size() * width);
+  // The grammar applies from the start, or from the row after the one picking </think>.
+  bool grammar_on = !grammar_after_;
+  std::optional<grammar::Matcher::Checkpoint> back;
+  if (matcher_) back = matcher_->checkpoint();
+  size_t kept = 0;
+  for (; kept < drafts.size(); ++kept) {
+    const int32_t d = drafts[kept];
+    const std::span<const uint32_t> m = draft_masks_[kept];
+    if (std::find(eos_.begin(), eos_.end(), d) != eos_.end()) break;
+    if (!m.empty() && (size_t(d) / 32 >= m.size() || !((m[size_t(d) / 32] >> (d % 32)) & 1u))) break;
+    // The row after the draft: the grammar's state once the draft is picked, and min_tokens' count.
+    if (matcher_ && grammar_on && !matcher_->advance(d)) break;
+    if (!grammar_on && d == *grammar_after_) grammar_on = true;
+    const int64_t completion = usage_.completion_tokens + int64_t(kept) + 1;
+    std::span<const uint32_t> next;
+    if (completion < min_tokens_ && !eos_held_.empty()) next = eos_held_;
+    if (matcher_ && grammar_on) {
+      const std::span<uint32_t> out(draft_words_.data() + kept * width, width);
+      if (grammar_mask(out, completion) <= 0) break;
+      next = out;
+    }
+    draft_masks_.push_back(next);
+  }
+  if (back) matcher_->restore(std::move(*back));
+  return int(kept);
 }
 
 SamplingKnobs Generation::knobs(int64_t pos, int history) const {

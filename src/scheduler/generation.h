@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -138,9 +139,18 @@ class Generation {
   // Logprobs were requested: stepping needs the logits as well as the token.
   bool needs_logits() const { return top_logprobs_ >= 0; }
   // Whether a drafting engine may speculate for it (docs/speculative.md): the request allows it
-  // (`speculative`, default on) and every pick is the token fed back, unconstrained: no grammar,
-  // forced tokens or reasoning budget. Logprobs come from each verified row's logits.
-  bool speculates() const { return speculative_ && !forced_ && !matcher_ && !reasoning_close_; }
+  // (`speculative`, default on) and every pick is the token fed back: no forced tokens or reasoning
+  // budget. Logprobs come from each verified row's logits, a grammar's or min_tokens' masks apply to
+  // each verified row (mask_drafts).
+  bool speculates() const { return speculative_ && !forced_ && !reasoning_close_; }
+  // The masks of a verify step's rows that feed `drafts` after the next token: row j's is what
+  // token_mask() would give once drafts[0..j) were picked, row 0's is `row0` (token_mask()'s, or
+  // nullptr). The grammar's matcher steps through the drafts and comes back. Returns how many drafts
+  // the step may verify: it stops before a draft its row's mask refuses, before eos (which ends a
+  // constrained output) and before a row whose mask cannot be made (the plain step that reaches it
+  // says why). draft_mask(j), j <= that count, stays valid until the next call. REQUIRES: not finished.
+  int mask_drafts(std::span<const int32_t> drafts, const uint32_t* row0);
+  const uint32_t* draft_mask(int row) const { return draft_masks_[size_t(row)].data(); }
 
   // The client is gone: the driver may drop the stream without stepping it again.
   bool cancelled() const { return sink_->cancelled(); }
@@ -185,6 +195,12 @@ class Generation {
   };
 
   std::optional<int32_t> finish(FinishReason reason);
+  // The grammar's mask for a pick after `completion` completion tokens, into `out` (mask_'s width),
+  // eos held back before min_tokens unless the grammar allows nothing else; returns
+  // Matcher::fill_mask's count. REQUIRES: matcher_ and the grammar applies.
+  int grammar_mask(std::span<uint32_t> out, int64_t completion);
+  // The width in words of a mask token_mask() returned.
+  size_t mask_width(const uint32_t* mask) const;
   // Pushes `text` (may be empty) with the logprobs of the tokens it completes; `stopped`: the output
   // ends with it, so tokens begun before its end are released too and the rest dropped.
   void emit(std::string text, bool stopped);
@@ -212,6 +228,8 @@ class Generation {
   bool ignore_eos_ = false;
   int64_t min_tokens_ = 0;
   std::vector<uint32_t> eos_held_;  // hold_eos(): every token but eos
+  std::vector<std::span<const uint32_t>> draft_masks_;  // mask_drafts(): row j's mask (empty: none)
+  std::vector<uint32_t> draft_words_;                   // the grammar's masks of rows 1..k
   std::deque<Scored> scored_;  // logprobs not yet released
   size_t decoded_ = 0;         // bytes StreamDecoder has returned
   size_t emitted_ = 0;         // bytes pushed to the sink

@@ -567,8 +567,7 @@ void Scheduler::decoded(std::span<const int> rows, bool want_logits) {
 }
 
 bool Scheduler::drafts(const Stream& s) const {
-  return engine_.draft_tokens() > 0 && s.generation->speculates() && !s.mask &&
-         s.pos + 1 < engine_.contract().max_context();
+  return engine_.draft_tokens() > 0 && s.generation->speculates() && s.pos + 1 < engine_.contract().max_context();
 }
 
 void Scheduler::speculative_step(int slot) {
@@ -584,13 +583,32 @@ void Scheduler::speculative_step(int slot) {
     return;
   }
   apply(s, *ext);
-  std::vector<SamplingKnobs> knobs;
-  for (int j = 0; j <= k; ++j) knobs.push_back(s.generation->knobs(pos + 1 + j, s.slot));
-  int accepted = 0;
   try {
     engine_.draft(s.slot, s.next, pos, k, ids.data() + 1);
-    s.pages.rewrite_tail(std::span<const int32_t>(ids.data() + 1, size_t(k)));
-    accepted = engine_.verify(s.slot, ids.data(), k, pos, knobs.data());
+  } catch (const StepRefused& e) {
+    refused(std::span<const int>(&slot, 1), e);
+    return;
+  }
+  // Under a grammar or min_tokens every verified row picks under its own mask, as the decode step at
+  // its position would; the drafts end where a mask refuses one, and with none left this step decodes
+  // plainly (the draft's first MTP row, the next token's, is the one decode writes too).
+  const int kept = s.generation->mask_drafts(std::span<const int32_t>(ids.data() + 1, size_t(k)), s.mask);
+  s.pages.truncate(int(pos) + 1 + kept);
+  if (kept == 0) {
+    decode_step(std::span<const int>(&slot, 1));
+    return;
+  }
+  std::vector<SamplingKnobs> knobs;
+  std::vector<const uint32_t*> masks;
+  for (int j = 0; j <= kept; ++j) {
+    knobs.push_back(s.generation->knobs(pos + 1 + j, s.slot));
+    masks.push_back(s.generation->draft_mask(j));
+  }
+  int accepted = 0;
+  try {
+    s.pages.rewrite_tail(std::span<const int32_t>(ids.data() + 1, size_t(kept)));
+    if (std::any_of(masks.begin(), masks.end(), [](const uint32_t* m) { return m; })) engine_.mask_next_picks(masks);
+    accepted = engine_.verify(s.slot, ids.data(), kept, pos, knobs.data());
   } catch (const StepRefused& e) {
     refused(std::span<const int>(&slot, 1), e);
     return;
@@ -604,12 +622,12 @@ void Scheduler::speculative_step(int slot) {
   }
   if (options_.telemetry) {
     options_.telemetry->decode_step(1, double(pos));
-    options_.telemetry->verify_step(k, accepted);
+    options_.telemetry->verify_step(kept, accepted);
   }
   {  // counted before the tokens reach their client, as the metrics are
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.verify_steps;
-    stats_.drafted_tokens += k;
+    stats_.drafted_tokens += kept;
     stats_.accepted_tokens += accepted;
   }
   const int32_t* picked = engine_.tokens();

@@ -3,7 +3,8 @@
 # tokens a step, against the HF reference's goldens (teacher-forced logits and greedy tokens); its
 # MTP layer's drafts on held-out text give plain greedy decoding's tokens and are accepted at the rate
 # a trained layer reaches (a wrong MTP layer, or a random one, is accepted almost never), and its
-# server gives seeded sampled requests the same text drafting or not; and the
+# server gives seeded sampled requests, and requests under a grammar or min_tokens, the same text
+# drafting or not; and the
 # quality gate on real text: NVFP4 experts pass the thresholds set from the BF16 compute noise
 # (bench/results/gate.md) and `build --gate` builds that map on the report, while a map that converts
 # every role to NVFP4 breaks them.
@@ -65,6 +66,47 @@ accepted = drafted["accepted_tokens"] - before.get("accepted_tokens", 0)
 assert accepted > 0 and stats()["verify_steps"] == drafted["verify_steps"], (before, drafted)
 print(f"english.sh: sampled requests: the same text with drafting on and off; {accepted} of "
       f"{drafted['drafted_tokens']} drafts accepted while drafting")
+
+# Under a grammar (a JSON schema, a required tool call) and min_tokens every verified row picks under
+# its own mask: the same answers with drafting on and off, drafts verified and accepted meanwhile.
+def chat(i, speculative):
+    at = 2000 + 3000 * i
+    b = {"model": "draft2", "max_tokens": 48, "temperature": 0, "speculative": speculative,
+         "messages": [{"role": "user", "content": "Give this passage a title: " + text[at:at + 240]}],
+         "chat_template_kwargs": {"enable_thinking": i >= 3}}  # the grammar from the first token, or after </think>
+    if i % 3 == 0:
+        b["response_format"] = {"type": "json_schema", "json_schema": {"name": "titled", "strict": True, "schema": {
+            "type": "object", "properties": {"title": {"type": "string"}, "words": {"type": "integer"}},
+            "required": ["title", "words"], "additionalProperties": False}}}
+    elif i % 3 == 1:
+        b["tools"] = [{"type": "function", "function": {"name": "record_title", "parameters": {
+            "type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}}]
+        b["tool_choice"] = "required"
+    else:
+        b["min_tokens"], b["temperature"], b["seed"] = 40, 0.8, 5 + i
+    req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(b).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.load(r)["choices"][0]
+with ThreadPoolExecutor(6) as pool:
+    before = stats()
+    on = list(pool.map(lambda i: chat(i, True), range(6)))
+    drafted = stats()
+    off = list(pool.map(lambda i: chat(i, False), range(6)))
+def answer(choice):  # the message without its tool calls' ids, which are drawn per response
+    m = dict(choice["message"])
+    m["tool_calls"] = [dict(c, id=None) for c in m.get("tool_calls") or []]
+    return m, choice["finish_reason"]
+for i, (a, b) in enumerate(zip(on, off)):
+    assert answer(a) == answer(b), (i, a, b)
+    if i % 3 == 0 and a["finish_reason"] == "stop":
+        assert set(json.loads(a["message"]["content"])) == {"title", "words"}, a
+    if i % 3 == 1 and a["finish_reason"] == "tool_calls":
+        assert a["message"]["tool_calls"][0]["function"]["name"] == "record_title", a
+verified = drafted["verify_steps"] - before["verify_steps"]
+accepted = drafted["accepted_tokens"] - before["accepted_tokens"]
+assert verified > 0 and accepted > 0 and stats()["verify_steps"] == drafted["verify_steps"], (before, drafted)
+print(f"english.sh: schema, tool-call and min_tokens requests: the same answers with drafting on and off; "
+      f"{accepted} drafts accepted in {verified} verify steps;", [a["finish_reason"] for a in on])
 PY
 kill $server; wait $server 2>/dev/null || true
 trap - EXIT

@@ -105,7 +105,7 @@ class HostBatchEngine final : public BatchEngine {
     tokens_.clear();
     int a = 0;
     for (;; ++a) {
-      tokens_.push_back(pick(e_.logits(a), knobs[a], nullptr));
+      tokens_.push_back(pick(e_.logits(a), knobs[a], row_mask(a)));
       if (a == k || tokens_.back() != ids[a + 1]) break;
     }
     e_.accept(a);
