@@ -24,7 +24,7 @@ rm -rf "$stage" && mkdir -p "$stage/engine"
 cp -r "$src" "$stage/src" && cp "$engine/engine.h" "$stage/engine/"
 cd "$stage"
 pids=()
-flags=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -Iengine -Isrc)
+flags=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iengine -Isrc)
 for cu in src/engine/h200/*.cu; do
   name=$(basename "$cu" .cu)
   "$nvcc" "${flags[@]}" -cubin "$cu" -o "$out/$name.cubin" & pids+=($!)

@@ -37,7 +37,7 @@ std::string host_engine_compile_command(const std::string& engine_dir, const std
   const std::string flags = fmt::format("'{}' -std=c++20 {} -march=native", ROCKET_CXX, ROCKET_ENGINE_FLAGS);
   // The engine's own sources; the rocket-engine command line every engine binary has is CMake's object.
   std::vector<Unit> units;
-  const std::string compile = fmt::format("{} -DFMT_HEADER_ONLY -I'{}' -I'{}'", flags, engine_dir, src);
+  const std::string compile = fmt::format("{} -I'{}' -I'{}'", flags, engine_dir, src);
   for (const auto& e : fs::directory_iterator(src + "/engine/host"))
     if (e.path().extension() == ".cc") units.push_back({compile, e.path()});
 #ifdef ROCKET_ENGINE_LINK_CUDA
@@ -56,15 +56,15 @@ std::string h200_engine_compile_command(const std::string& engine_dir, const std
   const std::string src = source_dir() + "/src";
   const std::string obj = engine_dir + "/obj";
   // Host sources with g++ (fmt does not compile under nvcc), CUDA sources with nvcc, all at once;
-  // then one link: everything static but cpp-httplib (Debian ships no archive of it) and cuBLAS. The
-  // shared libraries the binary needs beyond libc and cuBLAS are copied into ENGINE_DIR/lib, which the
+  // then one link: everything static but cpp-httplib and fmt (Debian ships no archive of either) and
+  // cuBLAS. The shared libraries the binary needs beyond libc and cuBLAS are copied into ENGINE_DIR/lib, which the
   // binary searches first (DT_RPATH, which also covers the libraries' own dependencies, unlike
   // DT_RUNPATH), so the engine directory runs wherever it is copied. cuBLAS (its Lt half alone is
   // ~500 MB) is the CUDA toolkit's on the machine that runs the engine: searched next in the build's
   // toolkit directory, then LD_LIBRARY_PATH.
   // The engine's own sources; the rocket-engine command line every engine binary has is CMake's object.
-  const std::string cc = fmt::format("'{}' -std=c++20 -O2 -DFMT_HEADER_ONLY -I'{}' -I'{}'", ROCKET_CXX, src, ROCKET_CUDA_INCLUDE);
-  const std::string cu = fmt::format("'{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DFMT_HEADER_ONLY -I'{}' -I'{}'",
+  const std::string cc = fmt::format("'{}' -std=c++20 -O2 -I'{}' -I'{}'", ROCKET_CXX, src, ROCKET_CUDA_INCLUDE);
+  const std::string cu = fmt::format("'{}' -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I'{}' -I'{}'",
                                      ROCKET_NVCC, engine_dir, src);
   std::vector<Unit> units;
   for (const auto& e : fs::directory_iterator(src + "/engine/h200")) {

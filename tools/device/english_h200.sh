@@ -5,7 +5,7 @@
 # against the host engine (FP32 activations) of the same weights.
 #
 # Needs (carry `.carry/h200/rocket.xz`, `.carry/h200/lib`, `.carry/h200/engine-lib.tar.xz` and
-# `.carry/english`): the static rocket CLI, libgomp and the engines' shared libraries from
+# `.carry/english`): the rocket CLI, libgomp and libfmt, and the engines' shared libraries from
 # tools/device/prepare_h200.sh, and the engines built here with `rocket build fuels/english --booster
 # h200 --no-weights` (.carry/english/bf16; .carry/english/nvfp4e with --precision experts=nvfp4), each
 # without its lib/ and with bin/rocket-engine xz-compressed (a call carries 64 MiB with the tree), and

@@ -42,7 +42,7 @@ ONLY=${ONLY:-}
 ENGINES=/tmp/h200-engines
 GOLDEN=$ROOT/tests/golden
 mkdir -p "$OUT" "$FUELS" "$ENGINES"
-export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libgomp for rocket's forge
+export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # libgomp (rocket's forge) and libfmt for rocket
 # cuBLAS (the token path's projections): the engine's rpath names the toolkit directory of the machine
 # that built it; where this machine keeps it elsewhere, PyTorch's wheel has the same major version.
 if [[ ! -f /usr/local/cuda/lib64/libcublas.so.13 ]]; then

