@@ -287,6 +287,11 @@ step weights_a3b_mixed 0 300 "$(weights a3b-mixed)"
 step prefill_check_a3b_mixed 0 60 "$(engine a3b-mixed prefill-check)"
 step bench_a3b_mixed 0 120 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-mixed' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+step serve_a3b_mixed 0 150 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_mixed.log' \
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-mixed' '$OUT/h200-serve-agents-a3b-mixed.md' --concurrency 1,16,32 --max-tokens 64"
+step soak_a3b_mixed 0 200 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; \
+  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-mixed' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 32 --hangup 0.3 \
+  --pool 4 --mismatch-ok --log '$OUT/soak_a3b_mixed.log' --markdown '$OUT/h200-soak-a3b-mixed.md'"
 step controls_a3b_nvfp4 0 200 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_controls.sh'"
 step serve_controls_a3b_nvfp4 0 150 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
