@@ -11,12 +11,13 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
   stepper_.start(a.rule_start(a.root()), kRoot, state_);
 }
 
-int Matcher::fill_mask(std::span<uint32_t> mask) {
+int Matcher::fill_mask(std::span<uint32_t> mask, uint64_t budget) {
   if (done_) {
     std::fill(mask.begin(), mask.end(), 0u);
     return 0;
   }
   last_work_ = 0;
+  budget_ = budget;
   for (const Memo& m : memo_) {
     if (m.mask.size() == mask.size() && m.accept == state_.accept && m.tops == state_.tops) {
       std::copy(m.mask.begin(), m.mask.end(), mask.begin());
@@ -33,7 +34,7 @@ int Matcher::fill_mask(std::span<uint32_t> mask) {
     for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.accepted[w];
     for (int32_t root : m.uncertain)
       if (!walk_uncertain(top, root, mask, work)) return kTooComplex;
-    if (work > kMaskWork) return kTooComplex;
+    if (work > budget_) return kTooComplex;
   }
   if (state_.accept)
     for (int32_t id : grammar_->vocabulary().eos) mask[size_t(id) / 32] |= 1u << (id % 32);
@@ -67,7 +68,7 @@ bool Matcher::walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask
     const size_t d = size_t(t.depth);
     if (walk_.size() <= d) walk_.resize(d + 1);
     stepper_.step(walk_[d - 1], t.byte, walk_[d]);
-    if (work + (stepper_.work() - work0) > kMaskWork) {
+    if (work + (stepper_.work() - work0) > budget_) {
       work += stepper_.work() - work0;
       return false;
     }

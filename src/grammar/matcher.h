@@ -37,8 +37,9 @@ class Matcher {
 
   // Writes the allowed tokens into `mask` (vocabulary().trie.mask_words() words, bit t of word t/32).
   // Returns how many are allowed; 0 means no token of the vocabulary can continue the output, and
-  // kTooComplex that the mask would take more than kMaskWork (the mask is then incomplete).
-  int fill_mask(std::span<uint32_t> mask);
+  // kTooComplex that the mask would take more than `budget` (the mask is then incomplete). A caller
+  // that can do without the mask (a drafted row) asks less than kMaskWork.
+  int fill_mask(std::span<uint32_t> mask, uint64_t budget = kMaskWork);
   // The work the last fill_mask took (0 when its memo answered).
   uint64_t last_work() const { return last_work_; }
   // Takes a token: false (nothing changes) when the grammar does not allow it. Eos is allowed when
@@ -71,7 +72,7 @@ class Matcher {
 
  private:
   // Adds the tokens of trie subtree `root` that `top` (a frame of this matcher's pool) can take.
-  // False once the mask's work passed kMaskWork.
+  // False once the mask's work passed budget_.
   bool walk_uncertain(int32_t top, int32_t root, std::span<uint32_t> mask, uint64_t& work);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
@@ -90,6 +91,7 @@ class Matcher {
   size_t memo_next_ = 0;  // the slot the next new state takes (round robin)
   size_t position_ = 0;
   uint64_t last_work_ = 0;
+  uint64_t budget_ = kMaskWork;  // fill_mask's, for walk_uncertain
   bool done_ = false;
 };
 

@@ -127,8 +127,8 @@ const uint32_t* Generation::token_mask() {
   return mask_.data();
 }
 
-int Generation::grammar_mask(std::span<uint32_t> out, int64_t completion) {
-  const int allowed = matcher_->fill_mask(out);
+int Generation::grammar_mask(std::span<uint32_t> out, int64_t completion, uint64_t budget) {
+  const int allowed = matcher_->fill_mask(out, budget);
   if (allowed > 0 && completion < min_tokens_ && !eos_held_.empty()) {
     // Eos comes out of the grammar's mask unless the grammar allows nothing else: a format that is
     // complete ends the output before min_tokens.
@@ -170,7 +170,10 @@ int Generation::mask_drafts(std::span<const int32_t> drafts, const uint32_t* row
     if (completion < min_tokens_ && !eos_held_.empty()) next = eos_held_;
     if (matcher_ && grammar_on) {
       const std::span<uint32_t> out(draft_words_.data() + kept * width, width);
-      if (grammar_mask(out, completion) <= 0) break;
+      // A drafted row's mask is optional (the draft just ends before it), so it may take a sixteenth
+      // of a needed mask's parser work (~15 ms): a schema near the limit does not stall the engine
+      // loop k times a step for rows a rejection may throw away.
+      if (grammar_mask(out, completion, grammar::Matcher::kMaskWork / 16) <= 0) break;
       next = out;
     }
     draft_masks_.push_back(next);
