@@ -177,6 +177,30 @@ std::vector<Answer> serve(BatchEngine& engine, const std::vector<CompletionReque
   return answers;
 }
 
+// `requests` served by a plain engine and by one drafting `draft` tokens: every request answered
+// without error, and with the same text, finish and length by both.
+struct Served {
+  nlohmann::ordered_json plain, spec;  // the schedulers' stats
+  int verifies = 0, masked_verifies = 0;
+};
+Served serve_both(const std::vector<CompletionRequest>& requests, int draft) {
+  Served out;
+  DraftingEngine plain_engine(tiny_plan(0)), spec_engine(tiny_plan(draft));
+  const std::vector<Answer> plain = serve(plain_engine, requests, &out.plain);
+  const std::vector<Answer> spec = serve(spec_engine, requests, &out.spec);
+  EXPECT_EQ(plain.size(), spec.size());
+  for (size_t i = 0; i < plain.size() && i < spec.size(); ++i) {
+    EXPECT_EQ(plain[i].last.error, "") << "request " << i << ": " << plain[i].text;
+    EXPECT_EQ(spec[i].last.error, "") << "request " << i;
+    EXPECT_EQ(spec[i].text, plain[i].text) << "request " << i;
+    EXPECT_EQ(spec[i].last.finish, plain[i].last.finish) << "request " << i;
+    EXPECT_EQ(spec[i].last.usage.completion_tokens, plain[i].last.usage.completion_tokens) << "request " << i;
+  }
+  out.verifies = spec_engine.verifies();
+  out.masked_verifies = spec_engine.masked_verifies();
+  return out;
+}
+
 void expect_audit_exact(const nlohmann::ordered_json& st) {
   ASSERT_EQ(st["active"], 0) << st.dump();
   EXPECT_EQ(st["pages_free"].get<int>() + st["pages_cached"].get<int>() + 1, st["pages"].get<int>()) << st.dump();
@@ -192,20 +216,11 @@ TEST(SchedulerSpeculative, DraftingStreamsGivePlainDecodingsText) {
   // Prompts near the end of the context: drafts shrink to the positions left.
   requests.push_back(request(40, drafting.max_context - 12, 11));
   requests.push_back(request(41, drafting.max_context - 3, 2));
-  nlohmann::ordered_json plain_stats, spec_stats;
-  DraftingEngine plain_engine(tiny_plan(0)), spec_engine(drafting);
-  const std::vector<Answer> plain = serve(plain_engine, requests, &plain_stats);
-  const std::vector<Answer> spec = serve(spec_engine, requests, &spec_stats);
-  ASSERT_EQ(plain.size(), spec.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    EXPECT_EQ(spec[i].last.error, "") << "request " << i;
-    EXPECT_EQ(spec[i].text, plain[i].text) << "request " << i;
-    EXPECT_EQ(spec[i].last.finish, plain[i].last.finish) << "request " << i;
-    EXPECT_EQ(spec[i].last.usage.completion_tokens, plain[i].last.usage.completion_tokens) << "request " << i;
-  }
+  const Served both = serve_both(requests, 3);
+  const nlohmann::ordered_json &plain_stats = both.plain, &spec_stats = both.spec;
   EXPECT_EQ(plain_stats["verify_steps"], 0);
   const int64_t drafted = spec_stats["drafted_tokens"], accepted = spec_stats["accepted_tokens"];
-  EXPECT_EQ(spec_stats["verify_steps"].get<int>(), spec_engine.verifies());
+  EXPECT_EQ(spec_stats["verify_steps"].get<int>(), both.verifies);
   EXPECT_GT(accepted, 0) << spec_stats.dump();
   EXPECT_LT(accepted, drafted) << spec_stats.dump();
   EXPECT_EQ(spec_stats["generated_tokens"], plain_stats["generated_tokens"]);
@@ -218,7 +233,6 @@ TEST(SchedulerSpeculative, DraftingStreamsGivePlainDecodingsText) {
 // its decode step would be, so drafting gives plain decoding's text, drafts are verified under the
 // masks and some accepted, and a draft a mask refuses ends the draft there.
 TEST(SchedulerSpeculative, MasksApplyToEveryVerifiedRow) {
-  const Plan drafting = tiny_plan(3);
   std::vector<CompletionRequest> requests;
   for (int i = 0; i < 6; ++i) {
     requests.push_back(request(50 + i, 20 + 7 * i, 24 + 9 * i));
@@ -236,19 +250,9 @@ TEST(SchedulerSpeculative, MasksApplyToEveryVerifiedRow) {
       r.min_tokens = *r.max_tokens - 3;
     }
   }
-  nlohmann::ordered_json plain_stats, spec_stats;
-  DraftingEngine plain_engine(tiny_plan(0)), spec_engine(drafting);
-  const std::vector<Answer> plain = serve(plain_engine, requests, &plain_stats);
-  const std::vector<Answer> spec = serve(spec_engine, requests, &spec_stats);
-  ASSERT_EQ(plain.size(), spec.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    EXPECT_EQ(plain[i].last.error, "") << "request " << i << ": " << plain[i].text;
-    EXPECT_EQ(spec[i].last.error, "") << "request " << i;
-    EXPECT_EQ(spec[i].text, plain[i].text) << "request " << i;
-    EXPECT_EQ(spec[i].last.finish, plain[i].last.finish) << "request " << i;
-    EXPECT_EQ(spec[i].last.usage.completion_tokens, plain[i].last.usage.completion_tokens) << "request " << i;
-  }
-  EXPECT_GT(spec_engine.masked_verifies(), 0) << spec_stats.dump();
+  const Served both = serve_both(requests, 3);
+  const nlohmann::ordered_json &plain_stats = both.plain, &spec_stats = both.spec;
+  EXPECT_GT(both.masked_verifies, 0) << spec_stats.dump();
   EXPECT_GT(spec_stats["accepted_tokens"].get<int>(), 0) << spec_stats.dump();
   EXPECT_LT(spec_stats["steps"].get<int>(), plain_stats["steps"].get<int>()) << "drafting took as many steps as decoding";
   expect_audit_exact(plain_stats);
