@@ -403,6 +403,47 @@ TEST(GrammarMask, EosOnlyWhenComplete) {
   EXPECT_TRUE(m.done());
 }
 
+// Speculative decoding steps the matcher through drafts and comes back: after restore() the parse
+// (masks, position, accepting, done) is the checkpoint's, whatever was taken in between, eos included.
+TEST(GrammarMask, CheckpointRestoresTheParse) {
+  auto g = std::make_shared<const CompiledGrammar>(
+      compile_schema(Json::parse(R"({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}},
+                                     "required": ["a"]})")),
+      bytes_only());
+  const size_t words = size_t(bytes_only().trie.mask_words());
+  std::vector<uint32_t> before(words), after(words);
+  Matcher m(g);
+  ASSERT_TRUE(m.advance_bytes(R"({"a": [1, )"));
+  const int n = m.fill_mask(before);
+  const size_t position = m.position();
+  Matcher::Checkpoint back = m.checkpoint();
+  ASSERT_TRUE(m.advance_bytes("23]}"));
+  ASSERT_TRUE(m.accepting());
+  ASSERT_TRUE(m.advance(bytes_only().eos[0]));
+  ASSERT_TRUE(m.done());
+  m.restore(std::move(back));
+  EXPECT_FALSE(m.done());
+  EXPECT_FALSE(m.accepting());
+  EXPECT_EQ(m.position(), position);
+  EXPECT_EQ(m.fill_mask(after), n);
+  EXPECT_EQ(after, before);
+  EXPECT_FALSE(m.advance_bytes("]"));  // a number is still due after "1, "
+  EXPECT_TRUE(m.advance_bytes("4]}"));
+  EXPECT_TRUE(m.accepting());
+}
+
+// A caller that can do without the mask asks less work: the same state is too complex for it.
+TEST(GrammarMask, ASmallerBudgetRefusesEarlier) {
+  auto g = std::make_shared<const CompiledGrammar>(compile_schema(many_properties(200, false)), bytes_only());
+  std::vector<uint32_t> mask(size_t(bytes_only().trie.mask_words()));
+  Matcher full(g), small(g);
+  ASSERT_TRUE(full.advance_bytes("{"));
+  ASSERT_TRUE(small.advance_bytes("{"));
+  ASSERT_GT(full.fill_mask(mask), 0);
+  ASSERT_GT(full.last_work(), 64u);
+  EXPECT_EQ(small.fill_mask(mask, 8), Matcher::kTooComplex);
+}
+
 TEST(GrammarMask, MaskLogits) {
   std::vector<float> logits = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
                                21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34};
