@@ -108,9 +108,9 @@ void Generation::hold_eos(int vocab) {
 
 const uint32_t* Generation::token_mask() {
   CHECK(!finished_, "token_mask() on a finished generation");
-  const bool hold = usage_.completion_tokens < min_tokens_ && !eos_held_.empty();
-  if (!matcher_ || grammar_after_) return hold ? eos_held_.data() : nullptr;
-  const int allowed = grammar_mask(mask_, usage_.completion_tokens);
+  int allowed = 0;
+  const std::span<const uint32_t> mask =
+      pick_mask(mask_, usage_.completion_tokens, !grammar_after_, grammar::Matcher::kMaskWork, allowed);
   if (allowed == grammar::Matcher::kTooComplex) {
     fail(fmt::format("structured output: the grammar is too complex to enforce at speed: after {} bytes of output, the "
                      "next token's mask needed more than {} parser steps (a schema with thousands of alternatives at "
@@ -124,12 +124,16 @@ const uint32_t* Generation::token_mask() {
                      "of output", matcher_->position()));
     return nullptr;
   }
-  return mask_.data();
+  return mask.data();
 }
 
-int Generation::grammar_mask(std::span<uint32_t> out, int64_t completion, uint64_t budget) {
-  const int allowed = matcher_->fill_mask(out, budget);
-  if (allowed > 0 && completion < min_tokens_ && !eos_held_.empty()) {
+std::span<const uint32_t> Generation::pick_mask(std::span<uint32_t> out, int64_t completion, bool grammar_on,
+                                                uint64_t budget, int& allowed) {
+  const bool hold = completion < min_tokens_ && !eos_held_.empty();
+  allowed = 1;
+  if (!matcher_ || !grammar_on) return hold ? std::span<const uint32_t>(eos_held_) : std::span<const uint32_t>();
+  allowed = matcher_->fill_mask(out, budget);
+  if (allowed > 0 && hold) {
     // Eos comes out of the grammar's mask unless the grammar allows nothing else: a format that is
     // complete ends the output before min_tokens.
     bool other = false;
@@ -137,7 +141,7 @@ int Generation::grammar_mask(std::span<uint32_t> out, int64_t completion, uint64
     if (other)
       for (size_t w = 0; w < out.size(); ++w) out[w] &= eos_held_[w];
   }
-  return allowed;
+  return out;
 }
 
 size_t Generation::mask_width(const uint32_t* mask) const {
@@ -165,17 +169,14 @@ int Generation::mask_drafts(std::span<const int32_t> drafts, const uint32_t* row
     // The row after the draft: the grammar's state once the draft is picked, and min_tokens' count.
     if (matcher_ && grammar_on && !matcher_->advance(d)) break;
     if (!grammar_on && d == *grammar_after_) grammar_on = true;
-    const int64_t completion = usage_.completion_tokens + int64_t(kept) + 1;
-    std::span<const uint32_t> next;
-    if (completion < min_tokens_ && !eos_held_.empty()) next = eos_held_;
-    if (matcher_ && grammar_on) {
-      const std::span<uint32_t> out(draft_words_.data() + kept * width, width);
-      // A drafted row's mask is optional (the draft just ends before it), so it may take a sixteenth
-      // of a needed mask's parser work (~15 ms): a schema near the limit does not stall the engine
-      // loop k times a step for rows a rejection may throw away.
-      if (grammar_mask(out, completion, grammar::Matcher::kMaskWork / 16) <= 0) break;
-      next = out;
-    }
+    // A drafted row's mask is optional (the draft just ends before it), so it may take a sixteenth of
+    // a needed mask's parser work (~15 ms): a schema near the limit does not stall the engine loop k
+    // times a step for rows a rejection may throw away.
+    int allowed = 0;
+    const std::span<const uint32_t> next =
+        pick_mask(std::span<uint32_t>(draft_words_.data() + kept * width, width), usage_.completion_tokens + int64_t(kept) + 1,
+                  grammar_on, grammar::Matcher::kMaskWork / 16, allowed);
+    if (allowed <= 0) break;
     draft_masks_.push_back(next);
   }
   if (back) matcher_->restore(std::move(*back));

@@ -195,11 +195,13 @@ class Generation {
   };
 
   std::optional<int32_t> finish(FinishReason reason);
-  // The grammar's mask for a pick after `completion` completion tokens, into `out` (mask_'s width),
-  // eos held back before min_tokens unless the grammar allows nothing else; returns
-  // Matcher::fill_mask's count (kTooComplex past `budget` parser work). REQUIRES: matcher_ and the
-  // grammar applies.
-  int grammar_mask(std::span<uint32_t> out, int64_t completion, uint64_t budget = grammar::Matcher::kMaskWork);
+  // The mask of a pick after `completion` completion tokens, the grammar applying (`grammar_on`) or
+  // not yet (before </think>): the grammar's, made into `out` (mask_'s width), with eos held back
+  // before min_tokens unless the grammar allows nothing else; else min_tokens' eos hold; else none
+  // (empty). `allowed`: Matcher::fill_mask's count (0: nothing continues; kTooComplex past `budget`
+  // parser work), 1 where no grammar applies.
+  std::span<const uint32_t> pick_mask(std::span<uint32_t> out, int64_t completion, bool grammar_on, uint64_t budget,
+                                      int& allowed);
   // The width in words of a mask token_mask() returned.
   size_t mask_width(const uint32_t* mask) const;
   // Pushes `text` (may be empty) with the logprobs of the tokens it completes; `stopped`: the output

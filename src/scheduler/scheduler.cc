@@ -515,7 +515,7 @@ void Scheduler::decode_step(std::span<const int> rows) {
   std::vector<SamplingKnobs> knobs(rows.size());
   std::vector<const uint32_t*> masks(rows.size());
   // The engine samples every row; the logits come back only when a row needs them for logprobs.
-  bool want_logits = false, masked = false;
+  bool want_logits = false;
   for (int i = 0; i < n; ++i) {
     const Stream& s = *slots_[size_t(rows[size_t(i)])];
     ids[size_t(i)] = s.next;
@@ -523,9 +523,8 @@ void Scheduler::decode_step(std::span<const int> rows) {
     knobs[size_t(i)] = s.generation->knobs(s.pos + 1, s.slot);
     masks[size_t(i)] = s.mask;
     want_logits = want_logits || s.generation->needs_logits();
-    masked = masked || s.mask;
   }
-  if (masked) engine_.mask_next_picks(masks);
+  mask_picks(masks);
   try {
     engine_.decode(n, ids.data(), rows.data(), pos.data(), knobs.data(), want_logits);
   } catch (const StepRefused& e) {
@@ -564,6 +563,10 @@ void Scheduler::decoded(std::span<const int> rows, bool want_logits) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.decode_rows += n;
   stats_.generated_tokens += n;
+}
+
+void Scheduler::mask_picks(std::span<const uint32_t* const> masks) {
+  if (std::any_of(masks.begin(), masks.end(), [](const uint32_t* m) { return m; })) engine_.mask_next_picks(masks);
 }
 
 bool Scheduler::drafts(const Stream& s) const {
@@ -607,7 +610,7 @@ void Scheduler::speculative_step(int slot) {
   int accepted = 0;
   try {
     s.pages.rewrite_tail(std::span<const int32_t>(ids.data() + 1, size_t(kept)));
-    if (std::any_of(masks.begin(), masks.end(), [](const uint32_t* m) { return m; })) engine_.mask_next_picks(masks);
+    mask_picks(masks);
     accepted = engine_.verify(s.slot, ids.data(), kept, pos, knobs.data());
   } catch (const StepRefused& e) {
     refused(std::span<const int>(&slot, 1), e);
@@ -745,11 +748,9 @@ void Scheduler::prefill_step(int used) {
   while (budget > 0) {
     const std::vector<Piece> round = prefill_round(budget, engine_.contract().max_streams());
     if (round.empty()) break;
-    if (std::any_of(round.begin(), round.end(), [](const Piece& p) { return p.mask; })) {
-      std::vector<const uint32_t*> masks;
-      for (const Piece& p : round) masks.push_back(p.mask);
-      engine_.mask_next_picks(masks);
-    }
+    std::vector<const uint32_t*> masks;
+    for (const Piece& p : round) masks.push_back(p.mask);
+    mask_picks(masks);
     for (const Piece& p : round) budget -= p.n;
     try {
       if (round.size() == 1) {
@@ -812,7 +813,7 @@ int Scheduler::mixed_step(std::span<const int> rows) {
     segments.push_back(segment_of(p));
     masks.push_back(p.mask);
   }
-  if (std::any_of(masks.begin(), masks.end(), [](const uint32_t* m) { return m; })) engine_.mask_next_picks(masks);
+  mask_picks(masks);
   try {
     engine_.prefill_batch(segments, d);
   } catch (const StepRefused& e) {

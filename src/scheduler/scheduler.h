@@ -189,9 +189,12 @@ class Scheduler : public EngineLoop {
   void decode_step(std::span<const int> rows);
   // The rows' picks (tokens()[i], logits(i)) handed to their generations.
   void decoded(std::span<const int> rows, bool want_logits);
-  // Whether the stream's next step drafts: a drafting engine, a request that allows it (no grammar,
-  // forced tokens, reasoning budget or logprobs: generation.h speculates()), room in the context.
+  // Whether the stream's next step drafts: a drafting engine, a request that allows it (no forced
+  // tokens or reasoning budget: generation.h speculates()), room in the context.
   bool drafts(const Stream& s) const;
+  // The allowed-token masks of the next engine call's rows (BatchEngine::mask_next_picks), handed to
+  // the engine only when some row has one.
+  void mask_picks(std::span<const uint32_t* const> masks);
   // One stream's draft + verify step (its pages already extended by the token it feeds): emits the
   // accepted tokens and the pick after them.
   void speculative_step(int slot);
