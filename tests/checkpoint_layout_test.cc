@@ -75,6 +75,8 @@ TEST_F(CheckpointLayoutTest, QuantisedMultimodalLayoutsConditionTheSameBlob) {
     const std::string base = forge_fuel(format, Layout::kText, ExpertLayout::kPerExpert);
     const std::string other = forge_fuel(format, Layout::kMultimodal, ExpertLayout::kPerExpert);
     expect_same_engine_input(base, other, format);
+    // The tower stays BF16 in every format, as the releases keep it (the loader checked its dtypes).
+    EXPECT_TRUE(Fuel::open(other).vision());
     fs::remove_all(base);
     fs::remove_all(other);
   }
@@ -86,9 +88,14 @@ TEST_F(CheckpointLayoutTest, MultimodalFuelRecordsItsVisionAndMtpTensorsInThePla
   const Fuel f = Fuel::open(mm);
   const std::string notice = testing::internal::GetCapturedStderr();
   const int64_t h = f.chemistry().hidden;
-  // What forge writes for those parts (forge.cc unused_part_tensors): 2 vision tensors, 4 MTP tensors.
+  // What forge writes for those parts: the whole vision tower its config declares (vision_tower.h),
+  // and 4 MTP tensors (forge.cc unused_mtp_tensors).
+  ASSERT_TRUE(f.vision());
+  const std::vector<TensorSpec> tower = vision_tower_manifest(*f.vision());
+  uint64_t tower_bytes = 0;
+  for (const TensorSpec& t : tower) tower_bytes += t.nbytes();
   const std::vector<UnusedTensors> want = {
-      {"vision", "model.visual.", 2, uint64_t(64 * 3 * 2 * 16 * 16 + h * 4 * 64) * 2},
+      {"vision", "model.visual.", int64_t(tower.size()), tower_bytes},
       {"mtp", "mtp.", 4, uint64_t(h * 2 * h + 3 * h) * 2}};
   EXPECT_EQ(f.unused(), want);
   EXPECT_NE(notice.find("4 mtp tensors under 'mtp.'"), std::string::npos) << notice;

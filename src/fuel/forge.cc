@@ -19,6 +19,7 @@
 #include "fuel/manifest.h"
 #include "fuel/quantize.h"
 #include "fuel/safetensors.h"
+#include "fuel/vision_tower.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -94,6 +95,12 @@ bool ends_with(const std::string& s, const char* suf) { return s.ends_with(suf);
 Init init_for(const TensorSpec& t, const Chemistry& c) {
   const std::string& n = t.name;
   const float in = t.cols ? 1.0f / std::sqrt(float(t.cols)) : 0.0f;
+  if (n.starts_with("visual.")) {  // the vision tower: LayerNorms (plain gains) before every linear
+    if (n.ends_with(".bias")) return {Init::kUniform, 0, 0.1f};
+    if (n.find("norm") != std::string::npos) return {Init::kUniform, 1.0f, 0.1f};
+    if (n == "visual.pos_embed.weight") return {Init::kUniform, 0, 0.5f};
+    return {Init::kUniform, 0, in};
+  }
   if (n == "embed_tokens.weight") return {Init::kUniform, 0, 1.0f};
   if (n == "lm_head.weight") return {Init::kUniform, 0, 8.0f * in};
   if (ends_with(n, "linear_attn.norm.weight")) return {Init::kUniform, 1.0f, 0.1f};  // plain gain
@@ -172,20 +179,58 @@ void write_json(const fs::path& p, const json& j) {
   if (!f) fail("{}: write failed", p.string());
 }
 
-// The config.json of the official multimodal releases around a text config: the text model's fields
-// move into `text_config`. Quantisation stays at the top level, where the Hub configs keep it.
-json multimodal_config(json text) {
-  text.erase("architectures");
-  return json{{"architectures", {"Qwen3_5MoeForConditionalGeneration"}}, {"model_type", "qwen3_5_moe"},
-              {"text_config", std::move(text)}, {"tie_word_embeddings", false}, {"dtype", "bfloat16"}};
+// The id of a special token of the fuel's tokenizer (its `added_tokens`); Error when it has none.
+int special_token_id(const json& tokenizer, const std::string& content, const std::string& path) {
+  if (tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array())
+    for (const json& t : tokenizer["added_tokens"])
+      if (t.is_object() && t.value("content", std::string()) == content && t.contains("id") && t["id"].is_number_integer())
+        return t["id"].get<int>();
+  fail("forge: {}: no special token '{}' (a multimodal fuel names its image tokens in config.json)", path, content);
 }
 
-// A few tensors of the parts the official releases carry besides the text model: the vision tower
-// (its patch embedding and merger output) and the MTP head (its input projection and norms). Nothing
-// reads their values; they are here so that a forged multimodal fuel exercises the loader's
-// recognising and recording of such tensors, with the real names and shapes tied to the text model.
-std::vector<TensorSpec> unused_part_tensors(const Chemistry& c) {
-  const int64_t h = c.hidden, vision = 64;
+// The vision tower a fuel of this name is forged with: the published one for a3b (Qwen3.5-35B-A3B's
+// vision_config), a small one of the same structure for tiny (head_dim 16, an 8 x 8 position grid, so
+// that grids above and below it interpolate). Its output width is the text model's.
+VisionTowerConfig forge_vision_tower(const std::string& fuel, int out_hidden) {
+  VisionTowerConfig v;
+  if (fuel == "a3b") {
+    v.depth = 27, v.hidden = 1152, v.heads = 16, v.intermediate = 4304, v.position_embeddings = 2304;
+  } else {
+    v.depth = 2, v.hidden = 64, v.heads = 4, v.intermediate = 128, v.position_embeddings = 64;
+  }
+  v.hidden_act = "gelu_pytorch_tanh";
+  v.out_hidden = out_hidden;
+  v.validate("forge:" + fuel);
+  return v;
+}
+
+// The config.json of the official multimodal releases around a text config: the text model's fields
+// move into `text_config`, the tower's into `vision_config`, and the image tokens are named (the ids of
+// the fuel's own tokenizer). Quantisation stays at the top level, where the Hub configs keep it.
+json multimodal_config(json text, const VisionTowerConfig& vision, const fs::path& tokenizer_json) {
+  text.erase("architectures");
+  std::ifstream in(tokenizer_json);
+  json tok;
+  try {
+    tok = json::parse(in);
+  } catch (const json::exception& e) {
+    fail("forge: {}: not valid JSON: {}", tokenizer_json.string(), e.what());
+  }
+  const std::string path = tokenizer_json.string();
+  return json{{"architectures", {"Qwen3_5MoeForConditionalGeneration"}}, {"model_type", "qwen3_5_moe"},
+              {"text_config", std::move(text)}, {"vision_config", vision.to_json()},
+              {"image_token_id", special_token_id(tok, "<|image_pad|>", path)},
+              {"video_token_id", special_token_id(tok, "<|video_pad|>", path)},
+              {"vision_start_token_id", special_token_id(tok, "<|vision_start|>", path)},
+              {"vision_end_token_id", special_token_id(tok, "<|vision_end|>", path)},
+              {"tie_word_embeddings", false}, {"dtype", "bfloat16"}};
+}
+
+// A few tensors of the MTP head the official releases carry besides the text model (its input
+// projection and norms), for a fuel that declares no MTP layer. Nothing reads their values; they are
+// here so that a forged multimodal fuel exercises the loader's recognising and recording of them.
+std::vector<TensorSpec> unused_mtp_tensors(const Chemistry& c) {
+  const int64_t h = c.hidden;
   std::vector<TensorSpec> out;
   auto add = [&](std::string name, std::vector<int64_t> shape) {
     int64_t cols = 1;
@@ -193,8 +238,6 @@ std::vector<TensorSpec> unused_part_tensors(const Chemistry& c) {
     out.push_back(TensorSpec{.name = std::move(name), .dtype = DType::kBF16, .shape = shape, .part = Part::kWeight,
                              .precision = Precision::kBF16, .rows = shape[0], .cols = cols});
   };
-  add("model.visual.patch_embed.proj.weight", {vision, 3, 2, 16, 16});
-  add("model.visual.merger.linear_fc2.weight", {h, 4 * vision});
   add("mtp.fc.weight", {h, 2 * h});
   add("mtp.pre_fc_norm_embedding.weight", {h});
   add("mtp.pre_fc_norm_hidden.weight", {h});
@@ -289,12 +332,19 @@ void forge(const ForgeOptions& opt) {
     stored.push_back(std::move(st));
   }
   if (opt.layout == Layout::kMultimodal) {
-    for (TensorSpec& t : unused_part_tensors(chem)) {
-      if (chem.mtp_layers && t.name.starts_with("mtp.")) continue;  // the whole layer is written above
-      stored.push_back({t.name, t.dtype, t.shape, {specs.size()}});
+    if (!chem.mtp_layers)  // with one, the whole layer is written above
+      for (TensorSpec& t : unused_mtp_tensors(chem)) {
+        stored.push_back({t.name, t.dtype, t.shape, {specs.size()}});
+        specs.push_back(std::move(t));
+      }
+    // The whole vision tower, last: every tensor's values come from its own name's stream (tensor_key),
+    // so the text model's tensors, and the shards that hold them, are what a fuel without it holds.
+    const VisionTowerConfig vision = forge_vision_tower(opt.fuel, chem.hidden);
+    for (TensorSpec& t : vision_tower_manifest(vision)) {
+      stored.push_back({checkpoint_name(t.name, opt.layout), t.dtype, t.shape, {specs.size()}});
       specs.push_back(std::move(t));
     }
-    config = multimodal_config(std::move(config));
+    config = multimodal_config(std::move(config), vision, tok_dir / "tokenizer.json");
   }
 
   StagedDir dir(opt.out, opt.force);

@@ -25,8 +25,10 @@ struct ForgeOptions {
   // layer (when its config declares one) is carried in BF16; vision tensors are not.
   std::string from;
   WeightFormat format = WeightFormat::kBF16;
-  // Multimodal: a Qwen3_5MoeForConditionalGeneration config with `text_config`, text weights under
-  // `model.language_model.`, plus a few vision-tower and MTP tensors (unused by the engines).
+  // Multimodal: a Qwen3_5MoeForConditionalGeneration config with `text_config` and `vision_config`, text
+  // weights under `model.language_model.`, the whole vision tower under `model.visual.` (BF16 in every
+  // format, as the releases keep it; tiny a small one, a3b the published one: vision_tower.h), and a
+  // few MTP tensors when no MTP layer is declared. No engine loads the tower yet.
   Layout layout = Layout::kText;
   ExpertLayout experts = ExpertLayout::kPerExpert;
   uint64_t seed = 1;

@@ -275,11 +275,28 @@ Fuel Fuel::open(const std::string& dir) {
   take(f.manifest_, true, "tensor", "");
   take(mtp_manifest(f.chemistry_), false, "MTP tensor",
        fmt::format("; the config declares mtp_num_hidden_layers = {}", f.chemistry_.mtp_layers));
+  std::unordered_set<std::string> vision_names;  // the declared tower's checkpoint names, when it is present
+  // The vision tower: checked in full once the checkpoint holds any of it. A release stripped to its text
+  // model may keep the multimodal config; it then has no tower (and nothing under model.visual.).
+  if (auto vision = vision_tower_config(f.config_, config_path.string())) {
+    if (vision->out_hidden != f.chemistry_.hidden)
+      fail("{}: vision_config: out_hidden_size {} differs from the text model's hidden_size {} (the merged image "
+           "tokens take the place of text embeddings)", config_path.string(), vision->out_hidden, f.chemistry_.hidden);
+    const std::string prefix = checkpoint_name("visual.", f.layout_);
+    if (std::any_of(present.begin(), present.end(), [&](const auto& p) { return p.first.starts_with(prefix); })) {
+      const std::vector<TensorSpec> tower = vision_tower_manifest(*vision);
+      take(tower, false, "vision tensor", "; the config declares a vision_config");
+      for (const TensorSpec& t : tower) vision_names.insert(checkpoint_name(t.name, f.layout_));
+      f.vision_ = std::move(vision);
+    }
+  }
   std::map<std::string, UnusedTensors> unused;  // by prefix, so the record is in a fixed order
   std::vector<std::string> extras;
   for (const auto& [n, view] : present) {
     if (used.contains(n)) continue;
-    if (const UnusedPart* p = unused_part_of(n)) {
+    const UnusedPart* p = unused_part_of(n);
+    if (p && f.vision_ && std::string_view(p->part) == "vision" && !vision_names.contains(n)) p = nullptr;
+    if (p) {
       UnusedTensors& u = unused[p->prefix];
       u.part = p->part;
       u.prefix = p->prefix;

@@ -3,7 +3,8 @@
 // manifest tensor is present with the manifest's dtype and shape, and nothing unexpected is present
 // (vision-tower and MTP tensors are recognised and recorded as unused until those parts are supported;
 // an MTP layer the config declares, `mtp_num_hidden_layers`, is checked like the model's tensors and
-// readable by name: manifest.h mtp_manifest).
+// readable by name: manifest.h mtp_manifest; so is a vision tower the config declares, `vision_config`,
+// when the checkpoint holds any `model.visual.` tensor: vision_tower.h).
 //
 // Layouts (checkpoint_layout.h): text-only `model.` or multimodal `model.language_model.` names (from
 // the config's architecture), routed experts per expert or fused (from the tensors present; one way for
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +33,7 @@
 #include "fuel/chemistry.h"
 #include "fuel/manifest.h"
 #include "fuel/safetensors.h"
+#include "fuel/vision_tower.h"
 
 namespace rocket {
 
@@ -49,6 +52,9 @@ class Fuel {
   ExpertLayout expert_layout() const { return expert_layout_; }
   // The vision-tower and MTP tensors present, per part (empty when the checkpoint has none).
   const std::vector<UnusedTensors>& unused() const { return unused_; }
+  // The vision tower's shapes when the checkpoint holds one (its tensors checked against
+  // vision_tower_manifest and readable by their canonical `visual.` names); nullopt otherwise.
+  const std::optional<VisionTowerConfig>& vision() const { return vision_; }
   const std::string& dir() const { return dir_; }
   // The manifest the fuel was validated against, in its deterministic order.
   const std::vector<TensorSpec>& manifest() const { return manifest_; }
@@ -68,6 +74,7 @@ class Fuel {
   Layout layout_ = Layout::kText;
   ExpertLayout expert_layout_ = ExpertLayout::kPerExpert;
   std::vector<UnusedTensors> unused_;
+  std::optional<VisionTowerConfig> vision_;
   std::vector<TensorSpec> manifest_;
   std::vector<SafetensorsFile> shards_;                    // own the mappings the views point into
   std::unordered_map<std::string, TensorView> tensors_;    // canonical name → view

@@ -15,6 +15,7 @@ uint64_t TensorSpec::nbytes() const {
 std::string checkpoint_name(const std::string& canonical, Layout layout) {
   if (canonical == "lm_head" || canonical.starts_with("lm_head.")) return canonical;  // a module or its tensors
   if (canonical.starts_with("mtp.")) return canonical;  // the releases keep the MTP layer at the top level
+  if (canonical.starts_with("visual.")) return "model." + canonical;  // the vision tower, beside language_model
   return (layout == Layout::kText ? "model." : "model.language_model.") + canonical;
 }
 
