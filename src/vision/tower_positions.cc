@@ -1,0 +1,91 @@
+#include "vision/tower_positions.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace rocket::vision {
+
+std::vector<PatchPosition> patch_positions(const ImageGrid& g, int merge) {
+  CHECK(merge >= 1 && g.h >= 1 && g.w >= 1 && g.h % merge == 0 && g.w % merge == 0,
+        "a grid of whole merge windows");
+  const int windows_per_row = g.w / merge, unit = merge * merge;
+  std::vector<PatchPosition> out(size_t(g.h) * size_t(g.w));
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int window = int(k) / unit, in_window = int(k) % unit;
+    out[k] = {(window / windows_per_row) * merge + in_window / merge, (window % windows_per_row) * merge + in_window % merge};
+  }
+  return out;
+}
+
+namespace {
+
+// One axis of the bilinear resampling: the two table indices a grid index reads and their weights.
+// NOTE: the source coordinate in fp32, as the reference computes it (i · (side-1) / (n-1), n = 1 reading
+// index 0), so that weights agree with it to the last bit where they can.
+struct AxisTaps {
+  int lo = 0, hi = 0;
+  float w_lo = 1, w_hi = 0;
+};
+
+AxisTaps axis_taps(int i, int n, int side) {
+  const float src = float(i) * float(side - 1) / float(std::max(n - 1, 1));
+  const float floor = std::floor(src);
+  const float frac = src - floor;
+  AxisTaps a;
+  a.lo = std::min(int(floor), side - 1);
+  a.hi = std::min(a.lo + 1, side - 1);
+  a.w_lo = 1.0f - frac;
+  a.w_hi = frac;
+  return a;
+}
+
+}  // namespace
+
+void interpolate_positions(const float* table, int side, int dim, const ImageGrid& g, int merge, float* out) {
+  CHECK(side >= 1 && dim >= 1 && g.t >= 1, "a table and a grid");
+  const std::vector<PatchPosition> where = patch_positions(g, merge);
+  const int64_t frame = int64_t(where.size()) * dim;
+  for (size_t k = 0; k < where.size(); ++k) {
+    const AxisTaps r = axis_taps(where[k].row, g.h, side), c = axis_taps(where[k].col, g.w, side);
+    const float* t00 = table + (int64_t(r.lo) * side + c.lo) * dim;
+    const float* t01 = table + (int64_t(r.lo) * side + c.hi) * dim;
+    const float* t10 = table + (int64_t(r.hi) * side + c.lo) * dim;
+    const float* t11 = table + (int64_t(r.hi) * side + c.hi) * dim;
+    const float w00 = r.w_lo * c.w_lo, w01 = r.w_lo * c.w_hi, w10 = r.w_hi * c.w_lo, w11 = r.w_hi * c.w_hi;
+    float* o = out + int64_t(k) * dim;
+    for (int d = 0; d < dim; ++d) o[d] = w00 * t00[d] + w01 * t01[d] + w10 * t10[d] + w11 * t11[d];
+  }
+  for (int f = 1; f < g.t; ++f) std::copy(out, out + frame, out + f * frame);
+}
+
+void rotate_2d(float* x, int heads, int head_dim, PatchPosition p, double theta) {
+  CHECK(head_dim % 4 == 0, "the 2-D rotary splits a head in quarters");
+  const int half = head_dim / 2, quarter = head_dim / 4;
+  thread_local std::vector<float> cs;
+  if (cs.size() < size_t(head_dim)) cs.resize(size_t(head_dim));
+  float* cos_t = cs.data();
+  float* sin_t = cos_t + half;
+  // torch: inv_freq = 1.0 / (theta ** (arange(0, dim, 2, float32) / dim)) with dim = head_dim / 2, then
+  // angle = float(position) * inv_freq, all fp32; rows take the first quarter, columns the second.
+  const float base = float(theta);
+  for (int j = 0; j < quarter; ++j) {
+    const float inv_freq = 1.0f / std::pow(base, float(2 * j) / float(half));
+    const float row = float(p.row) * inv_freq, col = float(p.col) * inv_freq;
+    cos_t[j] = std::cos(row);
+    sin_t[j] = std::sin(row);
+    cos_t[quarter + j] = std::cos(col);
+    sin_t[quarter + j] = std::sin(col);
+  }
+  for (int h = 0; h < heads; ++h) {
+    float* v = x + int64_t(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * cos_t[i] - b * sin_t[i];
+      v[i + half] = b * cos_t[i] + a * sin_t[i];
+    }
+  }
+}
+
+}  // namespace rocket::vision
