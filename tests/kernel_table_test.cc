@@ -14,14 +14,17 @@
 #include "core/error.h"
 #include "fuel/forge.h"
 #include "kernels/tiling/attention.h"
+#include "kernels/tiling/dense.h"
 #include "kernels/tiling/moe.h"
 #include "test_paths.h"
 
 namespace rocket {
 namespace {
 
-Plan h200_plan(const std::string& fuel, int layers, WeightFormat f, int max_streams = 32) {
-  const Chemistry c = chemistry_from_config(forge_config(fuel, layers), f, fuel + "/config.json");
+// `precision`: a map for `rocket build --precision` (roles the fuel stores in BF16).
+Plan h200_plan(const std::string& fuel, int layers, WeightFormat f, int max_streams = 32, const std::string& precision = "") {
+  Chemistry c = chemistry_from_config(forge_config(fuel, layers), f, fuel + "/config.json");
+  if (!precision.empty()) apply_precision_map(c, precision, "h200");
   const HardwareProfile hw = load_profile(test::source_dir() + "/boosters/h200.json");
   Plan p = plan_memory(c, PlanOptions{.booster = "h200", .buckets = buckets_up_to(max_streams), .limits = booster_limits(hw)});
   p.kernels = select_kernels(p);
@@ -227,6 +230,23 @@ TEST(KernelTable, BlockFp8PlanLaunchesGdnGatesApartAndSizesTheDequantCopy) {
     EXPECT_TRUE(std::none_of(p.kernels.begin(), p.kernels.end(), [](const PlanKernel& k) { return k.kernel == "dense_gdn_gate"; }))
         << format_name(f);
   }
+}
+
+// An FP8 LM head (`--precision lm_head=fp8` on a BF16 fuel): the register form at every bucket, two
+// stages a warp up to 32 rows like every FP8 projection (kernels/tiling/dense.h), and the token path's
+// dequantised copy sized for one slice of it, not the whole head.
+TEST(KernelTable, Fp8LmHeadTakesTheRegisterFormAndASliceOfDequantCopy) {
+  const Plan p = h200_plan("a3b", 4, WeightFormat::kBF16, 64, "lm_head=fp8");
+  EXPECT_EQ(p.chemistry.precision(Role::kLmHead), Precision::kFP8Block);
+  for (int b : p.buckets) {
+    const PlanKernel& k = kernel(p, "dense_lm_head", b);
+    EXPECT_EQ(tile(k, "form"), 0) << b;
+    EXPECT_EQ(tile(k, "stages_per_warp"), b <= 32 ? 2 : 4) << b;
+  }
+  EXPECT_EQ(buffer(p, "dequant").bytes, uint64_t(tiling::kLmHeadSliceRows) * 2048 * 2);
+  // Beside FP8 projections whose copies are as large, the slice adds nothing.
+  const Plan q = h200_plan("a3b", 4, WeightFormat::kBF16, 32, "lm_head=fp8,attn_proj=fp8,gdn_proj=fp8");
+  EXPECT_EQ(buffer(q, "dequant").bytes, 8192ull * 2048 * 2);
 }
 
 }  // namespace

@@ -82,7 +82,9 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   act.add("moe_partial", moe_partial);
   act.add("moe_arrivals", arrivals);
   // The token path's projections of block-FP8 weights are cuBLAS BF16 GEMMs over a dequantised copy
-  // (kernels/cuda/fp8_dequant.cuh): room for the largest; empty when no projection is FP8.
+  // (kernels/cuda/fp8_dequant.cuh): room for the largest; empty when no projection is FP8. An FP8 LM
+  // head (a GiB as BF16 at a3b's vocabulary) is dequantised and multiplied in slices of kLmHeadSliceRows
+  // rows instead: the piece needs its logits once, not a second copy of the head.
   const int64_t q = int64_t(c.heads) * c.head_dim, kv = int64_t(c.kv_heads) * c.head_dim;
   const std::pair<Role, std::vector<int64_t>> projections[] = {
       {Role::kAttnProj, {2 * q * c.hidden, kv * c.hidden, q * c.hidden}},
@@ -93,6 +95,8 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   for (const auto& [role, sizes] : projections)
     if (c.precision(role) == Precision::kFP8Block)
       for (int64_t n : sizes) dequant = std::max(dequant, uint64_t(n) * 2);
+  if (c.precision(Role::kLmHead) == Precision::kFP8Block)
+    dequant = std::max(dequant, uint64_t(std::min<int64_t>(c.vocab, tiling::kLmHeadSliceRows)) * c.hidden * 2);
   act.add("dequant", dequant);
 }
 

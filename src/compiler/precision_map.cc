@@ -43,13 +43,13 @@ void check_h200_precisions(const Chemistry& chem) {
   for (int r = 0; r < int(Role::kCount); ++r) {
     const Role role = Role(r);
     const Precision p = chem.precision(role);
-    const bool fp8_refused = role == Role::kEmbed || role == Role::kSharedExpertGate || role == Role::kLmHead;
+    const bool fp8_refused = role == Role::kEmbed || role == Role::kSharedExpertGate;
     if ((p == Precision::kFP8Block && fp8_refused) || (p == Precision::kNVFP4 && role != Role::kExperts))
       refused.insert(fmt::format("{}={}", role_name(role), precision_name(p)));
   }
   if (!refused.empty())
-    fail("build: the h200 engine runs BF16 weights, block-FP8 projections, router and experts, and NVFP4 routed "
-         "experts; it has no kernels for {}", fmt::join(refused, ", "));
+    fail("build: the h200 engine runs BF16 weights, block-FP8 projections, LM head, router and experts, and NVFP4 "
+         "routed experts; it has no kernels for {}", fmt::join(refused, ", "));
   // A lane loads 16 weights of a row at a time, and the token path's expert GEMMs step 64 columns.
   for (const TensorSpec& t : fuel_manifest(chem))
     if (t.precision == Precision::kFP8Block && t.part == Part::kWeight && t.cols % 64 != 0)

@@ -21,9 +21,9 @@ namespace rocket {
 void apply_precision_map(Chemistry& chem, const std::string& spec, const std::string& booster);
 
 // Error, naming every role, unless the h200 kernels run `chem`'s precisions: BF16 anywhere; block FP8
-// on the projections, the router, the shared and routed experts (dequantised in registers; the token
-// path's projections from a dequantised copy); NVFP4 on the routed experts. The embedding (a gather),
-// the shared expert's gate (a dot product) and the LM head stay BF16.
+// on the projections, the LM head, the router, the shared and routed experts (dequantised in registers;
+// the token path's projections from a dequantised copy); NVFP4 on the routed experts. The embedding (a
+// gather) and the shared expert's gate (a dot product) stay BF16.
 void check_h200_precisions(const Chemistry& chem);
 
 // "experts=nvfp4,attn_proj=fp8": the roles whose precision differs from the format's ("" for none).

@@ -107,6 +107,19 @@ booster=(-DROCKET_CHECK_BOOSTER_SMS="$(profile sm_count)" -DROCKET_CHECK_BOOSTER
 )
 # ---- end dense_check ------------------------------------------------------------------------------
 
+# ---- dense_fp8_check: block-FP8 dense projections (src/kernels/cuda/dense.cuh at kFP8Block) ---------
+(
+  obj=.carry/checks/obj/dense_fp8_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  g++ -std=c++20 -O2 -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c src/core/dtype.cc -o "$obj/dtype.o"
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
+    -Xcompiler -Wall,-Wextra -cudart static \
+    -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/dense_fp8_check.cu "$obj"/*.o -o .carry/checks/dense_fp8_check -lpthread
+  echo "built .carry/checks/dense_fp8_check"
+)
+# ---- end dense_fp8_check --------------------------------------------------------------------------
+
 # ---- attention_flash_check: flash-attention prefill on the tensor cores (attention_flash.cuh) -----
 # against today's prefill path; header-only on the host side (bf16 conversions are inline).
 (

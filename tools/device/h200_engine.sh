@@ -292,6 +292,18 @@ step serve_a3b_mixed 0 150 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90
 step soak_a3b_mixed 0 200 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; \
   python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-mixed' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 32 --hangup 0.3 \
   --pool 4 --mismatch-ok --log '$OUT/soak_a3b_mixed.log' --markdown '$OUT/h200-soak-a3b-mixed.md'"
+# The same map with an FP8 LM head (prepare_h200.sh a3b-fp8head), after the mixed engine's blob.
+step free_a3b_mixed_blob 0 0 "rm -f '$ENGINES/a3b-mixed/weights.blob'; df -h /tmp"
+step fuel_a3b_fp8head 0 0 "test -f '$FUELS/a3b-nvfp4/config.json' || exit 90; ln -sfn '$FUELS/a3b-nvfp4' '$FUELS/a3b-fp8head'"
+step weights_a3b_fp8head 0 300 "$(weights a3b-fp8head)"
+step prefill_check_a3b_fp8head 0 60 "$(engine a3b-fp8head prefill-check)"
+step bench_a3b_fp8head 0 120 "test -f '$ENGINES/a3b-fp8head/weights.blob' || exit 90; \
+  ENGINE='$ENGINES/a3b-fp8head' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+step serve_a3b_fp8head 0 150 "test -f '$ENGINES/a3b-fp8head/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_fp8head.log' \
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-fp8head' '$OUT/h200-serve-agents-a3b-fp8head.md' --concurrency 1,16,32 --max-tokens 64"
+step soak_a3b_fp8head 0 200 "test -f '$ENGINES/a3b-fp8head/weights.blob' || exit 90; \
+  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-fp8head' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 32 --hangup 0.3 \
+  --pool 4 --mismatch-ok --log '$OUT/soak_a3b_fp8head.log' --markdown '$OUT/h200-soak-a3b-fp8head.md'"
 step controls_a3b_nvfp4 0 200 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_controls.sh'"
 step serve_controls_a3b_nvfp4 0 150 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \

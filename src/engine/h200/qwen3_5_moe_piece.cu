@@ -48,20 +48,28 @@ static_assert(kKvPageTokens % tiling::kGdnChunk == 0, "token path: KV pages must
 namespace {
 
 // y[n][N] = x[n][K] · Wᵀ for a weight of the arena in precision P: bf16 straight from the arena, block
-// FP8 dequantised first into the plan's `dequant` buffer (fp8_dequant.cuh).
+// FP8 dequantised first into the plan's `dequant` buffer (fp8_dequant.cuh) — in slices of whole
+// 128-row scale blocks where the weight is larger than the buffer (an FP8 LM head: the plan sizes the
+// buffer for tiling::kLmHeadSliceRows of it, compiler/memory_map.cc).
 template <Precision P, typename Out>
 void project(H200Runner& run, const LinearAt& w, int N, int K, const bf16* x, int n, Out* y) {
-  const bf16* weights;
   if constexpr (P == Precision::kFP8Block) {
-    CHECK(uint64_t(N) * K * 2 <= kBufBytes_dequant, "token path: an FP8 projection larger than the plan's dequant buffer");
+    const uint64_t room_rows = kBufBytes_dequant / (uint64_t(K) * 2);
+    const int slice = room_rows >= uint64_t(N) ? N : int(room_rows / tiling::kFp8Block * tiling::kFp8Block);
+    CHECK(slice >= 1, "token path: an FP8 projection larger than the plan's dequant buffer");
     bf16* copy = run.buf<bf16>(kBuf_dequant);
-    cuda::fp8_dequant(run.arena().at<const uint8_t>(w.weight), run.arena().at<const float>(w.scale), N, K, copy, run.stream());
-    weights = copy;
+    const auto* weights = run.arena().at<const uint8_t>(w.weight);
+    const auto* scales = run.arena().at<const float>(w.scale);
+    for (int r0 = 0; r0 < N; r0 += slice) {
+      const int rows = std::min(slice, N - r0);
+      cuda::fp8_dequant(weights + int64_t(r0) * K, scales + int64_t(r0 / tiling::kFp8Block) * tiling::fp8_scale_cols(K), rows,
+                        K, copy, run.stream());
+      cuda::gemm_rows<Out>(run.cublas(), copy, rows, K, x, K, n, y + r0, N);
+    }
   } else {
     static_assert(P == Precision::kBF16, "token path: projections are bf16 or block FP8");
-    weights = run.arena().at<const bf16>(w.weight);
+    cuda::gemm_rows<Out>(run.cublas(), run.arena().at<const bf16>(w.weight), N, K, x, K, n, y, N);
   }
-  cuda::gemm_rows<Out>(run.cublas(), weights, N, K, x, K, n, y, N);
 }
 
 }  // namespace

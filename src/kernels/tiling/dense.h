@@ -30,6 +30,9 @@ struct DenseTiling {
 
 // The largest bucket the register form runs (the compiler refuses larger --max-streams for h200).
 inline constexpr int kDenseMaxRows = 64;
+// Rows of an FP8 LM head the token path dequantises and multiplies at a time (whole 128-row scale
+// blocks; 32 MiB as BF16 at a3b's hidden size, no more than its largest FP8 projection's copy).
+inline constexpr int kLmHeadSliceRows = 8192;
 
 // Registers per thread the register form is built for: 64 up to 32 token rows (1024 threads per SM);
 // 128 past them, where eight row groups' accumulators (32 registers) beside the stages do not fit 64.
@@ -46,7 +49,12 @@ constexpr DenseTiling dense_registers(int n, int k, int b, const BoosterLimits& 
   // row group's accumulators still fit (dense_check: LM head 296 -> 273 us, 8192x2048 13.1 -> 11.1 us
   // against half the stages); at 32 they take the budget (spills): half the stages (64 KiB per SM).
   // Past 32 rows the budget doubles and the residency halves: 16 warps x 4 KiB, again 64 KiB per SM.
-  const int g_max = b <= 16 ? 4 : b <= 32 ? 2 : 4;
+  // Block FP8 up to 32 rows: 2 stages. A 16-byte load holds 16 e4m3 columns, so at 4 stages a shape
+  // has half the warps of its bf16 form and runs in about one wave, its loads then its dequantisation
+  // with little overlap; at 2 stages the warps double and one warp's math overlaps another's loads
+  // (dense_fp8_check, H100, B=1: q_proj 8192x2048 7.82 -> 7.05 us, q|k|v 10.01 -> 8.21, o_proj 4.70 ->
+  // 4.32, shared down 1.84 -> 1.54; B=16 q_proj 10.67 -> 9.75; B=64 28.56 -> 30.24, so not past 32).
+  const int g_max = p == Precision::kFP8Block && b <= 32 ? 2 : b <= 16 ? 4 : b <= 32 ? 2 : 4;
   t.g = min(t.stages, g_max);
   t.parts = t.stages / t.g;
   t.tiles = ceil_div(n, 16);
