@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_number.h"
+#include "fuel/config_field.h"
 
 namespace rocket {
 
@@ -153,33 +154,13 @@ void Chemistry::validate() const {
          "must be multiples of 16 for NVFP4 (one e4m3 scale per 16 weights along K)");
 }
 
-namespace {
-
-// Reads config[key] as T, with a default when absent; Error names the file and the field.
-template <typename T>
-T field(const json& j, const char* key, const std::string& path, const T* fallback = nullptr) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (fallback) return *fallback;
-    fail("{}: missing field '{}'", path, key);
-  }
-  try {
-    if constexpr (std::is_arithmetic_v<T>) return json_number<T>(*it);
-    else return it->get<T>();
-  } catch (const json::exception&) {
-    fail("{}: field '{}' has the wrong type ({})", path, key, it->dump());
-  }
-}
-
-}  // namespace
-
 Chemistry chemistry_from_config(const json& config, WeightFormat format, const std::string& path) {
   if (!config.is_object()) fail("{}: not a JSON object", path);
   std::string arch = config.contains("architectures") && config["architectures"].is_array() &&
                              !config["architectures"].empty()
                          ? config["architectures"][0].get<std::string>()
                          : "";
-  std::string model_type = field<std::string>(config, "model_type", path);
+  std::string model_type = config_field<std::string>(config, "model_type", path);
   const json* text = &config;
   if (arch == "Qwen3_5MoeForConditionalGeneration" || model_type == "qwen3_5_moe") {
     if (!config.contains("text_config")) fail("{}: multimodal qwen3_5_moe config without 'text_config'", path);
@@ -192,42 +173,42 @@ Chemistry chemistry_from_config(const json& config, WeightFormat format, const s
   const json& t = *text;
   Chemistry c;
   c.format = format;
-  c.vocab = field<int>(t, "vocab_size", path);
-  c.hidden = field<int>(t, "hidden_size", path);
-  c.layers = field<int>(t, "num_hidden_layers", path);
-  c.heads = field<int>(t, "num_attention_heads", path);
-  c.kv_heads = field<int>(t, "num_key_value_heads", path);
+  c.vocab = config_field<int>(t, "vocab_size", path);
+  c.hidden = config_field<int>(t, "hidden_size", path);
+  c.layers = config_field<int>(t, "num_hidden_layers", path);
+  c.heads = config_field<int>(t, "num_attention_heads", path);
+  c.kv_heads = config_field<int>(t, "num_key_value_heads", path);
   const int default_head_dim = c.heads ? c.hidden / c.heads : 0;
-  c.head_dim = field<int>(t, "head_dim", path, &default_head_dim);
-  c.lin_k_heads = field<int>(t, "linear_num_key_heads", path);
-  c.lin_v_heads = field<int>(t, "linear_num_value_heads", path);
-  c.lin_k_dim = field<int>(t, "linear_key_head_dim", path);
-  c.lin_v_dim = field<int>(t, "linear_value_head_dim", path);
-  c.conv_kernel = field<int>(t, "linear_conv_kernel_dim", path);
-  c.experts = field<int>(t, "num_experts", path);
-  c.top_k = field<int>(t, "num_experts_per_tok", path);
-  c.moe_inter = field<int>(t, "moe_intermediate_size", path);
-  c.shared_inter = field<int>(t, "shared_expert_intermediate_size", path);
-  c.norm_eps = field<double>(t, "rms_norm_eps", path);
+  c.head_dim = config_field<int>(t, "head_dim", path, &default_head_dim);
+  c.lin_k_heads = config_field<int>(t, "linear_num_key_heads", path);
+  c.lin_v_heads = config_field<int>(t, "linear_num_value_heads", path);
+  c.lin_k_dim = config_field<int>(t, "linear_key_head_dim", path);
+  c.lin_v_dim = config_field<int>(t, "linear_value_head_dim", path);
+  c.conv_kernel = config_field<int>(t, "linear_conv_kernel_dim", path);
+  c.experts = config_field<int>(t, "num_experts", path);
+  c.top_k = config_field<int>(t, "num_experts_per_tok", path);
+  c.moe_inter = config_field<int>(t, "moe_intermediate_size", path);
+  c.shared_inter = config_field<int>(t, "shared_expert_intermediate_size", path);
+  c.norm_eps = config_field<double>(t, "rms_norm_eps", path);
   const bool no = false;
   // `tie_word_embeddings` may sit on the outer multimodal config rather than on text_config.
-  c.tie_embeddings = field<bool>(t, "tie_word_embeddings", path, &no) || field<bool>(config, "tie_word_embeddings", path, &no);
+  c.tie_embeddings = config_field<bool>(t, "tie_word_embeddings", path, &no) || config_field<bool>(config, "tie_word_embeddings", path, &no);
   const int default_positions = 32768;
-  c.max_positions = field<int>(t, "max_position_embeddings", path, &default_positions);
+  c.max_positions = config_field<int>(t, "max_position_embeddings", path, &default_positions);
   const int no_mtp = 0;
-  c.mtp_layers = field<int>(t, "mtp_num_hidden_layers", path, &no_mtp);
-  std::string act = field<std::string>(t, "hidden_act", path);
+  c.mtp_layers = config_field<int>(t, "mtp_num_hidden_layers", path, &no_mtp);
+  std::string act = config_field<std::string>(t, "hidden_act", path);
   if (act != "silu") fail("{}: hidden_act '{}' is not supported (expected silu)", path, act);
 
   // RoPE: transformers 5 writes `rope_parameters`; older configs have top-level rope_theta and
   // partial_rotary_factor.
   json rope = t.contains("rope_parameters") && t["rope_parameters"].is_object() ? t["rope_parameters"] : t;
   const double default_theta = 10000.0, default_partial = 0.25;
-  c.rope_theta = field<double>(rope, "rope_theta", path, &default_theta);
-  c.partial_rotary_factor = field<double>(rope, "partial_rotary_factor", path,
+  c.rope_theta = config_field<double>(rope, "rope_theta", path, &default_theta);
+  c.partial_rotary_factor = config_field<double>(rope, "partial_rotary_factor", path,
                                           t.contains("partial_rotary_factor") ? nullptr : &default_partial);
   if (rope.contains("partial_rotary_factor") == false && t.contains("partial_rotary_factor"))
-    c.partial_rotary_factor = field<double>(t, "partial_rotary_factor", path);
+    c.partial_rotary_factor = config_field<double>(t, "partial_rotary_factor", path);
   std::string rope_type = rope.value("rope_type", std::string("default"));
   if (rope_type != "default") fail("{}: rope_type '{}' is not supported (expected default)", path, rope_type);
   if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
@@ -243,7 +224,7 @@ Chemistry chemistry_from_config(const json& config, WeightFormat format, const s
     }
   } else {
     const int default_interval = 4;
-    int interval = field<int>(t, "full_attention_interval", path, &default_interval);
+    int interval = config_field<int>(t, "full_attention_interval", path, &default_interval);
     if (interval < 1) fail("{}: full_attention_interval {} must be positive", path, interval);
     for (int i = 0; i < c.layers; ++i)
       c.layer_types.push_back((i + 1) % interval ? LayerKind::kLinearAttention : LayerKind::kFullAttention);

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/json_number.h"
+#include "fuel/config_field.h"
 
 namespace rocket {
 
@@ -14,32 +14,16 @@ using nlohmann::json;
 
 namespace {
 
-// vision_config[key] as T, or `fallback` when absent (Error when absent without one).
-template <typename T>
-T vision_field(const json& v, const char* key, const std::string& path, const T* fallback = nullptr) {
-  auto it = v.find(key);
-  if (it == v.end() || it->is_null()) {
-    if (fallback) return *fallback;
-    fail("{}: vision_config: missing field '{}'", path, key);
-  }
-  try {
-    if constexpr (std::is_arithmetic_v<T>) return json_number<T>(*it);
-    else return it->get<T>();
-  } catch (const json::exception&) {
-    fail("{}: vision_config: field '{}' has the wrong type ({})", path, key, it->dump());
-  }
-}
-
 // patch_size and temporal_patch_size may be written as [n, n] (HF accepts a pair); the tower is square.
-int square_size(const json& v, const char* key, const std::string& path, int fallback) {
+int square_size(const json& v, const char* key, const std::string& where, int fallback) {
   auto it = v.find(key);
   if (it == v.end() || it->is_null()) return fallback;
   if (it->is_array()) {
     if (it->size() != 2 || (*it)[0] != (*it)[1])
-      fail("{}: vision_config: {} {} is not one size (expected n or [n, n])", path, key, it->dump());
-    return vision_field<int>(json{{key, (*it)[0]}}, key, path);
+      fail("{}: {} {} is not one size (expected n or [n, n])", where, key, it->dump());
+    return config_field<int>(json{{key, (*it)[0]}}, key, where);
   }
-  return vision_field<int>(v, key, path);
+  return config_field<int>(v, key, where);
 }
 
 }  // namespace
@@ -90,22 +74,23 @@ std::optional<VisionTowerConfig> vision_tower_config(const json& config, const s
   if (auto d = v.find("deepstack_visual_indexes"); d != v.end() && !d->is_null() && !(d->is_array() && d->empty()))
     fail("{}: vision_config: deepstack_visual_indexes {} is not supported (a Qwen3-VL DeepStack tower; "
          "qwen3_5_moe has none)", path, d->dump());
+  const std::string where = path + ": vision_config";
   VisionTowerConfig c;
   const int three = 3, sixteen = 16, two = 2;
   const std::string gelu_tanh = "gelu_pytorch_tanh";
-  c.depth = vision_field<int>(v, "depth", path);
-  c.hidden = vision_field<int>(v, "hidden_size", path);
-  c.heads = vision_field<int>(v, "num_heads", path);
-  c.intermediate = vision_field<int>(v, "intermediate_size", path);
-  c.in_channels = vision_field<int>(v, "in_channels", path, &three);
-  c.patch = square_size(v, "patch_size", path, sixteen);
-  c.temporal_patch = square_size(v, "temporal_patch_size", path, two);
-  c.merge = vision_field<int>(v, "spatial_merge_size", path, &two);
-  c.out_hidden = vision_field<int>(v, "out_hidden_size", path);
-  c.position_embeddings = vision_field<int>(v, "num_position_embeddings", path);
-  c.hidden_act = vision_field<std::string>(v, "hidden_act", path, &gelu_tanh);
+  c.depth = config_field<int>(v, "depth", where);
+  c.hidden = config_field<int>(v, "hidden_size", where);
+  c.heads = config_field<int>(v, "num_heads", where);
+  c.intermediate = config_field<int>(v, "intermediate_size", where);
+  c.in_channels = config_field<int>(v, "in_channels", where, &three);
+  c.patch = square_size(v, "patch_size", where, sixteen);
+  c.temporal_patch = square_size(v, "temporal_patch_size", where, two);
+  c.merge = config_field<int>(v, "spatial_merge_size", where, &two);
+  c.out_hidden = config_field<int>(v, "out_hidden_size", where);
+  c.position_embeddings = config_field<int>(v, "num_position_embeddings", where);
+  c.hidden_act = config_field<std::string>(v, "hidden_act", where, &gelu_tanh);
   if (auto rp = v.find("rope_parameters"); rp != v.end() && rp->is_object() && rp->contains("rope_theta"))
-    c.rope_theta = vision_field<double>(*rp, "rope_theta", path);
+    c.rope_theta = config_field<double>(*rp, "rope_theta", where);
   c.validate(path);
   return c;
 }

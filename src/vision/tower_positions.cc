@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "kernels/host/attention.h"
 
 namespace rocket::vision {
 
@@ -78,14 +79,7 @@ void rotate_2d(float* x, int heads, int head_dim, PatchPosition p, double theta)
     cos_t[quarter + j] = std::cos(col);
     sin_t[quarter + j] = std::sin(col);
   }
-  for (int h = 0; h < heads; ++h) {
-    float* v = x + int64_t(h) * head_dim;
-    for (int i = 0; i < half; ++i) {
-      const float a = v[i], b = v[i + half];
-      v[i] = a * cos_t[i] - b * sin_t[i];
-      v[i + half] = b * cos_t[i] + a * sin_t[i];
-    }
-  }
+  host::rotate_half_pairs(x, heads, head_dim, half, cos_t, sin_t);
 }
 
 }  // namespace rocket::vision

@@ -31,6 +31,10 @@ void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, 
     cos_t[i] = std::cos(angle);
     sin_t[i] = std::sin(angle);
   }
+  rotate_half_pairs(x, heads, head_dim, half, cos_t, sin_t);
+}
+
+void rotate_half_pairs(float* x, int heads, int head_dim, int half, const float* cos_t, const float* sin_t) {
   for (int hh = 0; hh < heads; ++hh) {
     float* v = x + int64_t(hh) * head_dim;
     for (int i = 0; i < half; ++i) {

@@ -11,6 +11,11 @@ namespace rocket::host {
 // as torch computes them. REQUIRES: rotary_dim even, rotary_dim <= head_dim.
 void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, double theta);
 
+// The rotation both rotary forms apply ("rotate_half"), in place on x [heads][head_dim]: dim i < half
+// rotates with dim i + half by the angle whose cosine and sine are cos_t[i], sin_t[i].
+// REQUIRES: 2 · half <= head_dim.
+void rotate_half_pairs(float* x, int heads, int head_dim, int half, const float* cos_t, const float* sin_t);
+
 // softmax(q kᵀ / sqrt(hd)) v over T cached positions for one token (the cache already holds this
 // token's k and v). GQA: query head h reads kv head h / (heads/kv_heads).
 // q [heads][hd]; k_cache, v_cache [T][kv_heads][hd]; out [heads][hd]. REQUIRES: T >= 1,
