@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev libpcre2-dev
-          libutf8proc-dev libcpp-httplib-dev libcli11-dev prometheus-cpp-dev curl python3)
+          libutf8proc-dev libcpp-httplib-dev libcli11-dev prometheus-cpp-dev curl python3
+          libpng-dev libjpeg62-turbo-dev libwebp-dev nettle-dev zlib1g-dev)
 # The tests also fuzz the parsers (tests/fuzz: libFuzzer needs clang 16 for C++20's source_location),
 # scrape the server with a real Prometheus and promtool (tests/e2e/telemetry.sh), and the benchmarks
 # draw their pictures with gnuplot.

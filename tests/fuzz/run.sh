@@ -9,7 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$1 seconds=${2:-60}
 shift $(($# < 2 ? $# : 2))
 names=("$@")
-((${#names[@]})) || names=(openai_request chat_template tokenizer safetensors plan output_parser traceparent grammar request_head)
+((${#names[@]})) || names=(openai_request chat_template tokenizer safetensors plan output_parser traceparent grammar request_head image)
 cxx=${FUZZ_CXX:-$(command -v clang++-16 || true)}
 [[ -n $cxx ]] || { echo "fuzz: no clang++-16 (Debian packages clang-16 libclang-rt-16-dev; clang 14 lacks std::source_location)" >&2; exit 1; }
 # One configure and build at a time: ctest runs the harnesses in parallel.
