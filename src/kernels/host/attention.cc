@@ -15,19 +15,28 @@ constexpr int64_t kAttentionParallelMin = int64_t(1) << 15;
 }  // namespace
 
 void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, double theta) {
+  apply_mrope(x, heads, head_dim, rotary_dim, MropePosition::text(pos), theta);
+}
+
+void apply_mrope(float* x, int heads, int head_dim, int rotary_dim, const MropePosition& pos, double theta,
+                 const MropeSection& section) {
   CHECK(rotary_dim % 2 == 0 && rotary_dim <= head_dim, "rotary_dim must be even and <= head_dim");
+  CHECK(section[0] >= 0 && section[1] >= 0 && section[2] >= 0, "mrope_section must not be negative");
   const int half = rotary_dim / 2;
   thread_local std::vector<float> cs;
   if (cs.size() < size_t(rotary_dim)) cs.resize(size_t(rotary_dim));
   float* cos_t = cs.data();
   float* sin_t = cos_t + half;
   // torch: inv_freq = 1.0 / (base ** (arange(0, dim, 2, float32) / dim)), then freqs = inv_freq * pos
-  // in fp32. Reproducing those roundings keeps long-position angles on the oracle's values.
-  const float base = float(theta), pos_f = float(pos);
+  // in fp32 (each axis's positions times inv_freq, then the interleaved pick). Reproducing those
+  // roundings keeps long-position angles on the oracle's values.
+  const float base = float(theta);
+  const float axis_pos[3] = {float(pos.t), float(pos.h), float(pos.w)};
   for (int i = 0; i < half; ++i) {
+    const int axis = (i % 3 == 1 && i < 3 * section[1]) ? 1 : (i % 3 == 2 && i < 3 * section[2]) ? 2 : 0;
     const float exponent = float(2 * i) / float(rotary_dim);
     const float inv_freq = 1.0f / std::pow(base, exponent);
-    const float angle = pos_f * inv_freq;
+    const float angle = axis_pos[axis] * inv_freq;
     cos_t[i] = std::cos(angle);
     sin_t[i] = std::sin(angle);
   }

@@ -1,15 +1,38 @@
 // Rotary position embedding and single-token (decode) attention, FP32, matching HF qwen3_5_moe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace rocket::host {
+
+// A token's multimodal rotary position (time, height, width). A text token holds the same value on all
+// three; an image token its frame, row and column offset by where its image starts (vision/mrope_positions.h).
+struct MropePosition {
+  int64_t t = 0, h = 0, w = 0;
+  static MropePosition text(int64_t pos) { return {pos, pos, pos}; }
+  bool operator==(const MropePosition&) const = default;
+};
+
+// `rope_parameters.mrope_section` of the text config: how many of the rotary_dim/2 frequencies each
+// axis takes. The reference (Qwen3_5MoeTextRotaryEmbedding.recomposition_frequencies) interleaves them:
+// frequency i reads the height position when i % 3 == 1 and i < 3·section[1], the width position when
+// i % 3 == 2 and i < 3·section[2], and the time position otherwise (section[0] is implied). It does so
+// whatever `mrope_interleaved` says. [11, 11, 10] is its default and the published configs' value.
+using MropeSection = std::array<int, 3>;
+inline constexpr MropeSection kMropeSection{11, 11, 10};
 
 // Partial "rotate_half" RoPE in place on x [heads][head_dim] at position pos. Only the first
 // rotary_dim dims of each head rotate; with h = rotary_dim/2, pair (i, i+h) rotates by
 // angle_i = float(pos) * inv_freq_i, inv_freq_i = 1 / theta^(2i/rotary_dim), both computed in fp32
 // as torch computes them. REQUIRES: rotary_dim even, rotary_dim <= head_dim.
+// The same as apply_mrope at MropePosition::text(pos): the same bits, whatever the section.
 void apply_rope(float* x, int heads, int head_dim, int rotary_dim, int64_t pos, double theta);
+
+// The multimodal form: frequency i's angle is float(p_i) · inv_freq_i with p_i the axis MropeSection
+// assigns it; the rotation and every rounding are apply_rope's. REQUIRES: as apply_rope; section >= 0.
+void apply_mrope(float* x, int heads, int head_dim, int rotary_dim, const MropePosition& pos, double theta,
+                 const MropeSection& section = kMropeSection);
 
 // The rotation both rotary forms apply ("rotate_half"), in place on x [heads][head_dim]: dim i < half
 // rotates with dim i + half by the angle whose cosine and sine are cos_t[i], sin_t[i].
