@@ -191,6 +191,13 @@ int cmd_inspect(const std::vector<std::string>& args) {
   for (const UnusedTensors& u : p.unused_tensors)
     std::printf("unused      %lld %s tensors under '%s', %s (no part of this engine reads them)\n",
                 static_cast<long long>(u.tensors), u.part.c_str(), u.prefix.c_str(), H(u.bytes).c_str());
+  if (p.vision) {
+    const VisionTowerConfig& v = p.vision->tower;
+    std::printf("vision      tower of %d blocks, hidden %d, %d heads, %dx%d merge, BF16 in the blob; image token %d, "
+                "mrope_section [%d, %d, %d]\n",
+                v.depth, v.hidden, v.heads, v.merge, v.merge, p.vision->image_token, p.vision->mrope_section[0],
+                p.vision->mrope_section[1], p.vision->mrope_section[2]);
+  }
   std::printf("format      %s\nprecision  ", format_name(c.format));
   for (int r = 0; r < int(Role::kCount); ++r) std::printf(" %s=%s", role_name(Role(r)), precision_name(c.precision(Role(r))));
   std::printf("\nbuckets     ");

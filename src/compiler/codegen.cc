@@ -96,6 +96,22 @@ std::string generate_engine_header(const Plan& p) {
   line("// full-attention layers with KV in a cache page: the model's, then a drafting plan's MTP layer");
   i("kKvLayers", p.kv_layers());
   i("kDraftTokens", p.draft_tokens);
+  line("// the vision tower the blob carries (plan_vision.h): the host engine runs it in prefill");
+  line(fmt::format("constexpr bool kVisionTower = {};", p.vision ? "true" : "false"));
+  // Without a tower: no image token (-1), and the reference's default section (text rows' positions
+  // are equal on every axis, so it changes no bit).
+  const PlanVision none;
+  const PlanVision& pv = p.vision ? *p.vision : none;
+  i("kImageToken", pv.image_token); i("kVisionStartToken", pv.vision_start_token);
+  i("kVisionEndToken", pv.vision_end_token); i("kVisionMerge", p.vision ? pv.tower.merge : 1);
+  line(fmt::format("constexpr int kTextMropeSection[3] = {{{}, {}, {}}};", pv.mrope_section[0], pv.mrope_section[1],
+                   pv.mrope_section[2]));
+  if (p.vision) {
+    const VisionTowerConfig& v = p.vision->tower;
+    i("kVisionDepth", v.depth); i("kVisionHidden", v.hidden); i("kVisionHeads", v.heads);
+    i("kVisionIntermediate", v.intermediate); i("kVisionPatchDim", v.patch_dim());
+    i("kVisionPositionEmbeddings", v.position_embeddings);
+  }
   i("kMaxStreams", p.max_streams); i("kMaxContext", p.max_context); i("kPrefillChunk", p.prefill_chunk);
   i("kMaxRows", p.max_rows); i("kLogitRows", p.logit_rows); i("kStateSnapshots", p.state_snapshots); i("kKvPageTokens", p.kv_page_tokens); u("kKvPageBytes", p.kv_page_bytes);
   u("kSnapshotSlotBytes", SnapshotLayout::of(c).slot_bytes());

@@ -266,6 +266,11 @@ void build(const BuildOptions& opt) {
            opt.booster, kernel_rows);
     po.buckets = buckets_up_to(opt.max_streams);
   }
+  // The host engine runs a fuel's vision tower (BF16, after the text model in the blob); the h200
+  // engine has no vision kernels yet, so its plan leaves the tower among the unused tensors.
+  if (fuel && fuel->vision() && opt.booster == "host")
+    po.vision = plan_vision_of_config(fuel->config(), *fuel->vision(), chem.vocab,
+                                      (fs::path(opt.fuel_dir) / "config.json").string());
   const Placement placement = place(opt, chem, fuel ? &*fuel : nullptr, hw);
   po.expert_units = placement.units;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
@@ -283,6 +288,8 @@ void build(const BuildOptions& opt) {
     plan.unused_tensors = fuel->unused();
     // A drafting plan loads the MTP layer: it is no longer an unused part.
     if (plan.draft_tokens) std::erase_if(plan.unused_tensors, [](const UnusedTensors& u) { return u.part == "mtp"; });
+    // A plan that carries the tower loads it: no longer an unused part either.
+    if (plan.vision) std::erase_if(plan.unused_tensors, [](const UnusedTensors& u) { return u.part == "vision"; });
   }
   plan.precision_gate = precision_gate;
   plan.kernels = select_kernels(plan);

@@ -67,6 +67,11 @@ class PartSource {
     for (const TensorSpec& t : plan_manifest_) plan_spec_[t.name] = &t;
     for (const TensorSpec& t : fuel.manifest()) fuel_spec_[t.name] = &t;
     for (const TensorSpec& t : fuel_mtp_) fuel_spec_[t.name] = &t;
+    if (plan.vision) {
+      if (!fuel.vision()) fail("the plan carries a vision tower and the fuel {} holds none", fuel.dir());
+      fuel_vision_ = vision_tower_manifest(*fuel.vision());
+      for (const TensorSpec& t : fuel_vision_) fuel_spec_[t.name] = &t;
+    }
   }
 
   const uint8_t* bytes(const std::string& name, uint64_t size) {
@@ -99,7 +104,7 @@ class PartSource {
   }
 
   const Fuel& fuel_;
-  std::vector<TensorSpec> plan_manifest_, fuel_mtp_;
+  std::vector<TensorSpec> plan_manifest_, fuel_mtp_, fuel_vision_;
   std::unordered_map<std::string, const TensorSpec*> plan_spec_, fuel_spec_;
   std::string converted_;
   Parts parts_;

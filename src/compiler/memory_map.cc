@@ -173,6 +173,7 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   p.activation_bytes = opt.booster == "host" ? 4 : 2;
   p.kv_bytes = opt.booster == "host" ? 4 : 2;
   p.draft_tokens = opt.draft_tokens;
+  p.vision = opt.vision;
 
   // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector; a layer's
   // routed experts in their units' order (the MTP layer's in their own).

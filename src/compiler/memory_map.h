@@ -16,6 +16,7 @@ struct PlanOptions {
   // [layer][expert] = the unit the expert's weights take within its layer (compiler/placement.h);
   // empty: the identity, every expert at its own id. Recorded as the plan's expert_order.units.
   std::vector<std::vector<int>> expert_units;
+  std::optional<PlanVision> vision;  // Plan::vision: the tower the blob carries (host plans only)
 };
 
 // Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.

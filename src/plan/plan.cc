@@ -78,6 +78,7 @@ json Plan::to_json() const {
   if (!expert_order.units.empty()) j["expert_order"] = {{"source", expert_order.source}, {"units", expert_order.units}};
   if (!precision_gate.is_null()) j["precision_gate"] = precision_gate;
   if (draft_tokens) j["draft_tokens"] = draft_tokens;
+  if (vision) j["vision"] = vision->to_json();  // absent without one: text plans keep their bytes
   return j;
 }
 
@@ -90,6 +91,10 @@ std::vector<TensorSpec> Plan::weights_manifest() const {
   if (draft_tokens) {
     std::vector<TensorSpec> mtp = mtp_manifest(chemistry);
     m.insert(m.end(), mtp.begin(), mtp.end());
+  }
+  if (vision) {
+    std::vector<TensorSpec> tower = vision_tower_manifest(vision->tower);
+    m.insert(m.end(), tower.begin(), tower.end());
   }
   return m;
 }
@@ -157,6 +162,7 @@ Plan Plan::from_json(const json& j, const std::string& path) {
     }
     if (j.contains("precision_gate")) p.precision_gate = j.at("precision_gate");
     if (j.contains("draft_tokens")) p.draft_tokens = number(j.at("draft_tokens"));
+    if (j.contains("vision")) p.vision = PlanVision::from_json(j.at("vision"), path);
     const json& sf = j.at("static_fire");
     p.static_fire = {numbers<std::vector<int32_t>>(sf.at("prompt")), number(sf.at("token")), number(sf.at("margin")),
                      sf.at("source")};
@@ -252,6 +258,21 @@ void Plan::validate(const std::string& path) const {
   for (const auto& t : tensors)
     if (t.offset % 256 != 0 || t.offset + t.bytes > blob_bytes)
       fail("{}: tensor {} at {} (+{}) misaligned or outside the weights region", path, t.name, t.offset, t.bytes);
+  if (vision) {
+    if (booster != "host")
+      fail("{}: a {} plan carries a vision tower; only the host engine runs one (no {} vision kernels yet)", path, booster,
+           booster);
+    if (vision->tower.out_hidden != chemistry.hidden)
+      fail("{}: vision out_hidden_size {} differs from hidden_size {}", path, vision->tower.out_hidden, chemistry.hidden);
+    for (int32_t id : {vision->image_token, vision->vision_start_token, vision->vision_end_token})
+      if (id < 0 || id >= chemistry.vocab) fail("{}: vision token {} outside the vocabulary", path, id);
+    for (const TensorSpec& t : vision_tower_manifest(vision->tower)) {
+      const PlanTensor* pt = find_tensor(t.name);
+      if (!pt || pt->dtype != t.dtype || pt->bytes != t.nbytes())
+        fail("{}: vision tensor {} is missing from the memory map or not {} bytes of {}", path, t.name, t.nbytes(),
+             dtype_name(t.dtype));
+    }
+  }
   validate_kernels(path);
   validate_experts(path);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "fuel/chemistry.h"
 #include "fuel/manifest.h"
 #include "kernels/tiling/booster.h"
+#include "plan/plan_vision.h"
 
 namespace rocket {
 
@@ -142,6 +144,10 @@ struct Plan {
   // proposes per stream and step, a compiled constant; 0: the engine does not draft. A drafting plan
   // carries the MTP layer in its blob and gives it a KV layer of its own (kv_layers()).
   int draft_tokens = 0;
+  // The vision tower the blob carries, after the text model and a drafting plan's MTP layer
+  // (plan_vision.h): host plans of a fuel that holds one; absent otherwise (an h200 plan records it
+  // under unused_tensors: no vision kernels yet).
+  std::optional<PlanVision> vision;
   uint64_t blob_bytes = 0;             // weights region = weights.blob size
   uint64_t arena_bytes = 0;            // whole arena (weights + runtime), the plan's residency
   std::vector<PlanRegion> regions;
@@ -162,7 +168,7 @@ struct Plan {
   // The full-attention layers a cache page holds KV for: the model's, then a drafting plan's MTP layer.
   int kv_layers() const { return chemistry.full_layers() + (draft_tokens ? chemistry.mtp_layers : 0); }
   // The weights the blob holds, in blob order before expert ordering: the model's, then a drafting
-  // plan's MTP layer (always BF16, as the releases store it).
+  // plan's MTP layer (always BF16, as the releases store it), then the vision tower it carries (BF16).
   std::vector<TensorSpec> weights_manifest() const;
   // Whether the blob stores each layer's router rows in unit order (row u: the router row of the expert
   // at unit u). An h200 plan with an expert order does, so its kernels, which take the router's choice
