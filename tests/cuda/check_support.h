@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "core/dtype.h"
@@ -58,6 +59,15 @@ inline std::vector<float> bf16_to_f32(const std::vector<uint16_t>& bits) {
   std::vector<float> f(bits.size());
   for (size_t i = 0; i < bits.size(); ++i) f[i] = rocket::bf16_to_f32(bits[i]);
   return f;
+}
+
+// f(begin, end) over [0, n) split across the machine's cores (the checks' host references).
+template <typename F>
+void parallel_for(int64_t n, F f) {
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < nt; ++t) threads.emplace_back([&, t] { f(n * t / nt, n * (t + 1) / nt); });
+  for (auto& t : threads) t.join();
 }
 
 // Device-to-device copy rate (read + write bytes per second), the roofline every check reports against.

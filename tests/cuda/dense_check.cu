@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -54,20 +53,11 @@ struct SplitMix {
   float uniform() { return float(int64_t(next()) >> 40) * (1.0f / float(1ull << 23)); }  // [-1, 1)
 };
 
-// f(begin, end) over [0, n) split across the machine's cores.
-template <typename F>
-void parallel_for(int64_t n, F f) {
-  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (int64_t t = 0; t < nt; ++t) threads.emplace_back([&, t] { f(n * t / nt, n * (t + 1) / nt); });
-  for (auto& t : threads) t.join();
-}
-
 // n bf16 values uniform in [-1, 1), the same for any thread count (one stream per 1 Mi elements).
 std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
   constexpr size_t kChunk = size_t(1) << 20;
   std::vector<uint16_t> v(n);
-  parallel_for(int64_t((n + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1) {
+  check::parallel_for(int64_t((n + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       SplitMix r{seed * 0x100000001b3ull + uint64_t(c)};
       for (size_t i = size_t(c) * kChunk; i < std::min(n, size_t(c + 1) * kChunk); ++i) v[i] = f32_to_bf16(r.uniform());
@@ -79,7 +69,7 @@ std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
 // host::linear over row ranges on every core: y [rows][N].
 std::vector<float> reference(const std::vector<uint16_t>& w, int N, int K, const std::vector<float>& x, int rows) {
   std::vector<float> y(size_t(rows) * N);
-  parallel_for((N + 15) / 16, [&](int64_t t0, int64_t t1) {
+  check::parallel_for((N + 15) / 16, [&](int64_t t0, int64_t t1) {
     const int64_t r0 = 16 * t0, r1 = std::min<int64_t>(N, 16 * t1);
     if (r0 >= r1) return;
     std::vector<float> part(size_t(rows) * (r1 - r0));

@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -36,14 +35,6 @@ namespace {
 constexpr uint64_t kRotateBytes = uint64_t(128) << 20;  // weight bytes a timed graph cycles through: > 2x L2
 constexpr int kMinTimedLaunches = 64;
 constexpr uint64_t kCopyAlign = 65536;  // weight copies for timing: 64 KiB-aligned, like blob tensors
-
-template <typename F>
-void parallel_for(int64_t n, F f) {
-  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (int64_t t = 0; t < nt; ++t) threads.emplace_back([&, t] { f(n * t / nt, n * (t + 1) / nt); });
-  for (auto& t : threads) t.join();
-}
 
 // One projection's FP8 weights: host bytes and scales, and `copies` device copies of both.
 struct Fp8Weights {
@@ -94,7 +85,7 @@ struct Reference {
 };
 Reference reference(const Fp8Weights& f, const std::vector<float>& x, int rows) {
   Reference r{std::vector<double>(size_t(rows) * f.n), std::vector<double>(size_t(rows) * f.n)};
-  parallel_for(f.n, [&](int64_t n0, int64_t n1) {
+  check::parallel_for(f.n, [&](int64_t n0, int64_t n1) {
     std::vector<double> wrow(f.k);
     for (int64_t n = n0; n < n1; ++n) {
       for (int c = 0; c < f.k; ++c) wrow[c] = f.value(int(n), c);

@@ -282,28 +282,25 @@ step bench_a3b_nvfp4 0 180 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90
 # weights converted by the build, the decode benchmark beside the NVFP4 engine's (same card). The NVFP4
 # blob goes first: the fuel and two blobs (~62 GB) would not fit the machine's disk.
 step free_a3b_nvfp4_blob 0 0 "rm -f '$ENGINES/a3b-nvfp4/weights.blob'; df -h /tmp"
-step fuel_a3b_mixed 0 0 "test -f '$FUELS/a3b-nvfp4/config.json' || exit 90; ln -sfn '$FUELS/a3b-nvfp4' '$FUELS/a3b-mixed'"
-step weights_a3b_mixed 0 300 "$(weights a3b-mixed)"
-step prefill_check_a3b_mixed 0 60 "$(engine a3b-mixed prefill-check)"
-step bench_a3b_mixed 0 120 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; \
-  ENGINE='$ENGINES/a3b-mixed' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
-step serve_a3b_mixed 0 150 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_mixed.log' \
-  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-mixed' '$OUT/h200-serve-agents-a3b-mixed.md' --concurrency 1,16,32 --max-tokens 64"
-step soak_a3b_mixed 0 200 "test -f '$ENGINES/a3b-mixed/weights.blob' || exit 90; \
-  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-mixed' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 32 --hangup 0.3 \
-  --pool 4 --mismatch-ok --log '$OUT/soak_a3b_mixed.log' --markdown '$OUT/h200-soak-a3b-mixed.md'"
+# map_steps NAME: the steps of an engine built from the NVFP4 fuel under another precision map
+# (fuel_, weights_, prefill_check_, bench_, serve_, soak_NAME with - as _).
+map_steps() {
+  local name=$1 id=${1//-/_}
+  local have="test -f '$ENGINES/$name/weights.blob' || exit 90"
+  step "fuel_$id" 0 0 "test -f '$FUELS/a3b-nvfp4/config.json' || exit 90; ln -sfn '$FUELS/a3b-nvfp4' '$FUELS/$name'"
+  step "weights_$id" 0 300 "$(weights "$name")"
+  step "prefill_check_$id" 0 60 "$(engine "$name" prefill-check)"
+  step "bench_$id" 0 120 "$have; ENGINE='$ENGINES/$name' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
+  step "serve_$id" 0 150 "$have; SERVE_LOG='$OUT/serve_$id.log' \
+    bash '$ROOT/bench/serve.sh' '$ENGINES/$name' '$OUT/h200-serve-agents-$name.md' --concurrency 1,16,32 --max-tokens 64"
+  step "soak_$id" 0 200 "$have; \
+    python3 '$ROOT/bench/soak.py' --engine '$ENGINES/$name' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 32 --hangup 0.3 \
+    --pool 4 --mismatch-ok --log '$OUT/soak_$id.log' --markdown '$OUT/h200-soak-$name.md'"
+}
+map_steps a3b-mixed
 # The same map with an FP8 LM head (prepare_h200.sh a3b-fp8head), after the mixed engine's blob.
 step free_a3b_mixed_blob 0 0 "rm -f '$ENGINES/a3b-mixed/weights.blob'; df -h /tmp"
-step fuel_a3b_fp8head 0 0 "test -f '$FUELS/a3b-nvfp4/config.json' || exit 90; ln -sfn '$FUELS/a3b-nvfp4' '$FUELS/a3b-fp8head'"
-step weights_a3b_fp8head 0 300 "$(weights a3b-fp8head)"
-step prefill_check_a3b_fp8head 0 60 "$(engine a3b-fp8head prefill-check)"
-step bench_a3b_fp8head 0 120 "test -f '$ENGINES/a3b-fp8head/weights.blob' || exit 90; \
-  ENGINE='$ENGINES/a3b-fp8head' RESULTS='$OUT' bash '$ROOT/bench/h200_a3b.sh'"
-step serve_a3b_fp8head 0 150 "test -f '$ENGINES/a3b-fp8head/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b_fp8head.log' \
-  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b-fp8head' '$OUT/h200-serve-agents-a3b-fp8head.md' --concurrency 1,16,32 --max-tokens 64"
-step soak_a3b_fp8head 0 200 "test -f '$ENGINES/a3b-fp8head/weights.blob' || exit 90; \
-  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b-fp8head' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 32 --hangup 0.3 \
-  --pool 4 --mismatch-ok --log '$OUT/soak_a3b_fp8head.log' --markdown '$OUT/h200-soak-a3b-fp8head.md'"
+map_steps a3b-fp8head
 step controls_a3b_nvfp4 0 200 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
   ENGINE='$ENGINES/a3b-nvfp4' RESULTS='$OUT' bash '$ROOT/bench/h200_controls.sh'"
 step serve_controls_a3b_nvfp4 0 150 "test -f '$ENGINES/a3b-nvfp4/weights.blob' || exit 90; \
