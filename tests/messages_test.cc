@@ -70,7 +70,7 @@ TEST(MessagesRequest, RefusalsNameAnthropicsFields) {
       {R"({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})", "max_tokens"},
       {R"({"model": "m", "max_tokens": 4, "messages": [{"role": "tool", "content": "x"}]})", "messages[0].role"},
       {R"({"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]})",
-       "messages[0].content[0].type"},
+       "messages[0].content[0].source.type"},
       {R"({"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {"type": "forever"}}]}]})",
        "messages[0].content[0].cache_control.type"},
       {R"({"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "memory_20250818", "name": "memory"}]})", "tools[0].type"},

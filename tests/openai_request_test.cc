@@ -31,6 +31,9 @@ struct Expected {
   std::string code;
 };
 
+// parse_chat_request with the server's default image bounds.
+CompletionRequest parse_chat(const nlohmann::ordered_json& body) { return parse_chat_request(body); }
+
 template <typename Parse>
 void expect_rejections(Parse parse_request, const char* base, const std::vector<Expected>& cases) {
   for (const Expected& c : cases) {
@@ -230,7 +233,7 @@ TEST(ChatRequest, ResponseFormats) {
 }
 
 TEST(ChatRequest, RejectionsNameTheField) {
-  expect_rejections(parse_chat_request, kChatBase, {
+  expect_rejections(parse_chat, kChatBase, {
       {R"({"model": 5})", "model", "invalid_type"},
       {R"({"messages": "Hi"})", "messages", "invalid_type"},
       {R"({"messages": []})", "messages", "invalid_value"},
@@ -251,7 +254,7 @@ TEST(ChatRequest, RejectionsNameTheField) {
        "invalid_type"},
       {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
            {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]})",
-       "messages[0].content[1].type", "unsupported_value"},
+       "messages[0].content[1]", "invalid_image_url"},
       {R"({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]})",
        "messages[0].content[0].type", "unsupported_value"},
       {R"({"messages": [{"role": "user", "content": "Hi", "name": 3}]})", "messages[0].name", "invalid_type"},
@@ -386,9 +389,9 @@ TEST(ChatRequest, RejectionsNameTheField) {
 }
 
 TEST(ChatRequest, MissingRequiredFields) {
-  expect_rejections(parse_chat_request, R"({"messages": [{"role": "user", "content": "Hi"}]})",
+  expect_rejections(parse_chat, R"({"messages": [{"role": "user", "content": "Hi"}]})",
                     {{"{}", "model", "missing_required_parameter"}});
-  expect_rejections(parse_chat_request, R"({"model": "tiny"})", {{"{}", "messages", "missing_required_parameter"}});
+  expect_rejections(parse_chat, R"({"model": "tiny"})", {{"{}", "messages", "missing_required_parameter"}});
 }
 
 TEST(ChatRequest, UnsupportedContentPartIsNamedInTheMessage) {

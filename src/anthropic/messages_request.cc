@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "openai/image_input.h"
 #include "openai/json_fields.h"
 #include "openai/sealed_reasoning.h"
 
@@ -79,6 +80,34 @@ std::string thinking_of(const Json& block, const std::string& param) {
   return text;
 }
 
+// An image block ({"type": "image", "source": {"type": "base64", "media_type", "data"}}, Anthropic's
+// shape) as chat's image_url part with the data: URL it stands for, which the chat parser decodes and
+// bounds. A source of type url is a remote image, which Rocket does not fetch; file needs stored files.
+Json image_of(const Json& block, const std::string& param) {
+  const std::string sp = path(param, "source");
+  const Json& source = as_object(required(block, "source", sp), sp);
+  const std::string type = string_at(source, "type", path(sp, "type"));
+  if (type == "url")
+    reject(path(sp, "type"), kUnsupportedValue,
+           fmt::format("Unsupported value for '{}': remote image URLs are not fetched; send the image as base64 "
+                       "({{\"type\": \"base64\", \"media_type\": \"image/png\", \"data\": ...}}).", path(sp, "type")));
+  if (type != "base64")
+    reject(path(sp, "type"), kUnsupportedValue,
+           fmt::format("Unsupported value for '{}': '{}' image sources are not supported; send the image as base64.",
+                       path(sp, "type"), type));
+  for (const auto& [key, value] : source.items())
+    if (key != "type" && key != "media_type" && key != "data")
+      reject(path(sp, key), kUnknown, fmt::format("{}: Extra inputs are not permitted", path(sp, key)));
+  const std::string media_type = string_at(source, "media_type", path(sp, "media_type"));
+  if (!accepted_image_media_type(media_type))
+    reject(path(sp, "media_type"), kInvalidValue,
+           fmt::format("Invalid value for '{}': '{}' is not one of image/png, image/jpeg, image/webp (the types this "
+                       "server decodes).", path(sp, "media_type"), media_type));
+  const Json& data = required(source, "data", path(sp, "data"));
+  return {{"type", "image_url"},
+          {"image_url", {{"url", "data:" + media_type + ";base64," + as_string(data, path(sp, "data"))}}}};
+}
+
 // One Anthropic message as chat messages: a user turn's tool results become tool messages ahead of
 // its text; an assistant turn stays one message; a system message (Claude Code puts its context
 // mid-conversation) stays where it is.
@@ -96,14 +125,21 @@ void add_message(const Json& m, const std::string& p, Json& messages, Translatio
   }
   std::string text, reasoning;
   Json calls = Json::array();
+  Json parts = Json::array();  // a user turn's text and images in order, kept where it has an image
+  bool images = false;
   for (size_t i = 0; i < as_array(content, cp).size(); ++i) {
     const std::string bp = path(cp, i);
     const Json& block = as_object(content[i], bp);
     const std::string type = string_at(block, "type", path(bp, "type"));
     note_cache_control(block, bp, t);
     if (type == "text") {
+      const std::string t = string_at(block, "text", path(bp, "text"));
       if (!text.empty()) text += '\n';
-      text += string_at(block, "text", path(bp, "text"));
+      text += t;
+      parts.push_back({{"type", "text"}, {"text", t}});
+    } else if (role == "user" && type == "image") {
+      parts.push_back(image_of(block, bp));
+      images = true;
     } else if (role == "user" && type == "tool_result") {
       const Json* result = member(block, "content");
       if (const Json* e = member(block, "is_error")) as_bool(*e, path(bp, "is_error"));
@@ -130,7 +166,8 @@ void add_message(const Json& m, const std::string& p, Json& messages, Translatio
   }
   if (role == "user") {
     // A turn of tool results alone needs no user message after them.
-    if (!text.empty() || messages.empty() || messages.back()["role"] != "tool") messages.push_back({{"role", "user"}, {"content", text}});
+    if (images) messages.push_back({{"role", "user"}, {"content", std::move(parts)}});
+    else if (!text.empty() || messages.empty() || messages.back()["role"] != "tool") messages.push_back({{"role", "user"}, {"content", text}});
     return;
   }
   Json turn = {{"role", "assistant"}, {"content", calls.empty() || !text.empty() ? Json(text) : Json(nullptr)}};
@@ -282,7 +319,7 @@ const std::set<std::string, std::less<>> kKnown = {
 
 }  // namespace
 
-MessagesRequest parse_messages_request(const Json& body, bool count_tokens) {
+MessagesRequest parse_messages_request(const Json& body, bool count_tokens, const ImageBounds& images) {
   if (!body.is_object())
     throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   for (const auto& [key, value] : body.items()) {
@@ -365,7 +402,7 @@ MessagesRequest parse_messages_request(const Json& body, bool count_tokens) {
         r.edits.push_back(parse_edit((*edits)[i], path("context_management.edits", i)));
   }
   try {
-    r.chat = parse_chat_request(chat);
+    r.chat = parse_chat_request(chat, images);
   } catch (const ProtocolError& e) {
     // Chat's field names as this API spells them.
     std::string param = e.param(), message = e.message();

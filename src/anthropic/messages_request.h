@@ -5,6 +5,9 @@
 //   messages[i] role system                -> a system message where it stands (Claude Code's
 //                                             mid-conversation context)
 //   user: text blocks                      -> a user message
+//   user: image blocks (base64)            -> image_url parts of it with their data: URLs, in order
+//                                             among its text (a url source is refused: nothing is
+//                                             fetched)
 //   user: tool_result blocks               -> tool messages (before the user's text, as Anthropic
 //                                             orders them), their content's text; a tool_reference
 //                                             block in one offers that deferred tool from then on
@@ -29,7 +32,8 @@
 //   stop_sequences, max_tokens, temperature, top_p, top_k -> chat's
 //   metadata.user_id, service_tier, cache_control marks -> recorded on the request's span
 //
-// and goes through parse_chat_request, so every knob is checked as chat checks it. Images, documents,
+// and goes through parse_chat_request, so every knob is checked as chat checks it. Documents, images
+// outside a user turn's content (in a tool result, an assistant turn),
 // Anthropic-defined client tools (bash, text editor, computer, memory) and MCP servers are refused by
 // name: this server runs text and client tools with their own schemas only. thinking.budget_tokens is
 // checked (below max_tokens, as Anthropic requires) and recorded, not enforced: the reasoning ends
@@ -84,9 +88,10 @@ struct MessagesRequest {
   std::vector<std::string> server_tools;  // the types of server tools not offered to the model
 };
 
-// Throws ProtocolError (400) on the first invalid or unsupported field. `count_tokens`: the body of
-// /v1/messages/count_tokens, which has no max_tokens.
-MessagesRequest parse_messages_request(const nlohmann::ordered_json& body, bool count_tokens = false);
+// Throws ProtocolError (400) on the first invalid or unsupported field; 413 for an image over
+// `images.max_bytes`. `count_tokens`: the body of /v1/messages/count_tokens, which has no max_tokens.
+MessagesRequest parse_messages_request(const nlohmann::ordered_json& body, bool count_tokens = false,
+                                       const ImageBounds& images = {});
 
 // Applies r.edits to r.chat.messages as Anthropic documents context editing: the edits run in order,
 // each on what the one before left. `count` is the prompt's length in tokens as the engine would

@@ -382,7 +382,7 @@ struct HttpServer::Impl {
   // POST /v1/chat/completions (`chat`) and /v1/completions: n choices, answered whole or as chunks.
   void chat_or_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
     completion(req, res, Api::kOpenAi, [&](EngineLoop& engine, const Json& body, std::shared_ptr<InFlight> in_flight) {
-      CompletionRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+      CompletionRequest r = chat ? parse_chat_request(body, options.images) : parse_completion_request(body);
       admit(req, engine, r);
       auto sink = std::make_shared<RequestSink>(int(r.n));
       const Submitted sub = submit(req, engine, r, sink);
@@ -503,7 +503,7 @@ struct HttpServer::Impl {
   // response object or its event stream (openai/responses_response.h).
   void responses_api(const httplib::Request& req, httplib::Response& res) {
     completion(req, res, Api::kOpenAi, [&](EngineLoop& engine, const Json& body, std::shared_ptr<InFlight> in_flight) {
-      ResponsesRequest rr = parse_responses_request(body);
+      ResponsesRequest rr = parse_responses_request(body, options.images);
       CompletionRequest& r = rr.chat;
       admit(req, engine, r);
       auto sink = std::make_shared<RequestSink>(1);
@@ -579,7 +579,7 @@ struct HttpServer::Impl {
   // (anthropic/messages_response.h), errors in Anthropic's shape.
   void messages_api(const httplib::Request& req, httplib::Response& res) {
     completion(req, res, Api::kAnthropic, [&](EngineLoop& engine, const Json& body, std::shared_ptr<InFlight> in_flight) {
-      MessagesRequest mr = parse_messages_request(body);
+      MessagesRequest mr = parse_messages_request(body, false, options.images);
       CompletionRequest& r = mr.chat;
       admit(req, engine, r);
       // Context editing measures the prompt as the engine would build it.
@@ -614,7 +614,8 @@ struct HttpServer::Impl {
     try {
       authorize_anthropic(req);
       EngineLoop& engine = launched();
-      const CompletionRequest r = parse_messages_request(parse_json_body(req.body, options.max_json_depth), true).chat;
+      const CompletionRequest r =
+          parse_messages_request(parse_json_body(req.body, options.max_json_depth), true, options.images).chat;
       check_model(engine, r.model);
       res.set_content(Json{{"input_tokens", engine.report_prefix(r).prompt_tokens}}.dump(), "application/json");
     } catch (const ProtocolError& e) {
@@ -633,9 +634,9 @@ struct HttpServer::Impl {
       path == "/v1/messages" ? authorize_anthropic(req) : authorize(req);
       EngineLoop& engine = launched();
       const Json body = parse_json_body(req.body, options.max_json_depth);
-      CompletionRequest r = path == "/v1/responses"        ? parse_responses_request(body).chat
-                            : path == "/v1/messages"         ? parse_messages_request(body).chat
-                            : path == "/v1/chat/completions" ? parse_chat_request(body)
+      CompletionRequest r = path == "/v1/responses"        ? parse_responses_request(body, options.images).chat
+                            : path == "/v1/messages"         ? parse_messages_request(body, false, options.images).chat
+                            : path == "/v1/chat/completions" ? parse_chat_request(body, options.images)
                                                              : parse_completion_request(body);
       if (path == "/v1/messages") r.max_tokens.reset();  // a cap in that API (messages_api)
       const PrefixReport p = engine.report_prefix(r);

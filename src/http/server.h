@@ -44,6 +44,8 @@ struct ServerOptions {
   // the plan's context: default_max_body_bytes).
   size_t max_body_bytes = 8u << 20;
   int max_json_depth = kDefaultMaxJsonDepth;  // deeper request JSON is a 400 (openai_request.h)
+  // Images per request (more: 400) and bytes per image (more: 413), checked while parsing.
+  ImageBounds images;
   // GET /metrics and the refusal counters; null: /metrics answers 503. REQUIRES: outlives the server.
   Telemetry* telemetry = nullptr;
   // The names requests may give as `model` (--served-model-name), all listed by /v1/models; empty: the

@@ -72,6 +72,14 @@ void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
   cmd.add_option("--max-json-depth", o.server.max_json_depth, "request JSON nested deeper is a 400")
       ->check(in_range(1, 1024))
       ->capture_default_str();
+  cmd.add_option("--max-images", o.server.images.max_images, "images in one request; more is a 400")
+      ->check(in_range(0, 1024))
+      ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--max-image-bytes",
+         [&o](const std::string& text) { o.server.images.max_bytes = size_t(parse_bytes("--max-image-bytes", text)); },
+         "bytes of one image (after base64); larger is a 413 (default: 20M)")
+      ->type_name("BYTES[K|M|G]");
   cmd.add_option("--otlp-traces-endpoint", o.telemetry.otlp_traces_endpoint,
                  "export request spans over OTLP/HTTP JSON to URL/v1/traces (e.g. http://127.0.0.1:4318)")
       ->type_name("URL");

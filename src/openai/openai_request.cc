@@ -164,21 +164,69 @@ void parse_sampling(const Json& body, CompletionRequest& r) {
 // ---------------------------------------------------------------------------------------------------
 // Chat
 
-std::string content_text(const Json& v, const std::string& param) {
+// Where a message's images go while parsing: the request's list, under the server's bounds.
+struct ImageSink {
+  std::vector<ImageInput>& images;
+  const ImageBounds& bounds;
+};
+
+// An image_url part's image ({"type": "image_url", "image_url": {"url", "detail"}}, OpenAI's shape):
+// appended to the request's images, its index returned.
+int image_part(const Json& part, const std::string& param, ImageSink& sink) {
+  const std::string p = path(param, "image_url");
+  const Json& image_url = as_object(required(part, "image_url", p), p);
+  for (const auto& [key, value] : image_url.items())
+    if (key != "url" && key != "detail")
+      reject(path(p, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(p, key)));
+  // detail picks OpenAI's resolution; Qwen's processor has one rule (the plan's pixel bounds), so it
+  // is checked and changes nothing.
+  if (const Json* d = member(image_url, "detail")) {
+    const std::string detail = as_string(*d, path(p, "detail"));
+    if (detail != "auto" && detail != "low" && detail != "high")
+      reject(path(p, "detail"), kInvalidValue,
+             fmt::format("Invalid value for '{}': '{}' is not one of auto, low, high.", path(p, "detail"), detail));
+  }
+  const std::string url = as_string(required(image_url, "url", path(p, "url")), path(p, "url"));
+  if (sink.images.size() >= size_t(sink.bounds.max_images))
+    reject(param, kInvalidValue,
+           fmt::format("Invalid value for '{}': this server takes at most {} images per request.", param,
+                       sink.bounds.max_images));
+  sink.images.push_back(image_from_url(url, param, sink.bounds));
+  return int(sink.images.size() - 1);
+}
+
+// A message's content: its text (text parts joined with '\n', as vLLM joins them) and, where it has
+// image parts (a user message only), every part in order.
+std::string parse_content(const Json& v, const std::string& param, ChatMessage& m, ImageSink& sink) {
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_array()) wrong_type(param, "a string or an array of content parts", v);
   std::string text;
+  std::vector<ChatMessage::Part> parts;
+  bool images = false, texts = false;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string part_param = path(param, i);
     const Json& part = as_object(v[i], part_param);
     const std::string type = as_string(required(part, "type", path(part_param, "type")), path(part_param, "type"));
+    if (type == "image_url") {
+      if (m.role != "user")
+        unsupported_value(path(part_param, "type"),
+                          fmt::format("image parts are accepted in user messages only, not in a '{}' message.", m.role));
+      parts.push_back({.text = "", .image = image_part(part, part_param, sink)});
+      images = true;
+      continue;
+    }
     if (type != "text") {
       unsupported_value(path(part_param, "type"),
-                        fmt::format("content parts of type '{}' are not supported; this engine reads text only.", type));
+                        fmt::format("content parts of type '{}' are not supported; this engine reads text and "
+                                    "image_url parts.", type));
     }
-    if (i > 0) text += '\n';
-    text += as_string(required(part, "text", path(part_param, "text")), path(part_param, "text"));
+    const std::string t = as_string(required(part, "text", path(part_param, "text")), path(part_param, "text"));
+    if (texts) text += '\n';
+    texts = true;
+    text += t;
+    parts.push_back({.text = t});
   }
+  if (images) m.parts = std::move(parts);
   return text;
 }
 
@@ -212,7 +260,7 @@ ToolCall history_tool_call(const Json& v, const std::string& param) {
   return call;
 }
 
-ChatMessage parse_message(const Json& v, const std::string& param) {
+ChatMessage parse_message(const Json& v, const std::string& param, ImageSink& images) {
   as_object(v, param);
   ChatMessage m;
   m.role = as_string(required(v, "role", path(param, "role")), path(param, "role"));
@@ -238,7 +286,7 @@ ChatMessage parse_message(const Json& v, const std::string& param) {
   }
   const std::string content_param = path(param, "content");
   if (const Json* content = member(v, "content")) {
-    m.content = content_text(*content, content_param);
+    m.content = parse_content(*content, content_param, m, images);
   } else if (m.role != "assistant" || m.tool_calls.empty()) {
     // OpenAI: content is required unless the assistant makes tool calls.
     reject(content_param, kMissing, fmt::format("Missing required parameter: '{}'.", content_param));
@@ -459,7 +507,7 @@ nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth) {
   return doc;
 }
 
-CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ImageBounds& image_bounds) {
   if (!body.is_object()) throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
@@ -475,7 +523,8 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body) {
   parse_sampling(body, r);
   const Json& messages = as_array(required(body, "messages", "messages"), "messages");
   if (messages.empty()) reject("messages", kInvalidValue, "Invalid value for 'messages': at least one message is needed.");
-  for (size_t i = 0; i < messages.size(); ++i) r.messages.push_back(parse_message(messages[i], path("messages", i)));
+  ImageSink images{r.images, image_bounds};
+  for (size_t i = 0; i < messages.size(); ++i) r.messages.push_back(parse_message(messages[i], path("messages", i), images));
 
   if (const Json* v = member(body, "max_tokens")) r.max_tokens = as_integer(*v, "max_tokens", 1, kMaxInt);
   // max_completion_tokens is OpenAI's current name; it wins over the deprecated max_tokens.

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sampling_history.h"
+#include "openai/image_input.h"
 #include "openai/protocol_error.h"
 #include "telemetry/trace_context.h"
 
@@ -48,6 +49,15 @@ struct ChatMessage {
   // Text parts of an array content are joined with '\n' (as vLLM does). Null only for an assistant
   // message that makes tool calls.
   std::optional<std::string> content;
+  // A user message with images: its content parts in order, text (`image` -1) and images (`image`
+  // indexes CompletionRequest::images), which the chat template places (Qwen3.5's render_content
+  // writes <|vision_start|><|image_pad|><|vision_end|> per image). Empty for a text-only message;
+  // `content` holds the text parts joined either way.
+  struct Part {
+    std::string text;
+    int image = -1;
+  };
+  std::vector<Part> parts;
   std::string name;                // optional participant name
   std::string reasoning_content;   // an assistant turn's reasoning, sent back by some clients
   std::vector<ToolCall> tool_calls;  // assistant
@@ -85,6 +95,9 @@ struct CompletionRequest {
 
   std::string model;
   std::vector<ChatMessage> messages;                        // chat
+  // Chat: every image of the conversation, in message order (a message's parts index it), bounded by
+  // the server's ImageBounds while parsing.
+  std::vector<ImageInput> images;
   std::variant<std::string, std::vector<int32_t>> prompt;  // completions: text or token ids
 
   // max_completion_tokens, else max_tokens. Absent in chat = up to the context; OpenAI's default for
@@ -166,8 +179,9 @@ constexpr int kDefaultMaxJsonDepth = 64;
 // is a 400.
 nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth = kDefaultMaxJsonDepth);
 
-// Throw ProtocolError (status 400) on the first invalid or unsupported field.
-CompletionRequest parse_chat_request(const nlohmann::ordered_json& body);
+// Throw ProtocolError (status 400) on the first invalid or unsupported field; 413 for an image over
+// `images.max_bytes`.
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ImageBounds& images = {});
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 
 }  // namespace rocket

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_number.h"
 #include "openai/protocol_error.h"
+#include "vision/image_error.h"
 
 namespace fs = std::filesystem;
 
@@ -41,8 +42,18 @@ Json messages_json(const std::vector<ChatMessage>& messages) {
   for (const ChatMessage& m : messages) {
     Json j = Json::object();
     j["role"] = m.role;
-    if (m.content) j["content"] = *m.content;
-    else j["content"] = nullptr;
+    if (!m.parts.empty()) {
+      // As HF hands a processor's messages to the template: a list of items, {"type": "image"} for an
+      // image (Qwen3.5's render_content takes an item with type image, or a key image or image_url).
+      Json parts = Json::array();
+      for (const ChatMessage::Part& part : m.parts)
+        parts.push_back(part.image >= 0 ? Json{{"type", "image"}} : Json{{"type", "text"}, {"text", part.text}});
+      j["content"] = std::move(parts);
+    } else if (m.content) {
+      j["content"] = *m.content;
+    } else {
+      j["content"] = nullptr;
+    }
     if (!m.name.empty()) j["name"] = m.name;
     if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
     if (!m.tool_calls.empty()) {
@@ -140,6 +151,11 @@ PromptBuilder::PromptBuilder(const std::string& engine_dir)
 
 std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
   if (!template_) throw ProtocolError(400, "this model has no chat template; use /v1/completions", "messages");
+  // NOTE: a template that never iterates a content (Qwen3's) is handed strings; it has no place for
+  // an image, and a placeholder Rocket put in the text for it would be a guess at the model's format.
+  if (!r.images.empty() && !template_->takes_content_parts())
+    throw ProtocolError(400, "This model's chat template does not place images (it reads text content only).",
+                        r.images.front().param, "invalid_request_error", "unsupported_value");
   Json ctx = template_vars_;
   ctx["messages"] = messages_json(r.messages);
   if (!r.tools.empty() && r.tool_choice.mode != ToolChoice::Mode::kNone) ctx["tools"] = tools_json(r.tools);
@@ -161,7 +177,70 @@ std::string PromptBuilder::render_chat(const CompletionRequest& r) const {
   }
 }
 
+namespace {
+
+// The prompt's budget: `p.ids` (the prompt as the engine runs it) must leave room in the context, and
+// the request's max_tokens must fit what is left.
+void fit_context(Prompt& p, const CompletionRequest& r, int64_t max_context, const char* field) {
+  if (p.ids.empty()) throw ProtocolError(400, "the prompt encodes to no tokens", field);
+  const int64_t n = int64_t(p.ids.size());
+  if (n >= max_context)
+    throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens.",
+                                         max_context, n),
+                        field, "invalid_request_error", "context_length_exceeded");
+  p.max_tokens = max_context - n;
+  if (r.max_tokens) {
+    if (*r.max_tokens > max_context - n)  // not n + max_tokens: a client may send up to 2^63 - 1
+      throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt ({} tokens) plus "
+                                           "max_tokens ({}) exceed it.", max_context, n, *r.max_tokens),
+                          "max_tokens", "invalid_request_error", "context_length_exceeded");
+    p.max_tokens = *r.max_tokens;
+  }
+}
+
+}  // namespace
+
+std::vector<PromptImage> expand_image_pads(std::vector<int32_t>& ids, int32_t image_pad,
+                                           const std::vector<ImageInput>& images, const ImageRules& rules) {
+  const size_t pads = size_t(std::count(ids.begin(), ids.end(), image_pad));
+  if (pads != images.size())
+    throw ProtocolError(400,
+                        fmt::format("The prompt holds {} image placeholders (<|image_pad|>) for {} images; message text "
+                                    "may not spell the image placeholder itself.", pads, images.size()),
+                        "messages", "invalid_request_error", "invalid_value");
+  std::vector<PromptImage> out;
+  out.reserve(images.size());
+  for (const ImageInput& image : images) {
+    try {
+      const RgbImage rgb = decode_image(image.bytes, rules.limits);
+      out.push_back({.pixels = preprocess_image(rgb, rules.processor), .digest = hash_image_bytes(image.bytes)});
+    } catch (const ImageError& e) {
+      throw ProtocolError(e.http_status(), fmt::format("Invalid image in '{}': {}.", image.param, e.what()), image.param,
+                          "invalid_request_error", e.http_status() == 413 ? "image_too_large" : "invalid_image");
+    }
+  }
+  std::vector<int32_t> expanded;
+  size_t total = ids.size();
+  for (const PromptImage& image : out) total += size_t(image.pixels.vision_tokens) - 1;
+  expanded.reserve(total);
+  size_t next = 0;
+  for (int32_t id : ids) {
+    if (id != image_pad) {
+      expanded.push_back(id);
+      continue;
+    }
+    PromptImage& image = out[next++];
+    image.first_token = int64_t(expanded.size());
+    expanded.insert(expanded.end(), size_t(image.pixels.vision_tokens), image_pad);
+  }
+  ids = std::move(expanded);
+  return out;
+}
+
 Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_context) const {
+  if (!r.images.empty())
+    throw ProtocolError(400, "This engine does not run images yet: send the request without image parts.",
+                        r.images.front().param, "invalid_request_error", "unsupported_value");
   Prompt p;
   p.tool_call_format = tool_call_format_;
   const char* field = r.kind == CompletionRequest::Kind::kChat ? "messages" : "prompt";
@@ -186,21 +265,37 @@ Prompt PromptBuilder::build(const CompletionRequest& r, int vocab, int64_t max_c
       if (id < 0 || id >= vocab)
         throw ProtocolError(400, fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab), "prompt");
   }
-  if (p.ids.empty()) throw ProtocolError(400, "the prompt encodes to no tokens", field);
-  const int64_t n = int64_t(p.ids.size());
-  if (n >= max_context)
-    throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens.",
-                                         max_context, n),
-                        field, "invalid_request_error", "context_length_exceeded");
-  p.max_tokens = max_context - n;
-  if (r.max_tokens) {
-    if (*r.max_tokens > max_context - n)  // not n + max_tokens: a client may send up to 2^63 - 1
-      throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt ({} tokens) plus "
-                                           "max_tokens ({}) exceed it.", max_context, n, *r.max_tokens),
-                          "max_tokens", "invalid_request_error", "context_length_exceeded");
-    p.max_tokens = *r.max_tokens;
-  }
+  fit_context(p, r, max_context, field);
   return p;
+}
+
+ImagePrompt PromptBuilder::build_with_images(const CompletionRequest& r, int vocab, int64_t max_context,
+                                             const ImageRules& rules) const {
+  const std::optional<int32_t> image_pad = tokenizer_.token_id("<|image_pad|>");
+  if (r.images.empty()) {
+    ImagePrompt text{.prompt = build(r, vocab, max_context), .images = {}};
+    // An engine that runs images reads every image_pad as an image's: a chat text may not spell one.
+    if (image_pad && r.kind == CompletionRequest::Kind::kChat) expand_image_pads(text.prompt.ids, *image_pad, {}, rules);
+    return text;
+  }
+  if (!image_pad)
+    throw ProtocolError(400, "This model's tokenizer has no image token (<|image_pad|>): it reads text only.",
+                        r.images.front().param, "invalid_request_error", "unsupported_value");
+  ImagePrompt out;
+  Prompt& p = out.prompt;
+  p.tool_call_format = tool_call_format_;
+  const std::string text = render_chat(r);
+  p.reasoning_open = ends_inside_think(text);
+  std::optional<std::vector<int32_t>> ids = tokenizer_.encode_within(
+      text + forced_opening(r, p.reasoning_open, tool_call_format_), size_t(std::max<int64_t>(max_context - 1, 0)));
+  if (!ids)
+    throw ProtocolError(400, fmt::format("This model's maximum context length is {} tokens; the prompt has more.",
+                                         max_context),
+                        "messages", "invalid_request_error", "context_length_exceeded");
+  p.ids = std::move(*ids);
+  out.images = expand_image_pads(p.ids, *image_pad, r.images, rules);
+  fit_context(p, r, max_context, "messages");
+  return out;
 }
 
 }  // namespace rocket

@@ -21,6 +21,9 @@
 #include "openai/tool_call_format.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "vision/image_decode.h"
+#include "vision/image_hash.h"
+#include "vision/image_processor.h"
 
 namespace rocket {
 
@@ -33,6 +36,27 @@ struct Prompt {
   ToolCallFormat tool_call_format = ToolCallFormat::kJson;  // the fuel's, for the output parser
 };
 
+// One image of a prompt, ready for the tower: the processor's patches and grid, the content hash the
+// prefix cache will key its tokens by, and where its run of image_pad tokens starts.
+struct PromptImage {
+  PixelPatches pixels;          // pixel_values, grid_thw; vision_tokens image_pads in the prompt
+  ImageDigest digest;           // SHA-256 of the bytes the client sent
+  int64_t first_token = 0;      // index in the prompt's ids of its first image_pad
+};
+
+// A chat prompt with images: the ids with each image's single <|image_pad|> expanded to its
+// vision_tokens, and the images in prompt order (the order of the request's images).
+struct ImagePrompt {
+  Prompt prompt;
+  std::vector<PromptImage> images;
+};
+
+// Image input's pixel rules: the processor's (the plan's pixel bounds) and the decoder's bounds.
+struct ImageRules {
+  VisionProcessorConfig processor;
+  ImageLimits limits;
+};
+
 class PromptBuilder {
  public:
   // Loads ENGINE_DIR's tokenizer.json, compiles tokenizer_config.json's chat_template (when there is
@@ -40,8 +64,16 @@ class PromptBuilder {
   explicit PromptBuilder(const std::string& engine_dir);
 
   // Throws ProtocolError 400 naming the field: no chat template, a conversation the template
-  // refuses, token ids outside [0, vocab), an empty prompt, prompt (+ max_tokens) over max_context.
+  // refuses, token ids outside [0, vocab), an empty prompt, prompt (+ max_tokens) over max_context,
+  // and any request with images: the engines do not run them yet (build_with_images makes their
+  // prompt; the scheduler does not carry images to an engine yet).
   Prompt build(const CompletionRequest& request, int vocab, int64_t max_context) const;
+  // A request's prompt with its images (none is fine; a chat text may not spell <|image_pad|>, which an
+  // engine that runs images takes for an image's token): build()'s checks, each image decoded and
+  // preprocessed under `rules` (an ImageError is a 400 naming its part, 413 for a bound), the
+  // image_pads expanded (expand_image_pads), and the context checked on the expanded length.
+  ImagePrompt build_with_images(const CompletionRequest& request, int vocab, int64_t max_context,
+                                const ImageRules& rules) const;
   // The text the chat template renders a chat request to, with its generation prompt; build()
   // appends forced_opening() to it.
   std::string render_chat(const CompletionRequest& request) const;
@@ -59,6 +91,15 @@ class PromptBuilder {
   ToolCallFormat tool_call_format_ = ToolCallFormat::kJson;
   bool template_reads_reasoning_effort_ = false;  // the template names the variable
 };
+
+// Expands a tokenised rendering's image placeholders: `ids` holds one `image_pad` per image, in the
+// order of `images` (the chat template writes <|vision_start|><|image_pad|><|vision_end|> per image
+// part); each becomes its image's vision_tokens image_pads (grid_t·grid_h·grid_w / merge²). Each
+// image is decoded (limits) and preprocessed (processor). Throws ProtocolError 400 when the count of
+// image_pads is not the count of images (text that spells <|image_pad|> itself), and for an image the
+// decoder or the processor refuses (413 for a bound), naming the image's part.
+std::vector<PromptImage> expand_image_pads(std::vector<int32_t>& ids, int32_t image_pad,
+                                           const std::vector<ImageInput>& images, const ImageRules& rules);
 
 // The start of the assistant's turn that the request's tool_choice forces, in Qwen's tool-call format
 // as the fuel's chat template renders an assistant's call ('<tool_call>\n{"name": "NAME", "arguments":

@@ -17,7 +17,38 @@ using namespace json_fields;
 
 namespace {
 
-// A message's content for the chat parser: a string, or its text parts.
+// An input_image part ({"type": "input_image", "image_url": URL, "detail"}, OpenAI's Responses shape;
+// `image_url` as chat's {"url", "detail"} object is taken too, as some clients send it) as chat's
+// image_url part, which the chat parser decodes and bounds. file_id needs stored files: refused.
+Json image_of(const Json& part, const std::string& param) {
+  for (const auto& [key, value] : part.items())
+    if (key != "type" && key != "image_url" && key != "detail" && key != "file_id")
+      reject(path(param, key), kUnknown, fmt::format("Unrecognized request argument supplied: {}", path(param, key)));
+  if (member(part, "file_id"))
+    reject(path(param, "file_id"), kUnsupportedValue,
+           fmt::format("Unsupported value for '{}': this server stores no files; send the image as a data: URL in "
+                       "image_url (data:image/png;base64,...).", path(param, "file_id")));
+  Json image_url = Json::object();
+  const std::string p = path(param, "image_url");
+  const Json& url = required(part, "image_url", p);
+  if (url.is_object()) {
+    image_url = url;
+  } else {
+    image_url["url"] = as_string(url, p);
+  }
+  if (const Json* d = member(part, "detail")) {
+    const std::string detail = as_string(*d, path(param, "detail"));
+    // "original" is Responses' own (no downscaling); Qwen's processor has one rule, the plan's pixel
+    // bounds, so every detail is checked and changes nothing.
+    if (detail != "auto" && detail != "low" && detail != "high" && detail != "original")
+      reject(path(param, "detail"), kInvalidValue,
+             fmt::format("Invalid value for '{}': '{}' is not one of auto, low, high, original.", path(param, "detail"),
+                         detail));
+  }
+  return {{"type", "image_url"}, {"image_url", std::move(image_url)}};
+}
+
+// A message's content for the chat parser: a string, or its text and image parts.
 Json content_of(const Json& v, const std::string& param) {
   if (v.is_string()) return v;
   if (!v.is_array())
@@ -30,10 +61,12 @@ Json content_of(const Json& v, const std::string& param) {
       parts.push_back({{"type", "text"}, {"text", string_at(v[i], "text", path(p, "text"))}});
     } else if (type == "refusal") {
       parts.push_back({{"type", "text"}, {"text", string_at(v[i], "refusal", path(p, "refusal"))}});
+    } else if (type == "input_image") {
+      parts.push_back(image_of(v[i], p));
     } else {
       reject(path(p, "type"), kUnsupportedValue,
              fmt::format("Unsupported value for '{}': content parts of type '{}' are not supported; this engine reads "
-                         "text only.", path(p, "type"), type));
+                         "text and images.", path(p, "type"), type));
     }
   }
   return parts;
@@ -233,7 +266,7 @@ const std::set<std::string, std::less<>> kSameAsChat = {
 
 }  // namespace
 
-ResponsesRequest parse_responses_request(const Json& body) {
+ResponsesRequest parse_responses_request(const Json& body, const ImageBounds& images) {
   if (!body.is_object())
     throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   Json chat = Json::object();
@@ -296,7 +329,7 @@ ResponsesRequest parse_responses_request(const Json& body) {
   if (const Json* v = member(body, "stream_options")) as_object(*v, "stream_options");  // include_obfuscation: no-op
 
   try {
-    r.chat = parse_chat_request(chat);
+    r.chat = parse_chat_request(chat, images);
   } catch (const ProtocolError& e) {
     throw responses_error(e);
   }

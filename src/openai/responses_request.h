@@ -5,7 +5,8 @@
 //   instructions                          -> a system message, first
 //   input (a string)                      -> a user message
 //   message {role, content}               -> a message; input_text, output_text and refusal parts keep
-//                                            their text, any other part is refused (text only)
+//                                            their text, input_image parts (a user message's) become
+//                                            chat's image_url parts, any other part is refused
 //   reasoning {content | summary | encrypted_content}
 //                                         -> reasoning_content of the assistant turn that follows it
 //                                            (encrypted_content this server sealed opens back into
@@ -47,8 +48,9 @@ struct ResponsesRequest {
   nlohmann::ordered_json echo;
 };
 
-// Throws ProtocolError (400) on the first invalid or unsupported field.
-ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body);
+// Throws ProtocolError (400) on the first invalid or unsupported field; 413 for an image over
+// `images.max_bytes`.
+ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body, const ImageBounds& images = {});
 
 // An error about the translated chat request (the prompt builder's, the scheduler's) as the Responses
 // request names its fields: max_completion_tokens is max_output_tokens, messages is input, ...

@@ -208,8 +208,13 @@ test("refusals name the field as the Responses request spells it", async () => {
   const input = "Hi";
   await rejects(client.responses.create({ model, input, previous_response_id: "resp_x" }), 400, "previous_response_id");
   await rejects(client.responses.create({ model, input, tools: [{ type: "custom", name: "apply_patch" }] }), 400, "tools[0].type");
+  // An image's URL is checked while parsing; a good one is refused where the prompt goes to the engine.
   await rejects(client.responses.create({ model, input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] }),
-                400, "input[0].content[0].type");
+                400, "input");
+  await rejects(client.responses.create({ model, input: [{ role: "user", content: [
+    { type: "input_image", image_url: "data:image/png;base64,iVBORw0KGgo=", detail: "auto" }] }] }), 400, "input");
+  await rejects(client.responses.create({ model, input: [{ role: "user", content: [
+    { type: "input_image", file_id: "file-x", detail: "auto" }] }] }), 400, "input[0].content[0].file_id");
   await rejects(client.responses.create({ model, input: [{ type: "item_reference", id: "msg_x" }] }), 400, "input[0].type");
   await rejects(client.responses.create({ model, input, max_output_tokens: 0 }), 400, "max_output_tokens");
   await rejects(client.responses.create({ model, input, tools: [{ type: "function", name: "f", parameters: 5 }] }), 400,

