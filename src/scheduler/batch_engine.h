@@ -17,6 +17,7 @@
 #include "plan/plan.h"
 #include "scheduler/step_contract.h"
 #include "telemetry/step_split.h"
+#include "vision/prompt_images.h"
 
 namespace rocket {
 
@@ -112,6 +113,19 @@ class BatchEngine {
   // pos + row + 1, into snapshot `snapshot` (the prefix cache's boundary inside a step).
   virtual void capture_verified(int row, int snapshot) { CHECK(false, "this engine does not draft"); }
 
+  // Image input (docs/vision-tower.md, "In the host engine"): the sequence in `slot` runs the prompt
+  // `prompt`, whose image_pad runs are `images` in order. Call after reset_state or restore_state
+  // (which forget a slot's images) and before the slot's prefill. The engine encodes the images; the
+  // prompt's image tokens take their embeddings, the prompt the multimodal rotary positions, and every
+  // token after it the rope delta (KV positions stay token indices). Empty images: a text sequence.
+  // Error where this engine runs no vision tower (every engine but a host one whose plan carries it:
+  // the H200 engine has no vision kernels yet) or the images do not match the prompt's image tokens.
+  virtual void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images) {
+    // NOTE: Error composed by hand: this header is compiled by nvcc too, which has no fail().
+    if (!images.empty())
+      throw Error("image input: the " + plan().booster + " engine runs no vision tower (no " + plan().booster +
+                  " vision kernels yet; a host engine built from a fuel with a tower runs images)");
+  }
   // A fresh sequence in `slot`: zero conv and recurrent state.
   virtual void reset_state(int slot) = 0;
   // The slot's KV page table from now on: logical page j is cache page pages[j].

@@ -11,14 +11,24 @@
 
 namespace rocket::vision {
 
-Tower::Tower(const Fuel& fuel) {
+namespace {
+
+const VisionTowerConfig& tower_of(const Fuel& fuel) {
   if (!fuel.vision()) fail("{}: holds no vision tower (no vision_config, or no model.visual. tensors)", fuel.dir());
-  config_ = *fuel.vision();
-  // The fuel has checked every tensor's dtype and shape against vision_tower_manifest.
-  auto bf16 = [&](const std::string& name) { return reinterpret_cast<const uint16_t*>(fuel.tensor(name).data); };
+  return *fuel.vision();
+}
+
+}  // namespace
+
+// The fuel has checked every tensor's dtype and shape against vision_tower_manifest.
+Tower::Tower(const Fuel& fuel) : Tower(tower_of(fuel), [&](const std::string& n) { return fuel.tensor(n).data; }) {}
+
+Tower::Tower(const VisionTowerConfig& config, const std::function<const uint8_t*(const std::string&)>& tensor) {
+  config_ = config;
+  auto bf16 = [&](const std::string& name) { return reinterpret_cast<const uint16_t*>(tensor(name)); };
   auto linear = [&](const std::string& base, int64_t rows, int64_t cols) {
     return Linear{host::WeightView{.precision = Precision::kBF16, .rows = rows, .cols = cols,
-                                   .data = fuel.tensor(base + ".weight").data},
+                                   .data = tensor(base + ".weight")},
                   bf16(base + ".bias")};
   };
   auto norm = [&](const std::string& base) { return Norm{bf16(base + ".weight"), bf16(base + ".bias")}; };

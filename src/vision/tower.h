@@ -13,7 +13,10 @@
 // Immutable after construction; forward may run from several threads at once.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fuel/fuel.h"
@@ -34,6 +37,9 @@ class Tower {
  public:
   // Views into `fuel`, which must outlive the tower. Error when the fuel holds no vision tower.
   explicit Tower(const Fuel& fuel);
+  // Views into the bytes `tensor` returns for each canonical name of vision_tower_manifest(config)
+  // (a plan's blob: plan_vision.h), which must outlive the tower and hold those tensors' BF16 bytes.
+  Tower(const VisionTowerConfig& config, const std::function<const uint8_t*(const std::string&)>& tensor);
 
   const VisionTowerConfig& config() const { return config_; }
 

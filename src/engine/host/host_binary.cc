@@ -23,6 +23,7 @@
 #include "engine/parity.h"
 #include "engine/score.h"
 #include "engine/host/cache_check.h"
+#include "engine/host/image_check.h"
 #include "engine/host/host_batch_engine.h"
 #include "engine/host/host_engine.h"
 #include "engine/host/profile_run.h"
@@ -270,6 +271,21 @@ int cmd_cachecheck(const fs::path& dir, const std::vector<std::string>& args) {
   return cmd_cache_check(e);
 }
 
+int cmd_imagecheck(const fs::path& dir, const std::vector<std::string>& args) {
+  CLI::App cli("Prompts with images: deterministic, the image counts, batched as alone, decoded tokens at the rope "
+               "delta; a plan without a tower refuses them.",
+               "rocket-engine imagecheck");
+  std::string golden;
+  double tolerance = 0;
+  cli.add_option("--golden", golden,
+                 "the HF reference's logits of prompts with images (tools/reference/prompt_image_golden.py); a missing file "
+                 "skips that check, saying so");
+  cli.add_option("--tolerance", tolerance, "largest logit gap over the largest reference logit")->check(CLI::Range(0.0, 1.0));
+  if (const auto rc = parse_command(cli, args)) return *rc;
+  HostEngine e(dir.string());
+  return cmd_image_check(e, golden, tolerance);
+}
+
 int cmd_speculate(const fs::path& dir, const std::vector<std::string>& args) {
   SpeculateOptions o;
   CLI::App cli("Greedy decoding with MTP drafts verified k+1 rows at a time equals plain greedy decoding, token and "
@@ -302,6 +318,8 @@ EngineBinary engine_binary() {
                    {"bench", "decode throughput at every bucket against the roofline", cmd_bench},
                    {"buckets", "every bucket gives each stream the logits of decoding alone", cmd_buckets},
                    {"cachecheck", "a cached prefix and a fork give the cold run's logits bit for bit", cmd_cachecheck},
+                   {"imagecheck", "prompts with images run in prefill, batched as alone, at the rope delta",
+                    cmd_imagecheck},
                    {"speculate", "MTP drafts verified in one step give plain greedy decoding's tokens (a drafting plan)",
                     cmd_speculate},
                    {"profile", "run the fuel over a corpus and write its co-activation profile", cmd_profile}},

@@ -20,6 +20,7 @@
 #include "kernels/host/rms_norm.h"
 #include "kernels/host/sample.h"
 #include "kernels/host/weights.h"
+#include "vision/mrope_positions.h"
 
 namespace fs = std::filesystem;
 
@@ -30,6 +31,8 @@ using namespace engine;
 namespace {
 
 constexpr int64_t kSlots = kMaxStreams + 1;
+// The text rotary's multimodal section (engine.h: the plan's, or the reference's default without a tower).
+constexpr host::MropeSection kMropeSectionOf{kTextMropeSection[0], kTextMropeSection[1], kTextMropeSection[2]};
 constexpr int64_t kGdnStateFloats = kLinVHeads * kLinKDim * kLinVDim;
 constexpr int64_t kConvStateFloats = kConvDim * (kConvKernel - 1);
 static_assert(kRotaryDim % 2 == 0 && kRotaryDim <= kHeadDim);
@@ -88,7 +91,65 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
     verify_hidden_ = buf(plan_.buffer("verify_hidden").offset);
     verify_states_ = buf<uint8_t>(plan_.buffer("verify_states").offset);
   }
+  images_.resize(size_t(kSlots));
+  if constexpr (kVisionTower) {
+    CHECK(plan_.vision.has_value(), "engine.h carries a vision tower and the plan none");
+    tower_ = std::make_unique<vision::Tower>(plan_.vision->tower, [this](const std::string& name) {
+      return tensor_bytes(name).data();
+    });
+  }
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
+}
+
+void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images) {
+  CHECK(slot >= 0 && slot < kMaxStreams);
+  SlotImages& s = images_[size_t(slot)];
+  s = SlotImages{};
+  if (images.empty()) return;
+  if constexpr (!kVisionTower) {
+    fail("image input: this engine's plan carries no vision tower (build it from a fuel that holds one, for the "
+         "host booster)");
+  } else {
+    if (int64_t(prompt.size()) > kMaxContext)
+      fail("image input: a prompt of {} tokens exceeds the plan's context {}", prompt.size(), kMaxContext);
+    vision::MropePositions m =
+        vision::mrope_positions(prompt, int32_t(kImageToken), images.grids, int(kVisionMerge));
+    vision::TowerOutput out = tower_->forward(images.patches, images.grids);
+    s.row.assign(prompt.size(), -1);
+    int32_t next = 0;
+    for (size_t i = 0; i < prompt.size(); ++i)
+      if (prompt[i] == int32_t(kImageToken)) s.row[i] = next++;
+    CHECK(int64_t(next) * kHidden == int64_t(out.merged.size()), "the tower's merged rows are the image tokens");
+    s.positions = std::move(m.positions);
+    s.merged = std::move(out.merged);
+    s.delta = m.delta;
+  }
+}
+
+int64_t HostEngine::rope_delta(int slot) const {
+  CHECK(slot >= 0 && slot < kSlots);
+  return images_[size_t(slot)].delta;
+}
+
+void HostEngine::rope_positions(int n, const int* slots, const int64_t* pos) {
+  CHECK(n <= kMaxRows);
+  for (int i = 0; i < n; ++i) {
+    const SlotImages& s = images_[size_t(slots[i])];
+    rope_[i] = pos[i] < int64_t(s.positions.size()) ? s.positions[size_t(pos[i])]
+                                                     : host::MropePosition::text(pos[i] + s.delta);
+  }
+}
+
+void HostEngine::image_embeddings(int n, const int32_t* ids, const int* slots, const int64_t* pos, float* x) const {
+  for (int i = 0; i < n; ++i) {
+    const SlotImages& s = images_[size_t(slots[i])];
+    if (pos[i] >= int64_t(s.row.size()) || s.row[size_t(pos[i])] < 0) continue;
+    // The row the prompt put an image token at must still hold one: another token here would be a
+    // caller that ran a different prompt than it set images for.
+    CHECK(ids[i] == int32_t(kImageToken), "a row at an image token's position holds another token");
+    std::memcpy(x + int64_t(i) * kHidden, s.merged.data() + int64_t(s.row[size_t(pos[i])]) * kHidden,
+                sizeof(float) * kHidden);
+  }
 }
 
 float* HostEngine::kv_page(int page, int full_layer, int kv) const {
@@ -124,6 +185,8 @@ void HostEngine::restore_state(int snapshot, int slot) {
   // A snapshot keeps no hidden state: the stream's next MTP row reads zeros, as at position 0 (its
   // drafts may be worse for a token; the model's tokens are the same).
   if (kDraftTokens) std::fill_n(mtp_hidden(slot), kHidden, 0.0f);
+  // Nor images: the sequence resumed here sets its own (set_images).
+  images_[size_t(slot)] = SlotImages{};
 }
 
 void HostEngine::restore_from(const uint8_t* src, int slot) {
@@ -139,6 +202,8 @@ void HostEngine::copy_state(int from_slot, int to_slot) {
   std::memcpy(g + to_slot * kSnapshot.recurrent_bytes, g + from_slot * kSnapshot.recurrent_bytes, kSnapshot.recurrent_bytes);
   std::memcpy(c + to_slot * kSnapshot.conv_bytes, c + from_slot * kSnapshot.conv_bytes, kSnapshot.conv_bytes);
   if (kDraftTokens) std::copy_n(mtp_hidden(from_slot), kHidden, mtp_hidden(to_slot));
+  // A fork goes on with its parent's sequence: the same images, positions and rope delta.
+  images_[size_t(to_slot)] = images_[size_t(from_slot)];
 }
 
 HostEngine::~HostEngine() { std::free(runtime_); }
@@ -167,6 +232,7 @@ void HostEngine::reset_slot(int slot) {
   std::memset(buf(kBuf_conv_state) + slot * kLinearLayers * kConvStateFloats, 0,
               sizeof(float) * kLinearLayers * kConvStateFloats);
   if (kDraftTokens) std::fill_n(mtp_hidden(slot), kHidden, 0.0f);
+  if (!images_.empty()) images_[size_t(slot)] = SlotImages{};
 }
 
 int HostEngine::bucket_for(int n) const {
@@ -274,6 +340,7 @@ void HostEngine::mtp_forward(int n, const int32_t* ids, const int* slots, const 
     host::rms_norm_zero_centred(row + kHidden, weight<uint16_t>(kMtp.norm_hidden), kHidden, kNormEps, row + kHidden);
   }
   host::linear(view(blob, kMtp.fc, Precision::kBF16, kHidden, 2 * kHidden), mtp_in_, n, x);
+  rope_positions(n, slots, pos);
   decoder_layer(LayerRun::mtp(), n, slots, pos, independent);
   for (int i = 0; i < n; ++i)
     host::rms_norm_zero_centred(x + i * kHidden, weight<uint16_t>(kMtp.final_norm), kHidden, kNormEps, hn + i * kHidden);
@@ -370,6 +437,8 @@ void HostEngine::forward(int n, const int32_t* ids, const int* slots, const int6
   float* x = buf(kBuf_x);
   float* hn = buf(kBuf_hn);
   embed(n, ids, x, kHidden);
+  if constexpr (kVisionTower) image_embeddings(n, ids, slots, pos, x);
+  rope_positions(n, slots, pos);
   for (int l = 0; l < kLayers; ++l) decoder_layer(LayerRun::model(l), n, slots, pos, independent);
   // A drafting engine's MTP rows read every row's normed hidden state.
   const int first_normed = kDraftTokens ? 0 : first_logit_row;
@@ -482,8 +551,10 @@ void HostEngine::attention_layer(const LayerRun& r, int n, const int* slots, con
       host::rms_norm_zero_centred(row + h * 2 * kHeadDim, q_norm, kHeadDim, kNormEps, q + h * kHeadDim);
     float* k = kk + int64_t(i) * kKV;
     for (int h = 0; h < kKvHeads; ++h) host::rms_norm_zero_centred(k + h * kHeadDim, k_norm, kHeadDim, kNormEps, k + h * kHeadDim);
-    host::apply_rope(q, kHeads, kHeadDim, kRotaryDim, pos[i], kRopeTheta);
-    host::apply_rope(k, kKvHeads, kHeadDim, kRotaryDim, pos[i], kRopeTheta);
+    // The rotary position: the token index for text, the multimodal one for a prompt with images
+    // (rope_positions); the same bits as apply_rope at a text position.
+    host::apply_mrope(q, kHeads, kHeadDim, kRotaryDim, rope_[i], kRopeTheta, kMropeSectionOf);
+    host::apply_mrope(k, kKvHeads, kHeadDim, kRotaryDim, rope_[i], kRopeTheta, kMropeSectionOf);
     // KV through the slot's page table: position t is row t % page_tokens of page table[t / page_tokens].
     const int* table = page_table_.get() + int64_t(slots[i]) * kPagesPerStream;
     const int T = int(pos[i] + 1);

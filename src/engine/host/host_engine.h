@@ -16,8 +16,11 @@
 #include "engine.h"  // generated: found through -I ENGINE_DIR
 #include "boosters/memory_budget.h"
 #include "fuel/coactivation.h"
+#include "kernels/host/attention.h"
 #include "plan/plan.h"
 #include "telemetry/step_split.h"
+#include "vision/prompt_images.h"
+#include "vision/tower.h"
 
 namespace rocket {
 
@@ -60,8 +63,21 @@ class HostEngine {
   void decode(int n, const int32_t* ids, const int* slots, const int64_t* pos);
 
   const float* logits(int row) const { return logits_ + int64_t(row) * engine::kVocab; }
-  // A fresh sequence in `slot`: zeroes its conv and recurrent state (KV is overwritten as written).
+  // A fresh sequence in `slot`: zeroes its conv and recurrent state (KV is overwritten as written) and
+  // forgets its images.
   void reset_slot(int slot);
+
+  // Images (docs/vision-tower.md, "In the host engine"): the prompt the stream in `slot` runs from now
+  // on is `prompt`, whose image_pad runs are `images` in order. Runs the vision tower over them now;
+  // from then on the slot's rows at the prompt's image tokens take the merged embeddings in place of
+  // the token's, the prompt's rows the multimodal rotary positions (vision/mrope_positions.h), and
+  // every row past the prompt the position index + rope delta. KV positions stay token indices.
+  // Empty `images` forget the slot's. Call after reset_slot or restore_state (both forget them).
+  // Error, the slot's images forgotten, where the plan carries no vision tower or the images do not
+  // match the prompt's image tokens.
+  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images);
+  // The rope delta of the slot's sequence: 0 without images.
+  int64_t rope_delta(int slot) const;
   int bucket_for(int n) const;
 
   // Paged KV. Every slot reads and writes its KV through a page table of cache pages
@@ -78,7 +94,7 @@ class HostEngine {
   // two stream slots (a fork).
   void capture_state(int slot, int snapshot);
   void restore_state(int snapshot, int slot);
-  void copy_state(int from_slot, int to_slot);
+  void copy_state(int from_slot, int to_slot);  // the slot's images too
 
   // Speculative decoding with the fuel's MTP layer (a plan with draft_tokens; docs/speculative.md).
   // Every prefill and decode row also runs the MTP layer over its token and the model's hidden state at
@@ -121,6 +137,10 @@ class HostEngine {
   void mtp_follow(int n, const int32_t* ids, const int* slots, const int64_t* pos, bool one_stream, const float* hidden);
   // A stream's conv + recurrent state from snapshot-layout bytes.
   void restore_from(const uint8_t* src, int slot);
+  // The rotary position of each of n rows (row i: slot slots[i] at KV position pos[i]) into rope_.
+  void rope_positions(int n, const int* slots, const int64_t* pos);
+  // Rows at a slot's image tokens take their merged image embeddings (x rows, stride kHidden).
+  void image_embeddings(int n, const int32_t* ids, const int* slots, const int64_t* pos, float* x) const;
   float* mtp_hidden(int slot) const { return mtp_hidden_ + int64_t(slot) * engine::kHidden; }
 
   template <typename T = float>
@@ -147,6 +167,18 @@ class HostEngine {
   uint8_t* verify_states_ = nullptr;
   // Where gdn_layer copies each row's state: verify_states_ during verify(), else null.
   uint8_t* row_states_ = nullptr;
+  // Each slot's images (set_images): the prompt's rotary positions, the merged embedding row of each
+  // prompt index (-1: a text token), the merged embeddings, the rope delta. Empty for a text sequence.
+  struct SlotImages {
+    std::vector<host::MropePosition> positions;
+    std::vector<int32_t> row;
+    std::vector<float> merged;  // [image tokens][kHidden]
+    int64_t delta = 0;
+  };
+  std::vector<SlotImages> images_;
+  std::unique_ptr<vision::Tower> tower_;  // a plan that carries the tower
+  // The rotary positions of the rows forward() or mtp_forward() runs (rope_positions).
+  host::MropePosition rope_[engine::kMaxRows];
   struct Verified {  // the last verify(): its stream until accept(), then the rows it accepted
     int slot = -1, k = 0, accepted = -1;
     int64_t pos = 0;
