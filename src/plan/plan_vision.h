@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>  // operator== compares the towers' JSON inline
 
 #include "fuel/vision_tower.h"
 
