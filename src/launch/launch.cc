@@ -45,6 +45,7 @@ int launch(const std::filesystem::path& dir, const LaunchOptions& options, const
   o.server.telemetry = &telemetry;
   o.server.forced_tokens = !o.force_tokens.empty();
   o.scheduler.telemetry = &telemetry;
+  o.scheduler.image_limits.max_bytes = o.server.images.max_bytes;
   // The server listens from the first second: /health reports the countdown's phase, /v1/* answer 503.
   HttpServer server(o.server);
   server.start();

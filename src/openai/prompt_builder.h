@@ -65,8 +65,9 @@ class PromptBuilder {
 
   // Throws ProtocolError 400 naming the field: no chat template, a conversation the template
   // refuses, token ids outside [0, vocab), an empty prompt, prompt (+ max_tokens) over max_context,
-  // and any request with images: the engines do not run them yet (build_with_images makes their
-  // prompt; the scheduler does not carry images to an engine yet).
+  // and any request with images: this is the prompt of an engine that runs no images (the scheduler
+  // calls build_with_images where the plan carries a vision tower, and refuses images, saying why,
+  // where it does not).
   Prompt build(const CompletionRequest& request, int vocab, int64_t max_context) const;
   // A request's prompt with its images (none is fine; a chat text may not spell <|image_pad|>, which an
   // engine that runs images takes for an image's token): build()'s checks, each image decoded and

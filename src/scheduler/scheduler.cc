@@ -28,6 +28,20 @@ void refuse(uint64_t id, RequestSink& sink, std::string_view why) {
   sink.push(std::move(e));
 }
 
+// An ImagePrompt's images as the engine takes them: every image's patches, one after another, and
+// each grid.
+vision::PromptImages engine_images(const std::vector<PromptImage>& images) {
+  vision::PromptImages out;
+  size_t values = 0;
+  for (const PromptImage& im : images) values += im.pixels.values.size();
+  out.patches.reserve(values);
+  for (const PromptImage& im : images) {
+    out.patches.insert(out.patches.end(), im.pixels.values.begin(), im.pixels.values.end());
+    out.grids.push_back({int(im.pixels.grid_t), int(im.pixels.grid_h), int(im.pixels.grid_w)});
+  }
+  return out;
+}
+
 }  // namespace
 
 Json SchedulerStats::to_json() const {
@@ -142,6 +156,29 @@ std::shared_ptr<const grammar::CompiledGrammar> Scheduler::grammar_of(const Comp
   }
 }
 
+ImagePrompt Scheduler::prompt_of(const CompletionRequest& r) const {
+  const Plan& plan = engine_.plan();
+  if (!plan.vision) {
+    if (!r.images.empty())
+      throw ProtocolError(400,
+                          plan.booster == "h200"
+                              ? "This engine does not run images: the h200 engine has no vision kernels yet (a host "
+                                "engine built from a fuel with a vision tower runs them). Send the request without "
+                                "image parts."
+                              : fmt::format("This engine does not run images: its plan carries no vision tower (the {} "
+                                            "engine was built from a text-only fuel). Send the request without image "
+                                            "parts.", plan.booster),
+                          r.images.front().param, "invalid_request_error", "unsupported_value");
+    return ImagePrompt{.prompt = prompts_.build(r, engine_.vocab(), plan.max_context), .images = {}};
+  }
+  // The processor's patch geometry is the tower's; the pixel bounds the releases' (VisionProcessorConfig).
+  ImageRules rules{.processor = {}, .limits = options_.image_limits};
+  rules.processor.patch_size = plan.vision->tower.patch;
+  rules.processor.temporal_patch_size = plan.vision->tower.temporal_patch;
+  rules.processor.merge_size = plan.vision->tower.merge;
+  return prompts_.build_with_images(r, engine_.vocab(), plan.max_context, rules);
+}
+
 Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestSink> sink) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -157,7 +194,11 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
       throw ProtocolError(400, fmt::format("Invalid value for 'logit_bias': token {} is outside the vocabulary [0, {}).",
                                            b.token, engine_.vocab()),
                           fmt::format("logit_bias.{}", b.token), "invalid_request_error", "invalid_value");
-  Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
+  ImagePrompt built = prompt_of(r);
+  Prompt& p = built.prompt;
+  const int cache_limit = built.images.empty() ? kNoCacheLimit : int(built.images.front().first_token);
+  vision::PromptImages images = engine_images(built.images);
+  built.images.clear();  // the patches live in `images` now
   if (r.min_tokens > p.max_tokens)
     throw ProtocolError(400,
                         fmt::format("Invalid value for 'min_tokens': {} is more than the {} tokens this request may "
@@ -187,7 +228,9 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
     ++stats_.requests;
     idle_ = false;
     waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent), 0,
-                               std::move(grammar), std::move(primer)});
+                               std::move(grammar), std::move(primer), std::move(images), cache_limit});
+    // The client's image bytes are preprocessed into `images`: a queued request holds only those.
+    for (ImageInput& im : waiting_.back().request.images) std::vector<uint8_t>().swap(im.bytes);
   }
   cv_.notify_one();
   return s;
@@ -203,8 +246,10 @@ PrefixReport Scheduler::report_prefix(const CompletionRequest& r) {
     std::lock_guard<std::mutex> lock(mu_);
     check_open();  // before the prompt costs anything
   }
-  const Prompt p = prompts_.build(r, engine_.vocab(), engine_.plan().max_context);
-  PrefixQuery q{.ids = p.ids};
+  const ImagePrompt built = prompt_of(r);
+  const Prompt& p = built.prompt;
+  PrefixQuery q{.ids = p.ids,
+                .cache_limit = built.images.empty() ? kNoCacheLimit : int(built.images.front().first_token)};
   std::unique_lock<std::mutex> lock(mu_);
   check_open();
   queries_.push_back(&q);
@@ -228,8 +273,8 @@ void Scheduler::answer_queries() {
     const int n = int(q->ids.size());
     // As admission caps them: StreamPages::resume leaves the last token to compute, and the branch
     // point is at most the last whole page before it.
-    q->resumable = n < 2 ? 0 : cache_.resumable_prefix(q->ids.first(size_t(n - 1)));
-    q->cached = std::min(cache_.cached_prefix(q->ids), std::max(n - 1, 0) / page * page);
+    q->resumable = n < 2 ? 0 : cache_.resumable_prefix(q->ids.first(size_t(std::min(n - 1, q->cache_limit))));
+    q->cached = std::min({cache_.cached_prefix(q->ids), std::max(n - 1, 0) / page * page, q->cache_limit / page * page});
     q->answered = true;
   }
   queries_.clear();
@@ -353,11 +398,16 @@ void Scheduler::admit() {
       waiting_.pop_front();
     }
     const int slot = int(free_slot - slots_.begin());
-    StreamPages pages = StreamPages::resume(cache_, w.prompt.ids);
+    // A prompt with images resumes at most to its first image token (resume() leaves the last token of
+    // what it is given to compute): image tokens are one id for every image.
+    const int prompt_n = int(w.prompt.ids.size());
+    StreamPages pages = StreamPages::resume(
+        cache_, std::span<const int32_t>(w.prompt.ids).first(size_t(w.cache_limit < prompt_n ? w.cache_limit + 1 : prompt_n)));
     const int resumed = pages.length();
     // Like resume(), leave at least the last token to compute.
     const int page = geometry_.page_tokens;
-    const int shared = std::min(cache_.cached_prefix(w.prompt.ids), (int(w.prompt.ids.size()) - 1) / page * page);
+    const int shared = std::min({cache_.cached_prefix(w.prompt.ids), (prompt_n - 1) / page * page,
+                                 w.cache_limit / page * page});
     std::optional<Extension> ext =
         pages.extend(std::span<const int32_t>(w.prompt.ids).subspan(size_t(resumed)));
     if (!ext) {
@@ -404,7 +454,8 @@ void Scheduler::admit() {
                                                       .pages = std::move(pages),
                                                       .generation = std::move(gen),
                                                       .forks = std::move(forks),
-                                                      .trace = std::move(w.trace)});
+                                                      .trace = std::move(w.trace),
+                                                      .cache_limit = w.cache_limit});
       order_.push_back(slot);
       if (s.pages.restore_snapshot()) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -413,6 +464,8 @@ void Scheduler::admit() {
       } else {
         engine_.reset_state(slot);
       }
+      // Both forget the slot's images: this admission's (choice 0 or a fork) are set again.
+      if (!w.images.empty()) engine_.set_images(slot, s.prompt, w.images);
       apply(s, *ext);
     } catch (const std::exception& e) {
       // Admitting this one request failed: it alone is answered, and its slot, pages and snapshot
@@ -441,7 +494,7 @@ void Scheduler::apply(Stream& s, const Extension& e) {
 }
 
 void Scheduler::capture(Stream& s, int boundary) {
-  if (boundary % geometry_.page_tokens != 0 || boundary <= s.pages.captured_tokens()) return;
+  if (boundary % geometry_.page_tokens != 0 || boundary <= s.pages.captured_tokens() || boundary > s.cache_limit) return;
   if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_state(s.slot, *snap);
 }
 
@@ -620,7 +673,7 @@ void Scheduler::speculative_step(int slot) {
   // The prefix cache's boundary inside the step: the state after the row that ends it.
   const int P = geometry_.page_tokens;
   const int boundary = int((pos + 1 + accepted) / P * P);
-  if (boundary >= pos + 1 && boundary > s.pages.captured_tokens()) {
+  if (boundary >= pos + 1 && boundary > s.pages.captured_tokens() && boundary <= s.cache_limit) {
     if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_verified(int(boundary - pos - 1), *snap);
   }
   if (options_.telemetry) {
@@ -696,7 +749,8 @@ std::vector<Scheduler::Piece> Scheduler::prefill_round(int budget, int max_segme
     // The cache resumes from the last page boundary a publish reaches: when this piece passes one
     // without ending on it, the engine snapshots there inside the call.
     const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;
-    if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens())
+    if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens() &&
+        boundary <= s.cache_limit)
       if (std::optional<int> snap = s.pages.capture_snapshot(boundary))
         p.inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
     round.push_back(p);

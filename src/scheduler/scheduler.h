@@ -44,6 +44,16 @@
 // step, which is small next to the request it routes (a prefill at least); the prompt is rendered
 // and tokenised on the HTTP thread, as submit() does.
 //
+// Images (docs/images.md, "In the scheduler"). Where the plan carries a vision tower, a chat
+// request's prompt is built with its images (PromptBuilder::build_with_images): the request waits
+// with their patches and grids (the client's bytes are dropped once preprocessed), and every
+// admission of it (choice 0 and each fork) hands them to the engine (set_images) after the slot's
+// state is reset or restored, before its prefill. Every image token is the same id whatever the
+// image, so the prefix cache, keyed by ids, must not carry one image's state to another's tokens: a
+// prompt with images resumes from a boundary at most its first image's first token, and captures
+// (so publishes) nothing past it (cache_limit). Without a tower a request with images is a 400
+// naming why (the h200 engine has no vision kernels yet).
+//
 // Drain (drain()): submit() answers 503 from then on; the requests already accepted run to their end
 // or, past the deadline, are answered with an error.
 #pragma once
@@ -53,6 +63,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -85,6 +96,8 @@ struct SchedulerOptions {
   // Where requests' latencies, token counts and spans go (telemetry/telemetry.h); null: nowhere.
   // REQUIRES: outlives the scheduler.
   Telemetry* telemetry = nullptr;
+  // The image decoder's bounds for requests with images (launch sets max_bytes from --max-image-bytes).
+  ImageLimits image_limits;
   // Not a flag: called once, on the loop thread, after the engine failed and every request has been
   // answered (launch wakes up to exit non-zero).
   std::function<void()> on_failure;
@@ -129,6 +142,7 @@ class Scheduler : public EngineLoop {
   int drain(std::chrono::steady_clock::time_point deadline);
 
  private:
+  static constexpr int kNoCacheLimit = std::numeric_limits<int>::max();
   struct Waiting {
     uint64_t id;
     Prompt prompt;
@@ -140,6 +154,10 @@ class Scheduler : public EngineLoop {
     // The forced tool call's opening, which the prompt ends with (forced_opening): the grammar takes
     // it before the first token, and starts at once (the opening closed any reasoning).
     std::string grammar_primer;
+    vision::PromptImages images;  // the prompt's images for the engine (set_images); empty: text
+    // Prompt tokens the prefix cache may resume to or capture at: the first image's first token for a
+    // prompt with images (image tokens share one id), else no bound.
+    int cache_limit = kNoCacheLimit;
   };
   struct Stream {
     uint64_t id = 0;
@@ -160,16 +178,22 @@ class Scheduler : public EngineLoop {
     int64_t pos = 0;
     bool decoding = false;
     RequestTrace trace;
+    int cache_limit = kNoCacheLimit;  // Waiting::cache_limit: no capture past it
   };
 
   // A report_prefix() call waiting for the loop; lives on its caller's stack until answered.
   struct PrefixQuery {
     std::span<const int32_t> ids;
+    int cache_limit = kNoCacheLimit;  // as admission caps the prompt's resume
     int64_t cached = 0, resumable = 0;
     bool answered = false;
   };
 
   void run();
+  // The request's prompt: with its images (build_with_images under the plan's tower and the server's
+  // image bounds) where the plan carries a vision tower; else build(), and a request with images is
+  // a 400 saying this engine runs no images and why. Any thread.
+  ImagePrompt prompt_of(const CompletionRequest& r) const;
   // Answers every queued PrefixQuery from the cache, read-only. Loop thread, between steps.
   // REQUIRES: mu_ held.
   void answer_queries();

@@ -208,7 +208,7 @@ test("refusals in Anthropic's error shape", async () => {
   await rejects(client.messages.create({ model, messages: hello }), 400, "invalid_request_error", "max_tokens");
   await rejects(client.messages.create({ model, max_tokens: 4, messages: [{ role: "user", content: [
     { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }] }] }),
-                400, "invalid_request_error", "This engine does not run images yet");
+                400, "invalid_request_error", "its plan carries no vision tower");
   await rejects(client.messages.create({ model, max_tokens: 4, messages: [{ role: "user", content: [
     { type: "image", source: { type: "url", url: "https://example.com/a.png" } }] }] }),
                 400, "invalid_request_error", "remote image URLs are not fetched");

@@ -1,0 +1,153 @@
+// End-to-end tests of image input on the host booster (images.sh serves the tiny multimodal fuel with
+// a chat template that places images, --max-images 2): PNGs made here, sent as an `image_url` data:
+// URL through the official `openai` client and as a base64 `image` block through `@anthropic-ai/sdk`.
+// Each test says what it checks; greedy decoding throughout, so equal requests give equal text.
+//
+//   node images.mjs BASE_URL MODEL PAGE_TOKENS
+import assert from "node:assert/strict";
+import zlib from "node:zlib";
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI from "openai";
+import { runTests, test } from "./runner.mjs";
+
+const [base, model, pageArg] = process.argv.slice(2);
+const pageTokens = Number(pageArg);
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "none", maxRetries: 0, timeout: 120_000 });
+const anthropic = new Anthropic({ baseURL: base, apiKey: "none", maxRetries: 0, timeout: 120_000 });
+
+// A PNG (8-bit RGB, no filter) of width x height whose pixel (x, y) is rgb(x, y).
+const crcTable = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; ++k) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+const crc32 = (buf) => {
+  let c = 0xffffffff;
+  for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+};
+function png(width, height, rgb) {
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4), crc = Buffer.alloc(4), body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    len.writeUInt32BE(data.length);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);  // 8-bit, RGB, deflate, no filter, no interlace
+  const raw = Buffer.alloc(height * (1 + 3 * width));
+  for (let y = 0; y < height; ++y)
+    for (let x = 0; x < width; ++x) raw.set(rgb(x, y), y * (1 + 3 * width) + 1 + 3 * x);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header),
+                        chunk("IDAT", zlib.deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+}
+// 96x64: the processor (the releases' pixel bounds) scales it to 320x224, a 20x14 grid, 70 image tokens.
+const kImageTokens = 70;
+const imageA = png(96, 64, (x, y) => [x * 2, y * 3, 128]).toString("base64");
+const imageB = png(96, 64, (x, y) => [((x * 37 + y * 101) * 13) & 255, (x * y * 7) & 255, ((x ^ y) * 29) & 255]).toString("base64");
+const dataUrl = (b64) => `data:image/png;base64,${b64}`;
+
+const chat = (parts, max_tokens = 12, extra = {}) =>
+  openai.chat.completions.create({ model, max_tokens, temperature: 0, messages: [{ role: "user", content: parts }], ...extra });
+// Each generated token with its logprob: equal only where the engine computed the same logits.
+const picks = (c) => JSON.stringify(c.choices[0].logprobs.content.map((t) => [t.token, t.logprob]));
+const text = (t) => ({ type: "text", text: t });
+// The template opens <think>: a short greedy answer is reasoning, its content often empty.
+const said = (c) => `${c.choices[0].message.reasoning_content ?? ""}|${c.choices[0].message.content ?? ""}`;
+const image = (b64) => ({ type: "image_url", image_url: { url: dataUrl(b64) } });
+const ask = "What is in this picture?";
+
+async function rejects(promise, status, mention) {
+  try {
+    await promise;
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.APIError, `not an APIError: ${e}`);
+    assert.equal(e.status, status, e.message);
+    if (mention) assert.ok(e.message.includes(mention), e.message);
+    return;
+  }
+  assert.fail(`expected HTTP ${status}`);
+}
+
+let first;  // the chat answer about image A
+
+test("chat.completions with an image_url data: URL: 200, text, the image's tokens in usage", async () => {
+  first = await chat([text(ask), image(imageA)]);
+  assert.equal(first.choices[0].finish_reason, "length");
+  assert.ok(said(first).length > 1, JSON.stringify(first.choices[0]));
+  const plain = await chat([text(ask)]);
+  // The template writes <|vision_start|><|image_pad|><|vision_end|>, the pad widened to the image.
+  assert.equal(first.usage.prompt_tokens - plain.usage.prompt_tokens, kImageTokens + 2);
+  assert.notEqual(said(first), said(plain));
+});
+
+test("the same image twice: the same greedy text", async () => {
+  const again = await chat([text(ask), image(imageA)]);
+  assert.equal(said(again), said(first));
+  assert.equal(again.usage.prompt_tokens, first.usage.prompt_tokens);
+});
+
+test("another image: another text", async () => {
+  const other = await chat([text(ask), image(imageB)]);
+  assert.equal(other.usage.prompt_tokens, first.usage.prompt_tokens);
+  assert.notEqual(said(other), said(first));
+});
+
+test("n = 2: each choice runs the image (the forks set it again after the cache restore)", async () => {
+  const two = await chat([text(ask), image(imageA)], 12, { n: 2 });
+  assert.equal(two.choices.length, 2);
+  for (const c of two.choices)
+    assert.equal(`${c.message.reasoning_content ?? ""}|${c.message.content ?? ""}`, said(first));
+});
+
+test("Anthropic messages with a base64 image block: the chat request's prompt and text", async () => {
+  const m = await anthropic.messages.create({ model, max_tokens: 12, temperature: 0, messages: [{ role: "user", content: [
+    { type: "text", text: ask }, { type: "image", source: { type: "base64", media_type: "image/png", data: imageA } }] }] });
+  assert.equal(m.stop_reason, "max_tokens");
+  const prompt = m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0) + (m.usage.cache_creation_input_tokens ?? 0);
+  assert.equal(prompt, first.usage.prompt_tokens);
+  const thinking = m.content.filter((b) => b.type === "thinking").map((b) => b.thinking).join("");
+  const answer = m.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+  assert.equal(`${thinking}|${answer}`, said(first));
+  const counted = await anthropic.messages.countTokens({ model, messages: [{ role: "user", content: [
+    { type: "text", text: ask }, { type: "image", source: { type: "base64", media_type: "image/png", data: imageA } }] }] });
+  assert.equal(counted.input_tokens, prompt);
+});
+
+test("the prefix cache: the same text with another image is not served the first image's state", async () => {
+  // Text long enough to span pages before and after the image: without the rule, the second request
+  // would resume from the first's cached pages past its image tokens (the same ids).
+  const before = `Remember this list: ${Array.from({ length: 150 }, (_, i) => `item ${i}`).join(", ")}. Now look:`;
+  const after = `And this one: ${Array.from({ length: 100 }, (_, i) => `entry ${i}`).join(", ")}. Describe the picture.`;
+  const head = await chat([text(before)]);  // its prompt ends where the image's tokens would start, and a little more
+  const long = (b64) => chat([text(before), image(b64), text(after)], 8, { logprobs: true });
+  const a = await long(imageA);
+  const b = await long(imageB);
+  assert.ok(a.usage.prompt_tokens > head.usage.prompt_tokens + kImageTokens + pageTokens,
+            `the text after spans a page (${head.usage.prompt_tokens}, ${a.usage.prompt_tokens})`);
+  const cached = b.usage.prompt_tokens_details.cached_tokens;
+  assert.ok(cached <= head.usage.prompt_tokens, `cached ${cached} past the first image token (< ${head.usage.prompt_tokens})`);
+  assert.ok(cached >= pageTokens, `the text before the image is cached (${cached} tokens)`);
+  // Far from the image the tiny model's greedy text can agree; its logprobs do not.
+  assert.notEqual(picks(b), picks(a));
+  // The same image again resumes no deeper (the cache keys ids, not images) and computes the same.
+  const again = await long(imageA);
+  assert.ok(again.usage.prompt_tokens_details.cached_tokens <= head.usage.prompt_tokens);
+  assert.equal(picks(again), picks(a));
+});
+
+test("refusals: more images than --max-images, a remote URL", async () => {
+  await rejects(chat([text(ask), image(imageA), image(imageB), image(imageA)]), 400, "images");
+  await rejects(chat([text(ask), { type: "image_url", image_url: { url: "https://example.com/a.png" } }]), 400,
+                "remote image URLs are not fetched");
+  const remote = await anthropic.messages.create({ model, max_tokens: 4, messages: [{ role: "user", content: [
+    { type: "image", source: { type: "url", url: "https://example.com/a.png" } }] }] }).then(() => null, (e) => e);
+  assert.ok(remote instanceof Anthropic.APIError, `not an APIError: ${remote}`);
+  assert.equal(remote.status, 400);
+  assert.equal(remote.error.error.type, "invalid_request_error");
+  assert.ok(remote.error.error.message.includes("remote image URLs are not fetched"), remote.error.error.message);
+});
+
+await runTests();
