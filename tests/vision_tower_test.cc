@@ -20,6 +20,7 @@
 #include "kernels/host/activations.h"
 #include "kernels/host/layer_norm.h"
 #include "test_paths.h"
+#include "vision/golden_patches.h"
 #include "vision/tower.h"
 
 namespace rocket {
@@ -195,21 +196,8 @@ class VisionTowerFuelTest : public ::testing::Test {
     delete dir_;
   }
 
-  // Deterministic patches, each value k/32768 - 1 from a 32-bit hash of (case, index): exact in fp32,
-  // and what vision_golden.py feeds the reference (its patch_values).
-  static std::vector<float> patch_values(uint32_t which, int64_t count) {
-    std::vector<float> v(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t z = which * 0x9E3779B1u + uint32_t(i) * 0x85EBCA77u + 0x165667B1u;
-      z ^= z >> 15;
-      z *= 0x2C1B3C6Du;
-      z ^= z >> 12;
-      z *= 0x297A2D39u;
-      z ^= z >> 15;
-      v[size_t(i)] = float((z >> 8) & 0xffffu) / 32768.0f - 1.0f;
-    }
-    return v;
-  }
+  // The goldens' deterministic patches (vision/golden_patches.h).
+  static std::vector<float> patch_values(uint32_t which, int64_t count) { return vision::golden_patch_values(which, count); }
 
   static int64_t patch_count(const std::vector<ImageGrid>& grids) {
     int64_t n = 0;

@@ -31,6 +31,7 @@
 
 #include "core/error.h"
 #include "kernels/host/sample.h"
+#include "vision/golden_patches.h"
 #include "vision/mrope_positions.h"
 
 namespace rocket {
@@ -71,22 +72,6 @@ PromptImages images(uint32_t which, std::vector<ImageGrid> grids, int patch_dim)
   im.patches.resize(size_t(patches * patch_dim));
   for (float& v : im.patches) v = d(rng);
   return im;
-}
-
-// The golden scripts' patches (vision_golden.py patch_values): value i of seed `which` is 16 bits of a
-// 32-bit hash, over 32768, less 1: exact in FP32.
-std::vector<float> patch_values(uint32_t which, int64_t count) {
-  std::vector<float> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    uint32_t z = which * 0x9E3779B1u + uint32_t(i) * 0x85EBCA77u + 0x165667B1u;
-    z ^= z >> 15;
-    z *= 0x2C1B3C6Du;
-    z ^= z >> 12;
-    z *= 0x297A2D39u;
-    z ^= z >> 15;
-    v[size_t(i)] = float((z >> 8) & 0xffffu) / 32768.0f - 1.0f;
-  }
-  return v;
 }
 
 class Runner {
@@ -154,7 +139,7 @@ int compare_golden(HostEngine& e, Runner& run, const std::string& path, double t
       im.grids.push_back({grid.at(0).get<int>(), grid.at(1).get<int>(), grid.at(2).get<int>()});
       patches += im.grids.back().patches();
     }
-    im.patches = patch_values(c.at("patch_seed").get<uint32_t>(), patches * v.tower.patch_dim());
+    im.patches = vision::golden_patch_values(c.at("patch_seed").get<uint32_t>(), patches * v.tower.patch_dim());
     const Logits got = run.start(0, prompt, im);
     const Logits want = c.at("logits").get<std::vector<float>>();
     const double gap = relative_gap(got, want);
