@@ -21,6 +21,7 @@
 #include "openai/openai_request.h"
 #include "openai/prompt_builder.h"
 #include "openai/responses_request.h"
+#include "qwen_fixtures.h"
 #include "test_paths.h"
 #include "vision/image_hash.h"
 
@@ -253,14 +254,7 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// A builder over Qwen's tokenizer and `chat_template`, in a directory of its own under the test's temp.
-PromptBuilder builder_with(const std::string& name, const std::string& chat_template) {
-  const fs::path dir = fs::path(testing::TempDir()) / name;
-  fs::create_directories(dir);
-  fs::copy_file(kQwenDir + "/tokenizer.json", dir / "tokenizer.json", fs::copy_options::overwrite_existing);
-  std::ofstream(dir / "tokenizer_config.json") << Json{{"chat_template", chat_template}}.dump();
-  return PromptBuilder(dir.string());
-}
+using test::builder_with;
 
 // Rocket's template in Qwen3.5's shape (tests/fixtures/xml_tools), whose render_content places images
 // as Qwen3.5's does.

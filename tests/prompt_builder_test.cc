@@ -130,14 +130,7 @@ TEST(PromptBuilder, MaxTokensUpToInt64MaxIsRefusedWithoutOverflow) {
   }
 }
 
-// A builder over Qwen's tokenizer and `chat_template`, in a directory of its own under the test's temp.
-PromptBuilder builder_with(const std::string& name, const std::string& chat_template) {
-  const fs::path dir = fs::path(testing::TempDir()) / name;
-  fs::create_directories(dir);
-  fs::copy_file(kQwenDir + "/tokenizer.json", dir / "tokenizer.json", fs::copy_options::overwrite_existing);
-  std::ofstream(dir / "tokenizer_config.json") << Json{{"chat_template", chat_template}}.dump();
-  return PromptBuilder(dir.string());
-}
+using test::builder_with;
 
 TEST(PromptBuilder, ClientArgumentsReachTheTemplateAsAMapping) {
   // Qwen3.5 templates iterate an assistant call's arguments with |items; OpenAI clients send them as a
