@@ -71,27 +71,21 @@ TowerOutput Tower::forward(std::span<const float> patches, std::span<const Image
     fail("vision tower: {} values of patches for {} image(s) of {} patches x {} values", patches.size(), grids.size(), n,
          c.patch_dim());
 
-  // Patch embedding, then each image's positions: where each patch sits (row, col), and the frames
-  // attention runs over (the reference's cu_seqlens: one segment per frame of each image).
+  // Patch embedding, then each patch's learned position (tower_layout: the table's taps, the rotary
+  // angles, and the frames attention runs over: the reference's cu_seqlens).
   std::vector<float> x(size_t(n * h));
   apply(patch_embed_, patches.data(), n, x.data());
-  std::vector<PatchPosition> where;
-  where.reserve(size_t(n));
-  std::vector<int64_t> frames = {0};  // segment boundaries
-  {
-    std::vector<float> pos;
-    int64_t at = 0;
-    for (const ImageGrid& g : grids) {
-      pos.resize(size_t(g.patches() * h));
-      interpolate_positions(positions_.data(), c.grid_side(), h, g, merge, pos.data());
-      for (int64_t i = 0; i < g.patches() * h; ++i) x[size_t(at * h + i)] += pos[size_t(i)];
-      const std::vector<PatchPosition> frame = patch_positions(g, merge);
-      for (int f = 0; f < g.t; ++f) {
-        where.insert(where.end(), frame.begin(), frame.end());
-        frames.push_back(frames.back() + int64_t(frame.size()));
-      }
-      at += g.patches();
-    }
+  const TowerLayout layout = tower_layout(grids, c.grid_side(), merge, hd, c.rope_theta);
+  const std::vector<int64_t>& frames = layout.frames;
+#pragma omp parallel for schedule(static) if (n * h >= (int64_t(1) << 15))
+  for (int64_t t = 0; t < n; ++t) {
+    const PositionTaps& p = layout.taps[size_t(t)];
+    const float* t0 = positions_.data() + int64_t(p.row[0]) * h;
+    const float* t1 = positions_.data() + int64_t(p.row[1]) * h;
+    const float* t2 = positions_.data() + int64_t(p.row[2]) * h;
+    const float* t3 = positions_.data() + int64_t(p.row[3]) * h;
+    float* o = x.data() + t * h;
+    for (int d = 0; d < h; ++d) o[d] += p.weight[0] * t0[d] + p.weight[1] * t1[d] + p.weight[2] * t2[d] + p.weight[3] * t3[d];
   }
 
   std::vector<float> y(size_t(n * h)), qkv(size_t(n * 3 * h)), q(size_t(n * h)), k(size_t(n * h)), v(size_t(n * h)),
@@ -110,8 +104,10 @@ TowerOutput Tower::forward(std::span<const float> patches, std::span<const Image
       std::copy(row, row + h, q.data() + t * h);
       std::copy(row + h, row + 2 * h, k.data() + t * h);
       std::copy(row + 2 * h, row + 3 * h, v.data() + t * h);
-      rotate_2d(q.data() + t * h, heads, hd, where[size_t(t)], c.rope_theta);
-      rotate_2d(k.data() + t * h, heads, hd, where[size_t(t)], c.rope_theta);
+      const float* cos_t = layout.cos.data() + t * (hd / 2);
+      const float* sin_t = layout.sin.data() + t * (hd / 2);
+      host::rotate_half_pairs(q.data() + t * h, heads, hd, hd / 2, cos_t, sin_t);
+      host::rotate_half_pairs(k.data() + t * h, heads, hd, hd / 2, cos_t, sin_t);
     }
     for (size_t s = 0; s + 1 < frames.size(); ++s) {
       const int64_t begin = frames[s], len = frames[s + 1] - begin;

@@ -44,30 +44,38 @@ AxisTaps axis_taps(int i, int n, int side) {
 
 }  // namespace
 
-void interpolate_positions(const float* table, int side, int dim, const ImageGrid& g, int merge, float* out) {
-  CHECK(side >= 1 && dim >= 1 && g.t >= 1, "a table and a grid");
+std::vector<PositionTaps> position_taps(const ImageGrid& g, int side, int merge) {
+  CHECK(side >= 1 && g.t >= 1, "a table and a grid");
   const std::vector<PatchPosition> where = patch_positions(g, merge);
-  const int64_t frame = int64_t(where.size()) * dim;
+  std::vector<PositionTaps> out(where.size());
   for (size_t k = 0; k < where.size(); ++k) {
     const AxisTaps r = axis_taps(where[k].row, g.h, side), c = axis_taps(where[k].col, g.w, side);
-    const float* t00 = table + (int64_t(r.lo) * side + c.lo) * dim;
-    const float* t01 = table + (int64_t(r.lo) * side + c.hi) * dim;
-    const float* t10 = table + (int64_t(r.hi) * side + c.lo) * dim;
-    const float* t11 = table + (int64_t(r.hi) * side + c.hi) * dim;
-    const float w00 = r.w_lo * c.w_lo, w01 = r.w_lo * c.w_hi, w10 = r.w_hi * c.w_lo, w11 = r.w_hi * c.w_hi;
+    out[k] = PositionTaps{.row = {r.lo * side + c.lo, r.lo * side + c.hi, r.hi * side + c.lo, r.hi * side + c.hi},
+                          .weight = {r.w_lo * c.w_lo, r.w_lo * c.w_hi, r.w_hi * c.w_lo, r.w_hi * c.w_hi}};
+  }
+  return out;
+}
+
+void interpolate_positions(const float* table, int side, int dim, const ImageGrid& g, int merge, float* out) {
+  CHECK(dim >= 1, "a table of at least one column");
+  const std::vector<PositionTaps> taps = position_taps(g, side, merge);
+  const int64_t frame = int64_t(taps.size()) * dim;
+  for (size_t k = 0; k < taps.size(); ++k) {
+    const PositionTaps& p = taps[k];
+    const float* t00 = table + int64_t(p.row[0]) * dim;
+    const float* t01 = table + int64_t(p.row[1]) * dim;
+    const float* t10 = table + int64_t(p.row[2]) * dim;
+    const float* t11 = table + int64_t(p.row[3]) * dim;
     float* o = out + int64_t(k) * dim;
-    for (int d = 0; d < dim; ++d) o[d] = w00 * t00[d] + w01 * t01[d] + w10 * t10[d] + w11 * t11[d];
+    for (int d = 0; d < dim; ++d)
+      o[d] = p.weight[0] * t00[d] + p.weight[1] * t01[d] + p.weight[2] * t10[d] + p.weight[3] * t11[d];
   }
   for (int f = 1; f < g.t; ++f) std::copy(out, out + frame, out + f * frame);
 }
 
-void rotate_2d(float* x, int heads, int head_dim, PatchPosition p, double theta) {
+void rotary_2d_table(int head_dim, PatchPosition p, double theta, float* cos_t, float* sin_t) {
   CHECK(head_dim % 4 == 0, "the 2-D rotary splits a head in quarters");
   const int half = head_dim / 2, quarter = head_dim / 4;
-  thread_local std::vector<float> cs;
-  if (cs.size() < size_t(head_dim)) cs.resize(size_t(head_dim));
-  float* cos_t = cs.data();
-  float* sin_t = cos_t + half;
   // torch: inv_freq = 1.0 / (theta ** (arange(0, dim, 2, float32) / dim)) with dim = head_dim / 2, then
   // angle = float(position) * inv_freq, all fp32; rows take the first quarter, columns the second.
   const float base = float(theta);
@@ -79,7 +87,37 @@ void rotate_2d(float* x, int heads, int head_dim, PatchPosition p, double theta)
     cos_t[quarter + j] = std::cos(col);
     sin_t[quarter + j] = std::sin(col);
   }
-  host::rotate_half_pairs(x, heads, head_dim, half, cos_t, sin_t);
+}
+
+void rotate_2d(float* x, int heads, int head_dim, PatchPosition p, double theta) {
+  thread_local std::vector<float> cs;
+  if (cs.size() < size_t(head_dim)) cs.resize(size_t(head_dim));
+  rotary_2d_table(head_dim, p, theta, cs.data(), cs.data() + head_dim / 2);
+  host::rotate_half_pairs(x, heads, head_dim, head_dim / 2, cs.data(), cs.data() + head_dim / 2);
+}
+
+TowerLayout tower_layout(std::span<const ImageGrid> grids, int side, int merge, int head_dim, double theta) {
+  TowerLayout l;
+  for (const ImageGrid& g : grids) l.patches += g.patches();
+  const int half = head_dim / 2;
+  l.taps.reserve(size_t(l.patches));
+  l.cos.resize(size_t(l.patches * half));
+  l.sin.resize(size_t(l.patches * half));
+  l.frames = {0};
+  int64_t at = 0;
+  for (const ImageGrid& g : grids) {
+    const std::vector<PositionTaps> taps = position_taps(g, side, merge);
+    const std::vector<PatchPosition> where = patch_positions(g, merge);
+    for (int f = 0; f < g.t; ++f) {
+      l.taps.insert(l.taps.end(), taps.begin(), taps.end());
+      for (const PatchPosition& p : where) {
+        rotary_2d_table(head_dim, p, theta, l.cos.data() + at * half, l.sin.data() + at * half);
+        ++at;
+      }
+      l.frames.push_back(at);
+    }
+  }
+  return l;
 }
 
 }  // namespace rocket::vision

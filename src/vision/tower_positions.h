@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace rocket::vision {
@@ -32,15 +33,40 @@ struct PatchPosition {
 // The (row, col) of each of one frame's h·w patches, in patch order. REQUIRES: h, w multiples of merge.
 std::vector<PatchPosition> patch_positions(const ImageGrid& g, int merge);
 
-// The side x side table [side·side][dim] resampled to the grid, bilinear with aligned corners (row i of
-// h reads table row i·(side-1)/(h-1)), as out [t·h·w][dim] in patch order (every frame the same).
-// REQUIRES: side >= 1; h, w >= 1 and multiples of merge.
+// The four table rows one patch's position embedding reads and their weights (bilinear with aligned
+// corners: row i of h reads table row i·(side-1)/(h-1)): the embedding is Σ weight[j] · table[row[j]].
+struct PositionTaps {
+  int row[4] = {};
+  float weight[4] = {};
+};
+
+// The taps of one frame's h·w patches, in patch order. REQUIRES: side >= 1; h, w >= 1 and multiples of
+// merge.
+std::vector<PositionTaps> position_taps(const ImageGrid& g, int side, int merge);
+
+// The side x side table [side·side][dim] resampled to the grid (position_taps), as out [t·h·w][dim] in
+// patch order (every frame the same). REQUIRES: as position_taps.
 void interpolate_positions(const float* table, int side, int dim, const ImageGrid& g, int merge, float* out);
 
-// The 2-D rotary of one patch on x [heads][head_dim] in place. With q = head_dim / 4 frequencies
-// inv_j = 1 / theta^(2j / (head_dim / 2)), dims i < head_dim / 2 rotate with dim i + head_dim / 2 by
-// angle row·inv_i for i < q and col·inv_(i-q) for q <= i < 2q. At (0, 0) it is the identity.
+// The 2-D rotary of one patch: with q = head_dim / 4 frequencies inv_j = 1 / theta^(2j / (head_dim / 2)),
+// angle row·inv_i for i < q and col·inv_(i-q) for q <= i < 2q; cos_t and sin_t get head_dim / 2 values.
 // REQUIRES: head_dim % 4 == 0.
+void rotary_2d_table(int head_dim, PatchPosition p, double theta, float* cos_t, float* sin_t);
+
+// The 2-D rotary of one patch on x [heads][head_dim] in place: dims i < head_dim / 2 rotate with dim
+// i + head_dim / 2 by rotary_2d_table's angle i. At (0, 0) it is the identity. REQUIRES: head_dim % 4 == 0.
 void rotate_2d(float* x, int heads, int head_dim, PatchPosition p, double theta);
+
+// What one tower forward over a list of images needs besides weights and patches, computed once on the
+// host (the H200 tower reads it as is, so both forwards use the same taps and angles):
+struct TowerLayout {
+  int64_t patches = 0;
+  std::vector<PositionTaps> taps;  // [patches]: every frame of every image, in patch order
+  std::vector<float> cos, sin;     // [patches][head_dim / 2]: rotary_2d_table of each patch
+  std::vector<int64_t> frames;     // attention segments: patches [frames[s], frames[s + 1]) (cu_seqlens)
+};
+
+// REQUIRES: grids of whole merge windows (Tower::forward checks them first); head_dim % 4 == 0.
+TowerLayout tower_layout(std::span<const ImageGrid> grids, int side, int merge, int head_dim, double theta);
 
 }  // namespace rocket::vision
