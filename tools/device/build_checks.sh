@@ -120,6 +120,27 @@ booster=(-DROCKET_CHECK_BOOSTER_SMS="$(profile sm_count)" -DROCKET_CHECK_BOOSTER
 )
 # ---- end dense_fp8_check --------------------------------------------------------------------------
 
+# ---- vision_tower_check: the vision tower (src/kernels/cuda/vision_tower.cuh) against vision::Tower ---
+# cuBLAS is linked as a shared library (its static archive would not fit a call's carry): run it with
+# the device's libcublas on LD_LIBRARY_PATH (tools/device/h200_engine.sh finds it).
+(
+  obj=.carry/checks/obj/vision_tower_check
+  rm -rf "$obj" && mkdir -p "$obj"
+  for src in core/dtype core/mapped_file fuel/vision_tower fuel/manifest fuel/fuel fuel/safetensors fuel/declared_precision fuel/chemistry \
+             fuel/checkpoint_layout vision/tower vision/tower_positions kernels/host/dense kernels/host/weights \
+             kernels/host/layer_norm kernels/host/attention; do
+    g++ -std=c++20 -O2 -fopenmp -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c "src/$src.cc" -o "$obj/$(basename "$src").o"
+  done
+  g++ -std=c++20 -O2 -fopenmp -Wall -Wextra -Isrc -DFMT_HEADER_ONLY -c tests/cuda/vision_tower_reference.cc \
+    -o "$obj/vision_tower_reference.o"
+  nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Isrc -DFMT_HEADER_ONLY "${booster[@]}" -Xptxas -warn-spills \
+    -Xcompiler -Wall,-Wextra,-fopenmp -cudart static -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+    tests/cuda/vision_tower_check.cu "$obj"/*.o "$(g++ -print-file-name=libgomp.a)" -o .carry/checks/vision_tower_check \
+    -lcublas -lpthread -ldl
+  echo "built .carry/checks/vision_tower_check"
+)
+# ---- end vision_tower_check -----------------------------------------------------------------------
+
 # ---- attention_flash_check: flash-attention prefill on the tensor cores (attention_flash.cuh) -----
 # against today's prefill path; header-only on the host side (bf16 conversions are inline).
 (
