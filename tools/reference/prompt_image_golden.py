@@ -78,6 +78,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fuel", required=True, help="forged multimodal checkpoint directory")
     ap.add_argument("--out", required=True, help="golden JSON to write")
     ap.add_argument("--device", help="default: cuda:0 when available, else cpu")
+    ap.add_argument("--forge", default="tiny", help="the forge's --fuel, recorded in the golden")
+    ap.add_argument("--layers", type=int, default=0, help="the forge's --layers, recorded (0: the fuel's own)")
     args = ap.parse_args(argv)
     t_start = time.time()
     try:
@@ -147,8 +149,8 @@ def main(argv=None) -> int:
     info = hf_load.inspect_fuel(args.fuel)
     gpu = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else platform.processor()
     out = {
-        "fuel": {"name": info["name"], "forge": "tiny", "format": "bf16", "layout": "multimodal", "experts": "fused",
-                 "seed": 1},
+        "fuel": {"name": info["name"], "forge": args.forge, "layers": args.layers, "format": "bf16",
+                 "layout": "multimodal", "experts": "fused", "seed": 1},
         "reference": "transformers Qwen3_5MoeForConditionalGeneration, FP32 on the BF16 weights, eager, TF32 off",
         "transformers": transformers.__version__,
         "torch": torch.__version__,
