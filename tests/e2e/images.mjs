@@ -116,26 +116,33 @@ test("Anthropic messages with a base64 image block: the chat request's prompt an
   assert.equal(counted.input_tokens, prompt);
 });
 
-test("the prefix cache: the same text with another image is not served the first image's state", async () => {
-  // Text long enough to span pages before and after the image: without the rule, the second request
-  // would resume from the first's cached pages past its image tokens (the same ids).
+test("the prefix cache keys an image by its content: resent, it resumes past it; another image does not", async () => {
+  // Text long enough to span pages before and after the image: the image's tokens are one id
+  // (<|image_pad|>) whatever the image, so a cache keyed by ids alone would serve B the state of A.
   const before = `Remember this list: ${Array.from({ length: 150 }, (_, i) => `item ${i}`).join(", ")}. Now look:`;
   const after = `And this one: ${Array.from({ length: 100 }, (_, i) => `entry ${i}`).join(", ")}. Describe the picture.`;
   const head = await chat([text(before)]);  // its prompt ends where the image's tokens would start, and a little more
   const long = (b64) => chat([text(before), image(b64), text(after)], 8, { logprobs: true });
+  const cachedOf = (c) => c.usage.prompt_tokens_details.cached_tokens;
   const a = await long(imageA);
-  const b = await long(imageB);
   assert.ok(a.usage.prompt_tokens > head.usage.prompt_tokens + kImageTokens + pageTokens,
             `the text after spans a page (${head.usage.prompt_tokens}, ${a.usage.prompt_tokens})`);
-  const cached = b.usage.prompt_tokens_details.cached_tokens;
-  assert.ok(cached <= head.usage.prompt_tokens, `cached ${cached} past the first image token (< ${head.usage.prompt_tokens})`);
-  assert.ok(cached >= pageTokens, `the text before the image is cached (${cached} tokens)`);
+  // A's image computed cold: nothing cached held it.
+  assert.ok(cachedOf(a) <= head.usage.prompt_tokens, `cached ${cachedOf(a)} on A's first run`);
+  const b = await long(imageB);
+  assert.ok(cachedOf(b) <= head.usage.prompt_tokens, `cached ${cachedOf(b)} past B's first image token (< ${head.usage.prompt_tokens})`);
+  assert.ok(cachedOf(b) >= pageTokens, `the text before the image is cached (${cachedOf(b)} tokens)`);
   // Far from the image the tiny model's greedy text can agree; its logprobs do not.
   assert.notEqual(picks(b), picks(a));
-  // The same image again resumes no deeper (the cache keys ids, not images) and computes the same.
+  // Resent, each image resumes past its own tokens (keyed by its digest) and computes, token and
+  // logprob, what its cold run did.
   const again = await long(imageA);
-  assert.ok(again.usage.prompt_tokens_details.cached_tokens <= head.usage.prompt_tokens);
+  assert.ok(cachedOf(again) >= head.usage.prompt_tokens + kImageTokens,
+            `A resent resumes past its image (${cachedOf(again)} cached, its image ends before ${head.usage.prompt_tokens + kImageTokens})`);
   assert.equal(picks(again), picks(a));
+  const bAgain = await long(imageB);
+  assert.ok(cachedOf(bAgain) >= head.usage.prompt_tokens + kImageTokens, `B resent: ${cachedOf(bAgain)} cached`);
+  assert.equal(picks(bAgain), picks(b));
 });
 
 test("refusals: more images than --max-images, a remote URL", async () => {
