@@ -145,6 +145,27 @@ test("the prefix cache keys an image by its content: resent, it resumes past it;
   assert.equal(picks(bAgain), picks(b));
 });
 
+test("a resent image resumes inside it where a page boundary falls there, the rest of its rows from the tower", async () => {
+  // Text that puts the image across the page boundary pageTokens, more than 8 tokens into it (the
+  // cache holds no state within an image's first 8 tokens), with no boundary after it in the prompt.
+  const count = async (t) =>
+    (await anthropic.messages.countTokens({ model, messages: [{ role: "user", content: [text(t)] }] })).input_tokens;
+  const filler = (k) => `Keep these: ${Array.from({ length: k }, (_, i) => `mark ${i}`).join(", ")}. Look:`;
+  const [p10, p110] = [await count(filler(10)), await count(filler(110))];
+  const k = Math.max(0, Math.round(10 + ((pageTokens - 24 - p10) * 100) / (p110 - p10)));
+  // The text alone is p0 tokens: the image's first token is at most p0 (the text-only prompt ends with
+  // at least one token after the text), and it ends at least p0 + 55 (that tail is under 16 tokens).
+  const p0 = await count(filler(k));
+  assert.ok(p0 + 8 < pageTokens && pageTokens < p0 + kImageTokens - 15, `the image straddles ${pageTokens} (${p0})`);
+  const run = () => chat([text(filler(k)), image(imageA)], 8, { logprobs: true });
+  const cold = await run();
+  assert.ok(cold.usage.prompt_tokens < 2 * pageTokens);
+  assert.equal(cold.usage.prompt_tokens_details.cached_tokens, 0);
+  const warm = await run();
+  assert.equal(warm.usage.prompt_tokens_details.cached_tokens, pageTokens, "resumed inside the image");
+  assert.equal(picks(warm), picks(cold));
+});
+
 test("refusals: more images than --max-images, a remote URL", async () => {
   await rejects(chat([text(ask), image(imageA), image(imageB), image(imageA)]), 400, "images");
   await rejects(chat([text(ask), { type: "image_url", image_url: { url: "https://example.com/a.png" } }]), 400,
