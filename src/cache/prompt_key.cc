@@ -10,8 +10,9 @@ int32_t image_key_token(const ImageDigest& digest, int64_t i) {
   const size_t w = size_t(i % PromptKey::kDigestTokens) * 4;
   const uint32_t word = uint32_t(digest.bytes[w]) << 24 | uint32_t(digest.bytes[w + 1]) << 16 |
                         uint32_t(digest.bytes[w + 2]) << 8 | uint32_t(digest.bytes[w + 3]);
-  // Past the first 8 tokens the words repeat, mixed with the round (Fibonacci hashing's constant),
-  // so that no two positions of one image share a key.
+  // Past the first 8 tokens the words repeat, mixed with the round (Fibonacci hashing's constant), so
+  // a round does not repeat the first 8 keys. (Distinct keys are not what exactness rests on: a
+  // prefix's key fixes where each image starts, so each token's index in its image.)
   const uint32_t mixed = word ^ (uint32_t(i / PromptKey::kDigestTokens) * 0x9E3779B9u);
   // The top bit set: a negative int32, never a vocabulary id.
   return int32_t(0x80000000u | (mixed & 0x7fffffffu));
