@@ -118,9 +118,13 @@ class BatchEngine {
   // (which forget a slot's images) and before the slot's prefill. The engine encodes the images; the
   // prompt's image tokens take their embeddings, the prompt the multimodal rotary positions, and every
   // token after it the rope delta (KV positions stay token indices). Empty images: a text sequence.
+  // `computed`: the prompt's tokens the slot's state holds already (restored from the prefix cache, 0
+  // after reset_state), which it never runs again; an image wholly before it need not be encoded,
+  // and a resume inside an image reads that image's rows from `computed` on.
   // Error where this engine runs no vision tower (every engine but a host one whose plan carries it:
   // the H200 engine has no vision kernels yet) or the images do not match the prompt's image tokens.
-  virtual void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images) {
+  virtual void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images,
+                          int64_t computed) {
     // NOTE: Error composed by hand: this header is compiled by nvcc too, which has no fail().
     if (!images.empty())
       throw Error("image input: the " + plan().booster + " engine runs no vision tower (no " + plan().booster +

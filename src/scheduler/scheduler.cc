@@ -42,6 +42,15 @@ vision::PromptImages engine_images(const std::vector<PromptImage>& images) {
   return out;
 }
 
+// The prompt's cache key: its images keyed by their digests (cache/prompt_key.h).
+PromptKey key_of(const ImagePrompt& p) {
+  std::vector<KeyedImage> images;
+  images.reserve(p.images.size());
+  for (const PromptImage& im : p.images)
+    images.push_back({.first_token = im.first_token, .tokens = im.pixels.vision_tokens, .digest = im.digest});
+  return PromptKey::of(p.prompt.ids, images);
+}
+
 }  // namespace
 
 Json SchedulerStats::to_json() const {
@@ -196,7 +205,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
                           fmt::format("logit_bias.{}", b.token), "invalid_request_error", "invalid_value");
   ImagePrompt built = prompt_of(r);
   Prompt& p = built.prompt;
-  const int cache_limit = built.images.empty() ? kNoCacheLimit : int(built.images.front().first_token);
+  PromptKey key = key_of(built);
   vision::PromptImages images = engine_images(built.images);
   built.images.clear();  // the patches live in `images` now
   if (r.min_tokens > p.max_tokens)
@@ -228,7 +237,7 @@ Submitted Scheduler::submit(const CompletionRequest& r, std::shared_ptr<RequestS
     ++stats_.requests;
     idle_ = false;
     waiting_.push_back(Waiting{s.id, std::move(p), r, std::move(sink), Telemetry::begin(r, r.trace_parent), 0,
-                               std::move(grammar), std::move(primer), std::move(images), cache_limit});
+                               std::move(grammar), std::move(primer), std::move(images), std::move(key)});
     // The client's image bytes are preprocessed into `images`: a queued request holds only those.
     for (ImageInput& im : waiting_.back().request.images) std::vector<uint8_t>().swap(im.bytes);
   }
@@ -248,8 +257,8 @@ PrefixReport Scheduler::report_prefix(const CompletionRequest& r) {
   }
   const ImagePrompt built = prompt_of(r);
   const Prompt& p = built.prompt;
-  PrefixQuery q{.ids = p.ids,
-                .cache_limit = built.images.empty() ? kNoCacheLimit : int(built.images.front().first_token)};
+  const PromptKey key = key_of(built);
+  PrefixQuery q{.key = &key};
   std::unique_lock<std::mutex> lock(mu_);
   check_open();
   queries_.push_back(&q);
@@ -270,11 +279,16 @@ PrefixReport Scheduler::report_prefix(const CompletionRequest& r) {
 void Scheduler::answer_queries() {
   const int page = geometry_.page_tokens;
   for (PrefixQuery* q : queries_) {
-    const int n = int(q->ids.size());
-    // As admission caps them: StreamPages::resume leaves the last token to compute, and the branch
-    // point is at most the last whole page before it.
-    q->resumable = n < 2 ? 0 : cache_.resumable_prefix(q->ids.first(size_t(std::min(n - 1, q->cache_limit))));
-    q->cached = std::min({cache_.cached_prefix(q->ids), std::max(n - 1, 0) / page * page, q->cache_limit / page * page});
+    const PromptKey& key = *q->key;
+    const std::span<const int32_t> tokens = key.tokens;
+    const int n = int(tokens.size());
+    // As admission caps them: StreamPages::resume leaves the last token to compute (and steps back
+    // from a boundary the key does not hold), and the branch point is at most the last whole page
+    // before it that the key holds.
+    q->resumable = n < 2 ? 0 : cache_.resumable_prefix(tokens.first(size_t(n - 1)));
+    while (!key.holds(int(q->resumable)))
+      q->resumable = cache_.resumable_prefix(tokens.first(size_t(key.held_page_at_or_before(int(q->resumable), page))));
+    q->cached = key.held_page_at_or_before(std::min(cache_.cached_prefix(tokens), std::max(n - 1, 0)), page);
     q->answered = true;
   }
   queries_.clear();
@@ -398,18 +412,19 @@ void Scheduler::admit() {
       waiting_.pop_front();
     }
     const int slot = int(free_slot - slots_.begin());
-    // A prompt with images resumes at most to its first image token (resume() leaves the last token of
-    // what it is given to compute): image tokens are one id for every image.
-    const int prompt_n = int(w.prompt.ids.size());
-    StreamPages pages = StreamPages::resume(
-        cache_, std::span<const int32_t>(w.prompt.ids).first(size_t(w.cache_limit < prompt_n ? w.cache_limit + 1 : prompt_n)));
+    // The cache is asked with the prompt's key (its images keyed by content), the engine runs the ids.
+    const std::span<const int32_t> key = w.key.tokens;
+    const int prompt_n = int(key.size());
+    const int page = geometry_.page_tokens;
+    StreamPages pages = StreamPages::resume(cache_, key);
+    // No stream captures where its key does not hold, so a resumed boundary holds; should one not
+    // (two images' keys agreeing on their first tokens by chance), resume below it instead.
+    while (!w.key.holds(pages.length()))
+      pages = StreamPages::resume(cache_, key.first(size_t(w.key.held_page_at_or_before(pages.length(), page)) + 1));
     const int resumed = pages.length();
     // Like resume(), leave at least the last token to compute.
-    const int page = geometry_.page_tokens;
-    const int shared = std::min({cache_.cached_prefix(w.prompt.ids), (prompt_n - 1) / page * page,
-                                 w.cache_limit / page * page});
-    std::optional<Extension> ext =
-        pages.extend(std::span<const int32_t>(w.prompt.ids).subspan(size_t(resumed)));
+    const int shared = w.key.held_page_at_or_before(std::min(cache_.cached_prefix(key), prompt_n - 1), page);
+    std::optional<Extension> ext = pages.extend(key.subspan(size_t(resumed)));
     if (!ext) {
       pages.release();
       if (order_.empty()) {
@@ -455,7 +470,7 @@ void Scheduler::admit() {
                                                       .generation = std::move(gen),
                                                       .forks = std::move(forks),
                                                       .trace = std::move(w.trace),
-                                                      .cache_limit = w.cache_limit});
+                                                      .key = std::move(w.key)});
       order_.push_back(slot);
       if (s.pages.restore_snapshot()) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -464,8 +479,9 @@ void Scheduler::admit() {
       } else {
         engine_.reset_state(slot);
       }
-      // Both forget the slot's images: this admission's (choice 0 or a fork) are set again.
-      if (!w.images.empty()) engine_.set_images(slot, s.prompt, w.images);
+      // Both forget the slot's images: this admission's (choice 0 or a fork) are set again, past the
+      // tokens the cache restored.
+      if (!w.images.empty()) engine_.set_images(slot, s.prompt, w.images, resumed);
       apply(s, *ext);
     } catch (const std::exception& e) {
       // Admitting this one request failed: it alone is answered, and its slot, pages and snapshot
@@ -494,7 +510,7 @@ void Scheduler::apply(Stream& s, const Extension& e) {
 }
 
 void Scheduler::capture(Stream& s, int boundary) {
-  if (boundary % geometry_.page_tokens != 0 || boundary <= s.pages.captured_tokens() || boundary > s.cache_limit) return;
+  if (boundary % geometry_.page_tokens != 0 || boundary <= s.pages.captured_tokens() || !s.key.holds(boundary)) return;
   if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_state(s.slot, *snap);
 }
 
@@ -673,7 +689,7 @@ void Scheduler::speculative_step(int slot) {
   // The prefix cache's boundary inside the step: the state after the row that ends it.
   const int P = geometry_.page_tokens;
   const int boundary = int((pos + 1 + accepted) / P * P);
-  if (boundary >= pos + 1 && boundary > s.pages.captured_tokens() && boundary <= s.cache_limit) {
+  if (boundary >= pos + 1 && boundary > s.pages.captured_tokens() && s.key.holds(boundary)) {
     if (std::optional<int> snap = s.pages.capture_snapshot(boundary)) engine_.capture_verified(int(boundary - pos - 1), *snap);
   }
   if (options_.telemetry) {
@@ -750,7 +766,7 @@ std::vector<Scheduler::Piece> Scheduler::prefill_round(int budget, int max_segme
     // without ending on it, the engine snapshots there inside the call.
     const int page = geometry_.page_tokens, boundary = (s.computed + n) / page * page;
     if (boundary > s.computed && boundary < s.computed + n && boundary > s.pages.captured_tokens() &&
-        boundary <= s.cache_limit)
+        s.key.holds(boundary))
       if (std::optional<int> snap = s.pages.capture_snapshot(boundary))
         p.inside = PrefillCapture{.tokens = boundary - s.computed, .snapshot = *snap};
     round.push_back(p);

@@ -49,10 +49,16 @@
 // with their patches and grids (the client's bytes are dropped once preprocessed), and every
 // admission of it (choice 0 and each fork) hands them to the engine (set_images) after the slot's
 // state is reset or restored, before its prefill. Every image token is the same id whatever the
-// image, so the prefix cache, keyed by ids, must not carry one image's state to another's tokens: a
-// prompt with images resumes from a boundary at most its first image's first token, and captures
-// (so publishes) nothing past it (cache_limit). Without a tower a request with images is a 400
-// naming why (the h200 engine has no vision kernels yet).
+// image, so the prefix cache is not handed the ids but the prompt's key (cache/prompt_key.h): the ids
+// with each image's tokens replaced by values derived from its content's digest, never a vocabulary
+// id. Every question to the cache (resume, cached_prefix, extend and so capture and publish, the
+// prefix reports, the forks of n > 1) asks with the key, so a prompt that resends an image resumes
+// past it and a different image at the same place shares nothing from its first image token on. The
+// cache holds no state at a boundary within an image's first PromptKey::kDigestTokens tokens (too few
+// of its key to stand for it): no capture there (PromptKey::holds), so no resume either, and the
+// branch points and prefix reports step back from one. set_images gets how far the slot's state is
+// already computed, so the engine encodes only the images it still reads. Without a tower a request
+// with images is a 400 naming why (the h200 engine has no vision kernels yet).
 //
 // Drain (drain()): submit() answers 503 from then on; the requests already accepted run to their end
 // or, past the deadline, are answered with an error.
@@ -63,7 +69,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,6 +79,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/prompt_key.h"
 #include "cache/radix_cache.h"
 #include "cache/stream_pages.h"
 #include "grammar/grammar_cache.h"
@@ -142,7 +148,6 @@ class Scheduler : public EngineLoop {
   int drain(std::chrono::steady_clock::time_point deadline);
 
  private:
-  static constexpr int kNoCacheLimit = std::numeric_limits<int>::max();
   struct Waiting {
     uint64_t id;
     Prompt prompt;
@@ -155,9 +160,9 @@ class Scheduler : public EngineLoop {
     // it before the first token, and starts at once (the opening closed any reasoning).
     std::string grammar_primer;
     vision::PromptImages images;  // the prompt's images for the engine (set_images); empty: text
-    // Prompt tokens the prefix cache may resume to or capture at: the first image's first token for a
-    // prompt with images (image tokens share one id), else no bound.
-    int cache_limit = kNoCacheLimit;
+    // What the prefix cache is asked with instead of the ids: their images keyed by content
+    // (cache/prompt_key.h); a text prompt's ids as they are.
+    PromptKey key;
   };
   struct Stream {
     uint64_t id = 0;
@@ -178,13 +183,12 @@ class Scheduler : public EngineLoop {
     int64_t pos = 0;
     bool decoding = false;
     RequestTrace trace;
-    int cache_limit = kNoCacheLimit;  // Waiting::cache_limit: no capture past it
+    PromptKey key;  // Waiting::key: no capture at a boundary it does not hold
   };
 
   // A report_prefix() call waiting for the loop; lives on its caller's stack until answered.
   struct PrefixQuery {
-    std::span<const int32_t> ids;
-    int cache_limit = kNoCacheLimit;  // as admission caps the prompt's resume
+    const PromptKey* key;  // the prompt's cache key
     int64_t cached = 0, resumable = 0;
     bool answered = false;
   };

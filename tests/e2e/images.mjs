@@ -116,26 +116,54 @@ test("Anthropic messages with a base64 image block: the chat request's prompt an
   assert.equal(counted.input_tokens, prompt);
 });
 
-test("the prefix cache: the same text with another image is not served the first image's state", async () => {
-  // Text long enough to span pages before and after the image: without the rule, the second request
-  // would resume from the first's cached pages past its image tokens (the same ids).
+test("the prefix cache keys an image by its content: resent, it resumes past it; another image does not", async () => {
+  // Text long enough to span pages before and after the image: the image's tokens are one id
+  // (<|image_pad|>) whatever the image, so a cache keyed by ids alone would serve B the state of A.
   const before = `Remember this list: ${Array.from({ length: 150 }, (_, i) => `item ${i}`).join(", ")}. Now look:`;
   const after = `And this one: ${Array.from({ length: 100 }, (_, i) => `entry ${i}`).join(", ")}. Describe the picture.`;
   const head = await chat([text(before)]);  // its prompt ends where the image's tokens would start, and a little more
   const long = (b64) => chat([text(before), image(b64), text(after)], 8, { logprobs: true });
+  const cachedOf = (c) => c.usage.prompt_tokens_details.cached_tokens;
   const a = await long(imageA);
-  const b = await long(imageB);
   assert.ok(a.usage.prompt_tokens > head.usage.prompt_tokens + kImageTokens + pageTokens,
             `the text after spans a page (${head.usage.prompt_tokens}, ${a.usage.prompt_tokens})`);
-  const cached = b.usage.prompt_tokens_details.cached_tokens;
-  assert.ok(cached <= head.usage.prompt_tokens, `cached ${cached} past the first image token (< ${head.usage.prompt_tokens})`);
-  assert.ok(cached >= pageTokens, `the text before the image is cached (${cached} tokens)`);
+  // A's image computed cold: nothing cached held it.
+  assert.ok(cachedOf(a) <= head.usage.prompt_tokens, `cached ${cachedOf(a)} on A's first run`);
+  const b = await long(imageB);
+  assert.ok(cachedOf(b) <= head.usage.prompt_tokens, `cached ${cachedOf(b)} past B's first image token (< ${head.usage.prompt_tokens})`);
+  assert.ok(cachedOf(b) >= pageTokens, `the text before the image is cached (${cachedOf(b)} tokens)`);
   // Far from the image the tiny model's greedy text can agree; its logprobs do not.
   assert.notEqual(picks(b), picks(a));
-  // The same image again resumes no deeper (the cache keys ids, not images) and computes the same.
+  // Resent, each image resumes past its own tokens (keyed by its digest) and computes, token and
+  // logprob, what its cold run did.
   const again = await long(imageA);
-  assert.ok(again.usage.prompt_tokens_details.cached_tokens <= head.usage.prompt_tokens);
+  assert.ok(cachedOf(again) >= head.usage.prompt_tokens + kImageTokens,
+            `A resent resumes past its image (${cachedOf(again)} cached, its image ends before ${head.usage.prompt_tokens + kImageTokens})`);
   assert.equal(picks(again), picks(a));
+  const bAgain = await long(imageB);
+  assert.ok(cachedOf(bAgain) >= head.usage.prompt_tokens + kImageTokens, `B resent: ${cachedOf(bAgain)} cached`);
+  assert.equal(picks(bAgain), picks(b));
+});
+
+test("a resent image resumes inside it where a page boundary falls there, the rest of its rows from the tower", async () => {
+  // Text that puts the image across the page boundary pageTokens, more than 8 tokens into it (the
+  // cache holds no state within an image's first 8 tokens), with no boundary after it in the prompt.
+  const count = async (t) =>
+    (await anthropic.messages.countTokens({ model, messages: [{ role: "user", content: [text(t)] }] })).input_tokens;
+  const filler = (k) => `Keep these: ${Array.from({ length: k }, (_, i) => `mark ${i}`).join(", ")}. Look:`;
+  const [p10, p110] = [await count(filler(10)), await count(filler(110))];
+  const k = Math.max(0, Math.round(10 + ((pageTokens - 24 - p10) * 100) / (p110 - p10)));
+  // The text alone is p0 tokens: the image's first token is at most p0 (the text-only prompt ends with
+  // at least one token after the text), and it ends at least p0 + 55 (that tail is under 16 tokens).
+  const p0 = await count(filler(k));
+  assert.ok(p0 + 8 < pageTokens && pageTokens < p0 + kImageTokens - 15, `the image straddles ${pageTokens} (${p0})`);
+  const run = () => chat([text(filler(k)), image(imageA)], 8, { logprobs: true });
+  const cold = await run();
+  assert.ok(cold.usage.prompt_tokens < 2 * pageTokens);
+  assert.equal(cold.usage.prompt_tokens_details.cached_tokens, 0);
+  const warm = await run();
+  assert.equal(warm.usage.prompt_tokens_details.cached_tokens, pageTokens, "resumed inside the image");
+  assert.equal(picks(warm), picks(cold));
 });
 
 test("refusals: more images than --max-images, a remote URL", async () => {

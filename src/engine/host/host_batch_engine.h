@@ -116,8 +116,9 @@ class HostBatchEngine final : public BatchEngine {
   }
   void capture_verified(int row, int snapshot) override { e_.capture_verified(row, snapshot); }
   void reset_state(int slot) override { e_.reset_slot(slot); }
-  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images) override {
-    e_.set_images(slot, prompt, images);
+  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images,
+                  int64_t computed) override {
+    e_.set_images(slot, prompt, images, computed);
   }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }

@@ -101,7 +101,8 @@ HostEngine::HostEngine(const std::string& engine_dir, uint64_t reserve) {
   for (int s = 0; s < kSlots; ++s) reset_slot(s);
 }
 
-void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images) {
+void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images,
+                            int64_t computed) {
   CHECK(slot >= 0 && slot < kMaxStreams);
   SlotImages& s = images_[size_t(slot)];
   s = SlotImages{};
@@ -114,12 +115,33 @@ void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vis
       fail("image input: a prompt of {} tokens exceeds the plan's context {}", prompt.size(), kMaxContext);
     vision::MropePositions m =
         vision::mrope_positions(prompt, int32_t(kImageToken), images.grids, int(kVisionMerge));
-    vision::TowerOutput out = tower_->forward(images.patches, images.grids);
-    s.row.assign(prompt.size(), -1);
-    int32_t next = 0;
+    // Each image's run of tokens, in order; an image whose whole run lies before `computed` is in the
+    // slot's state already (restored from the prefix cache) and is not encoded: its rows are never read.
+    std::vector<int64_t> pads;
     for (size_t i = 0; i < prompt.size(); ++i)
-      if (prompt[i] == int32_t(kImageToken)) s.row[i] = next++;
-    CHECK(int64_t(next) * kHidden == int64_t(out.merged.size()), "the tower's merged rows are the image tokens");
+      if (prompt[i] == int32_t(kImageToken)) pads.push_back(int64_t(i));
+    int64_t tokens = 0;
+    for (const vision::ImageGrid& g : images.grids) tokens += g.patches() / (kVisionMerge * kVisionMerge);
+    if (tokens != int64_t(pads.size()))
+      fail("image input: the images have {} tokens, the prompt {} image tokens", tokens, pads.size());
+    size_t skip = 0;
+    int64_t skip_tokens = 0, skip_patches = 0;
+    while (skip < images.grids.size()) {
+      const int64_t n = images.grids[skip].patches() / (kVisionMerge * kVisionMerge);
+      if (n < 1 || pads[size_t(skip_tokens + n - 1)] >= computed) break;
+      skip_tokens += n;
+      skip_patches += images.grids[skip++].patches();
+    }
+    const int64_t skip_values = skip_patches * plan_.vision->tower.patch_dim();
+    if (skip_values > int64_t(images.patches.size()))
+      fail("image input: {} patch values, fewer than the grids' patches", images.patches.size());
+    const std::span<const vision::ImageGrid> encoded = std::span(images.grids).subspan(skip);
+    vision::TowerOutput out;
+    if (!encoded.empty())
+      out = tower_->forward(std::span(images.patches).subspan(size_t(skip_values)), encoded);
+    s.row.assign(prompt.size(), -1);
+    for (size_t k = size_t(skip_tokens); k < pads.size(); ++k) s.row[size_t(pads[k])] = int32_t(k - size_t(skip_tokens));
+    CHECK((tokens - skip_tokens) * kHidden == int64_t(out.merged.size()), "the tower's merged rows are the image tokens");
     s.positions = std::move(m.positions);
     s.merged = std::move(out.merged);
     s.delta = m.delta;

@@ -73,9 +73,13 @@ class HostEngine {
   // the token's, the prompt's rows the multimodal rotary positions (vision/mrope_positions.h), and
   // every row past the prompt the position index + rope delta. KV positions stay token indices.
   // Empty `images` forget the slot's. Call after reset_slot or restore_state (both forget them).
-  // Error, the slot's images forgotten, where the plan carries no vision tower or the images do not
-  // match the prompt's image tokens.
-  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images);
+  // `computed`: the prompt's first tokens already in the slot's state (restored from the prefix
+  // cache), which the slot never runs again: an image all of whose tokens lie before it is not
+  // encoded (a resent image costs no tower), every other one is encoded whole and its rows from
+  // `computed` on are read. Error, the slot's images forgotten, where the plan carries no vision
+  // tower or the images do not match the prompt's image tokens.
+  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images,
+                  int64_t computed = 0);
   // The rope delta of the slot's sequence: 0 without images.
   int64_t rope_delta(int slot) const;
   int bucket_for(int n) const;

@@ -13,6 +13,12 @@
 //  6. With --golden: the HF reference's first-token logits of prompts with images
 //     (tools/reference/prompt_image_golden.py), their positions and rope delta, and one decode step after
 //     them; skipped, saying so, until that file is committed.
+//  7. Resumed from the prefix cache (docs/images.md, "In the scheduler"): a prompt whose first page's
+//     KV and state another slot computed, restored at a page boundary inside its image or past its
+//     first image, gives the logits of computing it whole, bit for bit: past an image with that
+//     image's patches replaced (set_images encodes no image wholly before the resume point, and no row
+//     reads one), inside one with the rows after the boundary read from the tower (another image
+//     there gives other logits).
 // On a plan without a tower: image input is refused, naming the reason.
 // Exit 0 when all hold; prints one line per check.
 #include "engine/host/image_check.h"
@@ -25,6 +31,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -273,6 +280,62 @@ int cmd_image_check(HostEngine& e, const std::string& golden, double tolerance) 
     said = err.what();
   }
   failures += report(!said.empty() && e.rope_delta(2) == 0, "images that do not match the prompt are refused: " + said);
+
+  // 7. Resumed from the cache at the first page boundary P: slot 0 computes the prompt in chunks and
+  // captures its state at P (snapshot 0); slot 1 restores it, reads slot 0's first page, is given
+  // `warm` images with P tokens computed and computes the rest. Both return the last row's logits.
+  const int P = int(engine::kKvPageTokens), chunk = int(engine::kPrefillChunk);
+  auto resumed = [&](const std::vector<int32_t>& prompt, const PromptImages& cold, const PromptImages& warm) {
+    auto prefill = [&](int slot, int from) {
+      int n = 0;
+      for (int at = from; at < int(prompt.size()); at += n) {
+        n = std::min(chunk, (at < P ? P : int(prompt.size())) - at);
+        e.prefill(slot, prompt.data() + at, n, at, n - 1);
+        if (at + n == P && from == 0) e.capture_state(slot, 0);
+      }
+      return Logits(e.logits(n - 1), e.logits(n - 1) + engine::kVocab);
+    };
+    e.reset_slot(0);
+    e.set_images(0, prompt, cold);
+    const Logits want = prefill(0, 0);
+    std::vector<int> pages(size_t(HostEngine::kPagesPerStream));
+    for (int j = 0; j < HostEngine::kPagesPerStream; ++j) pages[size_t(j)] = (j == 0 ? 0 : HostEngine::kPagesPerStream) + j;
+    e.restore_state(0, 1);
+    e.bind_pages(1, pages.data(), int(pages.size()));
+    e.set_images(1, prompt, warm, P);
+    const Logits got = prefill(1, P);
+    pages[0] = HostEngine::kPagesPerStream;  // slot 1 back on its own pages
+    e.bind_pages(1, pages.data(), int(pages.size()));
+    return std::pair(want, got);
+  };
+  if (P < 80 || P + 64 > int(engine::kMaxContext)) {
+    std::printf("skip resuming from the cache: pages of %d tokens in a context of %lld leave no room for the "
+                "prompts\n", P, (long long)engine::kMaxContext);
+    if (!golden.empty()) failures += compare_golden(e, run, golden, tolerance);
+    return failures ? 1 : 0;
+  }
+  // Inside: 15 of a 32-token image ([1, 8, 16]) before P.
+  const int before_image = P - 16;
+  const std::vector<int32_t> inside = cat({words(before_image), {vs}, pads(32), {ve}, words(30)});
+  const PromptImages im7 = images(71, {{1, 8, 16}}, patch_dim), im7b = images(72, {{1, 8, 16}}, patch_dim);
+  const auto [cold_in, warm_in] = resumed(inside, im7, im7);
+  failures += report(same(cold_in, warm_in), fmt::format("a prompt resumed at a page boundary {} tokens into its "
+                                                         "image gives the logits of computing it whole", P - before_image - 1));
+  const Logits other_in = resumed(inside, im7, im7b).second;
+  failures += report(relative_gap(other_in, cold_in) > 1e-3,
+                     fmt::format("resumed inside an image, its rows after the boundary are the image's: another "
+                                 "image's give other logits (gap {:.3g})", relative_gap(other_in, cold_in)));
+  // Past: a 32-token image wholly before P, an 8-token one ([1, 4, 8]) after it; resumed with the
+  // first image's patches replaced by another image's, which no row reads.
+  const std::vector<int32_t> past =
+      cat({words(P - 80), {vs}, pads(32), {ve}, words(60), {vs}, pads(8), {ve}, words(5)});
+  const PromptImages im7c = images(73, {{1, 8, 16}, {1, 4, 8}}, patch_dim);
+  PromptImages im7c_warm = im7c;
+  std::copy_n(im7b.patches.begin(), im7b.patches.size(), im7c_warm.patches.begin());
+  const auto [cold_past, warm_past] = resumed(past, im7c, im7c_warm);
+  failures += report(same(cold_past, warm_past) && e.rope_delta(1) == e.rope_delta(0),
+                     "a prompt resumed past its first image gives the logits of computing it whole with that image's "
+                     "patches replaced (no row reads them), the second image's rows read");
   if (!golden.empty()) failures += compare_golden(e, run, golden, tolerance);
   return failures ? 1 : 0;
 }
