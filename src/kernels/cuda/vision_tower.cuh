@@ -34,6 +34,7 @@
 #include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
 #include "kernels/cuda/primitives/gemm.cuh"
+#include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 
 namespace rocket::cuda {
@@ -80,15 +81,16 @@ struct VisionTowerBuffers {
 };
 
 __host__ __device__ constexpr int vision_padded_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
-constexpr int kVisionQueryTile = 64;  // query rows of one attention block
+constexpr int kVisionAttentionWarps = 8;                     // 16 query rows each
+constexpr int kVisionQueryTile = 16 * kVisionAttentionWarps;  // query rows of one attention block
 
 // The attention's query tiles for the frames of a TowerLayout (segment boundaries): (first patch of the
-// segment, its length, first query row in it, 0), kVisionQueryTile rows each.
-inline std::vector<int4> vision_attention_tiles(const std::vector<int64_t>& frames) {
+// segment, its length, first query row in it, 0), `rows` rows each.
+inline std::vector<int4> vision_attention_tiles(const std::vector<int64_t>& frames, int rows = kVisionQueryTile) {
   std::vector<int4> tiles;
   for (size_t s = 0; s + 1 < frames.size(); ++s) {
     const int len = int(frames[s + 1] - frames[s]);
-    for (int q0 = 0; q0 < len; q0 += kVisionQueryTile) tiles.push_back(make_int4(int(frames[s]), len, q0, 0));
+    for (int q0 = 0; q0 < len; q0 += rows) tiles.push_back(make_int4(int(frames[s]), len, q0, 0));
   }
   return tiles;
 }
@@ -199,62 +201,83 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& b0, uint32_t& b1, co
 }
 
 // Flash attention of one head over one query tile of one frame (bidirectional: every key of the frame).
-// 4 warps × 16 query rows; key tiles of 64. S = Q Kᵀ by mma.m16n8k16 (bf16, fp32 accumulators), online
-// softmax in log2 units, O += P V with V through ldmatrix.trans. Keys and queries past the frame are
-// zero-filled; keys past it are masked (-inf), queries past it never stored. Rows of padded width
-// hdp + 8 bf16: the 8 rows of a fragment load or an ldmatrix fall in distinct banks.
-template <int HD>
-__global__ void __launch_bounds__(128) vision_attention_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k,
-                                                               const __nv_bfloat16* v, const int4* tiles, int n, int heads,
-                                                               float scale_log2, __nv_bfloat16* out) {
-  constexpr int kHdp = vision_padded_head_dim(HD), kPitch = kHdp + 8, kChunks = kHdp / 8, kKc = kHdp / 16, kDt = HD / 8;
-  constexpr int kRows = kVisionQueryTile, kKeys = 64;
+// kWarps warps × 16 query rows; key tiles of 64, double-buffered (tile j + 1's keys and values load
+// while tile j is computed). S = Q Kᵀ by mma.m16n8k16 (bf16, fp32 accumulators), online softmax in log2
+// units, O += P V with V through ldmatrix.trans. Keys and queries past the frame are zero-filled; keys
+// past it are masked (-inf), queries past it never stored. Rows of padded width hdp + 8 bf16: the 8 rows
+// of a fragment load or an ldmatrix fall in distinct banks. Dynamic shared memory:
+// VisionAttention<HD, kWarps>::kSmemBytes.
+template <int HD, int kWarps>
+struct VisionAttention {
+  static constexpr int kHdp = vision_padded_head_dim(HD), kPitch = kHdp + 8, kRows = 16 * kWarps, kKeys = 64;
+  static constexpr int kTileElems = kKeys * kPitch;
+  static constexpr int kSmemBytes = (kRows * kPitch + 4 * kTileElems) * 2;  // Q, then two K and two V tiles
+};
+
+template <int HD, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps) vision_attention_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                                       const __nv_bfloat16* v, const int4* tiles, int n,
+                                                                       int heads, float scale_log2, __nv_bfloat16* out) {
+  using A = VisionAttention<HD, kWarps>;
+  constexpr int kHdp = A::kHdp, kPitch = A::kPitch, kChunks = kHdp / 8, kKc = kHdp / 16, kDt = HD / 8;
+  constexpr int kRows = A::kRows, kKeys = A::kKeys, kThreads = 32 * kWarps;
   static_assert(HD % 8 == 0, "vision attention: head_dim a multiple of 8");
-  __shared__ __align__(16) __nv_bfloat16 qs[kRows * kPitch], ks[kKeys * kPitch], vs[kKeys * kPitch];
+  extern __shared__ __align__(16) __nv_bfloat16 smem[];
+  __nv_bfloat16* qs = smem;
+  __nv_bfloat16* kv = smem + kRows * kPitch;  // buffer b: K at kv + 2b·tile, V after it
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
   const int4 tile = tiles[blockIdx.x];
   const int s0 = tile.x, len = tile.y, q0 = tile.z, head = blockIdx.y;
   const __nv_bfloat16* qh = q + (int64_t(head) * n + s0) * kHdp;
   const __nv_bfloat16* kh = k + (int64_t(head) * n + s0) * kHdp;
   const __nv_bfloat16* vh = v + (int64_t(head) * n + s0) * kHdp;
-
-  for (int i = tid; i < kRows * kChunks; i += blockDim.x) {
-    const int r = i / kChunks, ch = i % kChunks;
-    const bool ok = q0 + r < len;
-    cp_async16(qs + r * kPitch + ch * 8, qh + int64_t(ok ? q0 + r : 0) * kHdp + ch * 8, ok);
-  }
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  uint32_t qf[kKc][4];
-  const int r0 = 16 * warp;
-#pragma unroll
-  for (int kk = 0; kk < kKc; ++kk) {
-    const __nv_bfloat16* lo = qs + (r0 + g) * kPitch + kk * 16 + 2 * c;
-    const __nv_bfloat16* hi = lo + 8 * kPitch;
-    qf[kk][0] = *reinterpret_cast<const uint32_t*>(lo);
-    qf[kk][1] = *reinterpret_cast<const uint32_t*>(hi);
-    qf[kk][2] = *reinterpret_cast<const uint32_t*>(lo + 8);
-    qf[kk][3] = *reinterpret_cast<const uint32_t*>(hi + 8);
-  }
-
-  float o[kDt][4];
-#pragma unroll
-  for (int d = 0; d < kDt; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g and g + 8; l: this lane's part
-
-  for (int j0 = 0; j0 < len; j0 += kKeys) {
-    __syncthreads();  // every warp is done with the previous tile
-    for (int i = tid; i < kKeys * kChunks; i += blockDim.x) {
+  const auto load_kv = [&](int buf, int j0) {
+    __nv_bfloat16* ks = kv + 2 * buf * A::kTileElems;
+    __nv_bfloat16* vs = ks + A::kTileElems;
+    for (int i = tid; i < kKeys * kChunks; i += kThreads) {
       const int r = i / kChunks, ch = i % kChunks;
       const bool ok = j0 + r < len;
       const int64_t at = int64_t(ok ? j0 + r : 0) * kHdp + ch * 8;
       cp_async16(ks + r * kPitch + ch * 8, kh + at, ok);
       cp_async16(vs + r * kPitch + ch * 8, vh + at, ok);
     }
+  };
+
+  for (int i = tid; i < kRows * kChunks; i += kThreads) {
+    const int r = i / kChunks, ch = i % kChunks;
+    const bool ok = q0 + r < len;
+    cp_async16(qs + r * kPitch + ch * 8, qh + int64_t(ok ? q0 + r : 0) * kHdp + ch * 8, ok);
+  }
+  load_kv(0, 0);
+  cp_async_commit();  // Q and the first tile: one group
+
+  uint32_t qf[kKc][4];
+  const int r0 = 16 * warp;
+  float o[kDt][4];
+#pragma unroll
+  for (int d = 0; d < kDt; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g and g + 8; l: this lane's part
+
+  const int key_tiles = (len + kKeys - 1) / kKeys;
+  for (int j = 0; j < key_tiles; ++j) {
+    const int j0 = j * kKeys;
+    if (j + 1 < key_tiles) load_kv((j + 1) % 2, j0 + kKeys);
     cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
+    cp_async_wait<1>();  // tile j (and Q) landed for this thread
+    __syncthreads();     // ... and for every thread
+    if (j == 0) {
+#pragma unroll
+      for (int kk = 0; kk < kKc; ++kk) {
+        const __nv_bfloat16* lo = qs + (r0 + g) * kPitch + kk * 16 + 2 * c;
+        const __nv_bfloat16* hi = lo + 8 * kPitch;
+        qf[kk][0] = *reinterpret_cast<const uint32_t*>(lo);
+        qf[kk][1] = *reinterpret_cast<const uint32_t*>(hi);
+        qf[kk][2] = *reinterpret_cast<const uint32_t*>(lo + 8);
+        qf[kk][3] = *reinterpret_cast<const uint32_t*>(hi + 8);
+      }
+    }
+    const __nv_bfloat16* ks = kv + 2 * (j % 2) * A::kTileElems;
+    const __nv_bfloat16* vs = ks + A::kTileElems;
 
     float s[8][4];
 #pragma unroll
@@ -313,6 +336,7 @@ __global__ void __launch_bounds__(128) vision_attention_kernel(const __nv_bfloat
         mma_bf16_16816(o[d], a, b0, b1);
       }
     }
+    __syncthreads();  // every warp is done with buffer j % 2 before tile j + 2 loads into it
   }
 #pragma unroll
   for (int h2 = 0; h2 < 2; ++h2) {
@@ -371,6 +395,18 @@ inline VisionTowerBuffers vision_tower_buffers(const VisionTowerShape& s, int64_
   return b;
 }
 
+// One block's attention over every query tile (vision_attention_tiles with 16·kWarps rows) and head.
+template <int HD, int kWarps>
+void vision_attention(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const int4* tiles, int tile_count,
+                      int n, int heads, __nv_bfloat16* out, cudaStream_t stream) {
+  using A = vision_kernels::VisionAttention<HD, kWarps>;
+  raise_smem_limit_once<vision_kernels::vision_attention_kernel<HD, kWarps>>(A::kSmemBytes);
+  const float scale_log2 = float(std::pow(double(HD), -0.5)) * 1.4426950408889634f;
+  vision_kernels::vision_attention_kernel<HD, kWarps>
+      <<<dim3(unsigned(tile_count), unsigned(heads)), 32 * kWarps, A::kSmemBytes, stream>>>(q, k, v, tiles, n, heads, scale_log2, out);
+  CUDA_CHECK_LAUNCH();
+}
+
 // The tower over one forward's images: b.hidden and b.merged. REQUIRES: a head_dim the attention is
 // instantiated for (16: the tiny fuel's, 72: the releases'), patches a multiple of merge², the cuBLAS
 // handle on `stream`.
@@ -383,7 +419,6 @@ inline void vision_tower_forward(const VisionTowerShape& s, const VisionTowerWei
   const int n = in.patches, h = s.hidden, hdp = vision_padded_head_dim(s.head_dim);
   const int ln_rows_per_block = 8;
   const unsigned ln_blocks = blocks_for(n, ln_rows_per_block);
-  const float scale_log2 = float(std::pow(double(s.head_dim), -0.5)) * 1.4426950408889634f;
 
   to_bf16_kernel<<<blocks_for(int64_t(n) * s.patch_dim, 256), 256, 0, stream>>>(in.pixels, b.act, int64_t(n) * s.patch_dim);
   CUDA_CHECK_LAUNCH();
@@ -398,12 +433,10 @@ inline void vision_tower_forward(const VisionTowerShape& s, const VisionTowerWei
     gemm_rows(cublas, blk.qkv_w, 3 * h, h, b.normed, h, n, b.wide, 3 * h);
     qkv_rotary_kernel<<<n, 256, 0, stream>>>(b.wide, blk.qkv_b, in.cos, in.sin, b.q, b.k, b.v, n, s.heads, s.head_dim, hdp);
     CUDA_CHECK_LAUNCH();
-    const dim3 grid(unsigned(in.tile_count), unsigned(s.heads));
     if (s.head_dim == 16)
-      vision_attention_kernel<16><<<grid, 128, 0, stream>>>(b.q, b.k, b.v, in.tiles, n, s.heads, scale_log2, b.attn);
+      vision_attention<16, kVisionAttentionWarps>(b.q, b.k, b.v, in.tiles, in.tile_count, n, s.heads, b.attn, stream);
     else
-      vision_attention_kernel<72><<<grid, 128, 0, stream>>>(b.q, b.k, b.v, in.tiles, n, s.heads, scale_log2, b.attn);
-    CUDA_CHECK_LAUNCH();
+      vision_attention<72, kVisionAttentionWarps>(b.q, b.k, b.v, in.tiles, in.tile_count, n, s.heads, b.attn, stream);
     gemm_rows(cublas, blk.proj_w, h, h, b.attn, h, n, b.hidden, h, 1.0f, 1.0f);
     bias_layer_norm_kernel<<<ln_blocks, 32 * ln_rows_per_block, 0, stream>>>(b.hidden, blk.proj_b, blk.norm2_w, blk.norm2_b,
                                                                             b.normed, n, h, eps);
