@@ -458,7 +458,9 @@ TEST(ImagePrompt, RendersOnePlaceholderPerImageAsQwen35Does) {
 }
 
 // Qwen3.5's template renders a tool message's content through render_content too, inside
-// <tool_response>: the tool result's image is placed there, in conversation order, and expanded.
+// <tool_response>: the tool result's image is placed there, in conversation order, and expanded. A tool
+// message with an image is in tests/fixtures/xml_tools/corpus.json too, where the JavaScript reference
+// renders it (ChatTemplate.XmlToolsTemplateMatchesJavaScriptReference).
 TEST(ImagePrompt, PlacesToolResultImagesInsideTheToolResponse) {
   const std::vector<uint8_t> a = png(64, 64, 24), b = png(96, 64, 25), c = png(64, 64, 26);
   const CompletionRequest r = parse_messages_request(tool_result_conversation(a, b, c)).chat;
