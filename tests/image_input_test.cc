@@ -145,6 +145,27 @@ TEST(ImageInput, ChatRefusals) {
   e = chat(Json::array({image_url_part(good)}), {}, "system");
   EXPECT_EQ(e.param, "messages[0].content[0].type");
   EXPECT_TRUE(has(e.message, "image parts are accepted in user messages only")) << e.message;
+  // OpenAI's tool message is text parts only (ChatCompletionToolMessageParam): the refusal says where an
+  // image may go instead.
+  const Json tool_turn = {{"model", "m"},
+                          {"messages", Json::array({{{"role", "user"}, {"content", "look"}},
+                                                    {{"role", "assistant"}, {"content", nullptr},
+                                                     {"tool_calls", Json::array({{{"id", "c1"}, {"type", "function"},
+                                                                                  {"function", {{"name", "shot"}, {"arguments", "{}"}}}}})}},
+                                                    {{"role", "tool"}, {"tool_call_id", "c1"},
+                                                     {"content", Json::array({{{"type", "text"}, {"text", "here"}}, image_url_part(good)})}}})}};
+  e = refusal_of([&] { parse_chat_request(tool_turn); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[2].content[1].type");
+  EXPECT_TRUE(has(e.message, "a tool message's content is text parts only in Chat Completions")) << e.message;
+  EXPECT_TRUE(has(e.message, "/v1/responses and /v1/messages take images in a tool result")) << e.message;
+  // The translations' tool messages may hold them.
+  const CompletionRequest translated = parse_chat_request(tool_turn, {}, /*tool_result_images=*/true);
+  ASSERT_EQ(translated.images.size(), 1u);
+  EXPECT_EQ(translated.messages[2].parts.size(), 2u);
+  EXPECT_EQ(translated.messages[2].parts[1].image, 0);
+  e = refusal_of([&] { parse_chat_request(chat_body(Json::array({image_url_part(good)}), "assistant"), {}, true); });
+  EXPECT_TRUE(has(e.message, "image parts are accepted in user messages only, not in a 'assistant' message")) << e.message;
 
   e = chat(Json::array({{{"type", "image_url"}, {"image_url", {{"url", good}, {"detail", "max"}}}}}));
   EXPECT_EQ(e.param, "messages[0].content[0].image_url.detail");
@@ -189,6 +210,53 @@ TEST(ImageInput, ResponsesInputImage) {
   e = responses({{"type", "input_image"}, {"image_url", "data:image/png;base64,A"}});
   EXPECT_EQ(e.status, 400);
   EXPECT_TRUE(has(e.message, "invalid base64")) << e.message;
+}
+
+// A function_call_output's output as a list of input_text and input_image items (OpenAI's
+// ResponseFunctionCallOutputItemList: a screenshot a tool returned): a tool message with its parts,
+// its image between the conversation's others in order.
+TEST(ImageInput, ResponsesFunctionCallOutputImages) {
+  const std::vector<uint8_t> a = png(3, 3, 15), b = png(4, 2, 16), c = png(2, 5, 17);
+  const Json input = Json::array(
+      {{{"role", "user"}, {"content", Json::array({{{"type", "input_text"}, {"text", "Before:"}},
+                                                   {{"type", "input_image"}, {"image_url", data_url(a)}}})}},
+       {{"type", "function_call"}, {"call_id", "call_1"}, {"name", "screenshot"}, {"arguments", "{}"}},
+       {{"type", "function_call_output"}, {"call_id", "call_1"},
+        {"output", Json::array({{{"type", "input_text"}, {"text", "The screen:"}},
+                                {{"type", "input_image"}, {"image_url", data_url(b)}, {"detail", "original"}}})}},
+       {{"role", "user"}, {"content", Json::array({{{"type", "input_image"}, {"image_url", data_url(c)}}})}}});
+  const ResponsesRequest r = parse_responses_request({{"model", "m"}, {"input", input}});
+  ASSERT_EQ(r.chat.images.size(), 3u);
+  EXPECT_EQ(r.chat.images[0].bytes, a);
+  EXPECT_EQ(r.chat.images[1].bytes, b);
+  EXPECT_EQ(r.chat.images[2].bytes, c);
+  ASSERT_EQ(r.chat.messages.size(), 4u);
+  const ChatMessage& tool = r.chat.messages[2];
+  EXPECT_EQ(tool.role, "tool");
+  EXPECT_EQ(tool.tool_call_id, "call_1");
+  EXPECT_EQ(tool.content, "The screen:");
+  ASSERT_EQ(tool.parts.size(), 2u);
+  EXPECT_EQ(tool.parts[0].text, "The screen:");
+  EXPECT_EQ(tool.parts[1].image, 1);
+  EXPECT_EQ(r.chat.messages[3].parts[0].image, 2);
+  // A string output stays text.
+  const Json text_output = Json::array({input[1], {{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "ok"}}});
+  EXPECT_TRUE(parse_responses_request({{"model", "m"}, {"input", text_output}}).chat.messages[1].parts.empty());
+
+  // The bounds count a tool's images with the others'; refusals name the output's item.
+  Refusal e = refusal_of([&] { parse_responses_request({{"model", "m"}, {"input", input}}, {.max_images = 2}); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_TRUE(has(e.message, "this server takes at most 2 images per request")) << e.message;
+  e = refusal_of([&] { parse_responses_request({{"model", "m"}, {"input", input}}, {.max_bytes = b.size() - 1}); });
+  EXPECT_EQ(e.status, 413);
+  Json file = input;
+  file[2]["output"][1] = {{"type", "input_image"}, {"file_id", "file-9"}};
+  e = refusal_of([&] { parse_responses_request({{"model", "m"}, {"input", file}}); });
+  EXPECT_EQ(e.param, "input[2].output[1].file_id");
+  file[2]["output"][1] = {{"type", "input_file"}, {"file_data", "AAAA"}};
+  e = refusal_of([&] { parse_responses_request({{"model", "m"}, {"input", file}}); });
+  EXPECT_EQ(e.param, "input[2].output[1].type");
+  EXPECT_TRUE(has(e.message, "content parts of type 'input_file' are not supported")) << e.message;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -241,6 +309,105 @@ TEST(ImageInput, AnthropicImageBlocks) {
   EXPECT_EQ(refusal_of([&] { parse_messages_request(assistant); }).param, "messages[1].content[0].type");
 }
 
+// A conversation whose tool result holds text and a screenshot, between two user images.
+Json tool_result_conversation(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, const std::vector<uint8_t>& c) {
+  return {{"model", "m"}, {"max_tokens", 16},
+          {"messages",
+           Json::array({{{"role", "user"}, {"content", Json::array({{{"type", "text"}, {"text", "Open it. "}},
+                                                                    image_block("image/png", base64(a))})}},
+                        {{"role", "assistant"}, {"content", Json::array({{{"type", "tool_use"}, {"id", "toolu_1"},
+                                                                         {"name", "screenshot"}, {"input", Json::object()}}})}},
+                        {{"role", "user"},
+                         {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_1"},
+                                                   {"content", Json::array({{{"type", "text"}, {"text", "Screen: "}},
+                                                                            image_block("image/webp", base64(b))})}},
+                                                  {{"type", "text"}, {"text", "And this: "}},
+                                                  image_block("image/png", base64(c))})}}})}};
+}
+
+// A tool_result's content as text and image blocks (Anthropic's ToolResultBlockParam): a tool message
+// with its parts, its image between the conversation's others in order.
+TEST(ImageInput, AnthropicToolResultImages) {
+  const std::vector<uint8_t> a = png(3, 4, 18), b = png(5, 5, 19), c = png(2, 2, 20);
+  const Json body = tool_result_conversation(a, b, c);
+  const MessagesRequest r = parse_messages_request(body);
+  ASSERT_EQ(r.chat.images.size(), 3u);
+  EXPECT_EQ(r.chat.images[0].bytes, a);
+  EXPECT_EQ(r.chat.images[1].bytes, b);
+  EXPECT_EQ(r.chat.images[1].media_type, "image/webp");
+  EXPECT_EQ(r.chat.images[2].bytes, c);
+  ASSERT_EQ(r.chat.messages.size(), 4u);  // user, assistant, tool, user
+  const ChatMessage& tool = r.chat.messages[2];
+  EXPECT_EQ(tool.role, "tool");
+  EXPECT_EQ(tool.tool_call_id, "toolu_1");
+  ASSERT_EQ(tool.parts.size(), 2u);
+  EXPECT_EQ(tool.parts[0].text, "Screen: ");
+  EXPECT_EQ(tool.parts[1].image, 1);
+  EXPECT_EQ(r.chat.messages[3].parts[1].image, 2);
+  // Text-only tool results stay text (blocks joined with '\n'), tool_reference blocks included.
+  Json text_only = body;
+  text_only["messages"][2]["content"][0]["content"] = Json::array({{{"type", "text"}, {"text", "x"}}, {{"type", "text"}, {"text", "y"}}});
+  const MessagesRequest t = parse_messages_request(text_only);
+  EXPECT_EQ(t.chat.messages[2].content, "x\ny");
+  EXPECT_TRUE(t.chat.messages[2].parts.empty());
+  EXPECT_EQ(t.chat.images.size(), 2u);
+  Json reference = body;
+  reference["messages"][2]["content"][0]["content"].push_back({{"type", "tool_reference"}, {"tool_name", "grep"}});
+  const MessagesRequest ref = parse_messages_request(reference);
+  ASSERT_EQ(ref.chat.messages[2].parts.size(), 3u);
+  EXPECT_EQ(ref.chat.messages[2].parts[2].text, "Tool 'grep' is now available.");
+
+  // Refusals inside the tool result name its block; the bounds count its images with the others'.
+  Json bad = body;
+  bad["messages"][2]["content"][0]["content"][1]["source"] = {{"type", "url"}, {"url", "https://example.com/s.png"}};
+  Refusal e = refusal_of([&] { parse_messages_request(bad); });
+  EXPECT_EQ(e.param, "messages[2].content[0].content[1].source.type");
+  EXPECT_TRUE(has(e.message, "remote image URLs are not fetched")) << e.message;
+  bad = body;
+  bad["messages"][2]["content"][0]["content"][1]["source"]["media_type"] = "image/gif";
+  EXPECT_EQ(refusal_of([&] { parse_messages_request(bad); }).param, "messages[2].content[0].content[1].source.media_type");
+  bad = body;
+  bad["messages"][2]["content"][0]["content"].push_back({{"type", "document"}, {"source", Json::object()}});
+  EXPECT_EQ(refusal_of([&] { parse_messages_request(bad); }).param, "messages[2].content[0].content[2].type");
+  e = refusal_of([&] { parse_messages_request(body, false, {.max_images = 2}); });
+  EXPECT_TRUE(has(e.message, "this server takes at most 2 images per request")) << e.message;
+  e = refusal_of([&] { parse_messages_request(body, false, {.max_bytes = b.size() - 1}); });
+  EXPECT_EQ(e.status, 413);
+}
+
+// clear_tool_uses replaces a tool result's content: its images go with it, and the images after it
+// keep their places (a cleared screenshot is no longer decoded or placed).
+TEST(ImageInput, ClearedToolResultsDropTheirImages) {
+  const std::vector<uint8_t> a = png(3, 4, 21), b = png(5, 5, 22), c = png(2, 2, 23);
+  Json body = tool_result_conversation(a, b, c);
+  // A second call and result, kept: the edit clears the first only.
+  body["messages"].push_back({{"role", "assistant"}, {"content", Json::array({{{"type", "tool_use"}, {"id", "toolu_2"},
+                                                                             {"name", "screenshot"}, {"input", Json::object()}}})}});
+  body["messages"].push_back({{"role", "user"}, {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_2"},
+                                                                          {"content", Json::array({image_block("image/png", base64(a))})}}})}});
+  body["context_management"] = {{"edits", Json::array({{{"type", "clear_tool_uses_20250919"},
+                                                         {"trigger", {{"type", "tool_uses"}, {"value", 1}}},
+                                                         {"keep", {{"type", "tool_uses"}, {"value", 1}}}}})}};
+  MessagesRequest r = parse_messages_request(body);
+  ASSERT_EQ(r.chat.images.size(), 4u);
+  const Json applied = apply_context_edits(r, [](const CompletionRequest& c) { return int64_t(c.images.size() * 100); });
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0]["cleared_tool_uses"], 1);
+  EXPECT_EQ(applied[0]["cleared_input_tokens"], 100);
+  ASSERT_EQ(r.chat.images.size(), 3u);
+  EXPECT_EQ(r.chat.images[0].bytes, a);
+  EXPECT_EQ(r.chat.images[1].bytes, c);
+  EXPECT_EQ(r.chat.images[2].bytes, a);
+  const ChatMessage& cleared = r.chat.messages[2];
+  EXPECT_EQ(cleared.content, kClearedToolResult);
+  EXPECT_TRUE(cleared.parts.empty());
+  EXPECT_EQ(r.chat.messages[0].parts[1].image, 0);
+  EXPECT_EQ(r.chat.messages[3].parts[1].image, 1);
+  EXPECT_EQ(r.chat.messages[5].role, "tool");
+  ASSERT_EQ(r.chat.messages[5].parts.size(), 1u);
+  EXPECT_EQ(r.chat.messages[5].parts[0].image, 2);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The prompt
 
@@ -288,6 +455,41 @@ TEST(ImagePrompt, RendersOnePlaceholderPerImageAsQwen35Does) {
             "<|im_start|>user\nCompare <|vision_start|><|image_pad|><|vision_end|> with "
             "<|vision_start|><|image_pad|><|vision_end|>.<|im_end|>\n"
             "<|im_start|>assistant\n<think>\n");
+}
+
+// Qwen3.5's template renders a tool message's content through render_content too, inside
+// <tool_response>: the tool result's image is placed there, in conversation order, and expanded. A tool
+// message with an image is in tests/fixtures/xml_tools/corpus.json too, where the JavaScript reference
+// renders it (ChatTemplate.XmlToolsTemplateMatchesJavaScriptReference).
+TEST(ImagePrompt, PlacesToolResultImagesInsideTheToolResponse) {
+  const std::vector<uint8_t> a = png(64, 64, 24), b = png(96, 64, 25), c = png(64, 64, 26);
+  const CompletionRequest r = parse_messages_request(tool_result_conversation(a, b, c)).chat;
+  const PromptBuilder& builder = qwen35_shaped();
+  const std::string pad = "<|vision_start|><|image_pad|><|vision_end|>";
+  const std::string rendered = builder.render_chat(r);
+  EXPECT_TRUE(has(rendered, "<|im_start|>user\nOpen it. " + pad + "<|im_end|>\n")) << rendered;
+  EXPECT_TRUE(has(rendered, "<|im_start|>user\n<tool_response>\nScreen: " + pad + "\n</tool_response><|im_end|>\n"
+                            "<|im_start|>user\nAnd this: " + pad + "<|im_end|>\n")) << rendered;
+
+  // Each image widened to its own tokens in order: 64×64 is 4 tokens, 96×64 6 (min_pixels 32²).
+  const ImageRules rules{.processor = {.min_pixels = 1024}, .limits = {}};
+  const Tokenizer& tok = builder.tokenizer();
+  const ImagePrompt p = builder.build_with_images(r, tok.vocab_size(), kContext, rules);
+  ASSERT_EQ(p.images.size(), 3u);
+  EXPECT_EQ(p.images[0].pixels.vision_tokens, 4);
+  EXPECT_EQ(p.images[1].pixels.vision_tokens, 6);
+  EXPECT_EQ(p.images[2].pixels.vision_tokens, 4);
+  EXPECT_EQ(p.images[1].digest, hash_image_bytes(b));
+  EXPECT_LT(p.images[0].first_token, p.images[1].first_token);
+  EXPECT_LT(p.images[1].first_token, p.images[2].first_token);
+  // The tool response's image sits after "<tool_response>\nScreen: " and before its close.
+  const std::string before_tool = tok.decode(std::vector<int32_t>(p.prompt.ids.begin(), p.prompt.ids.begin() + p.images[1].first_token));
+  EXPECT_TRUE(before_tool.ends_with("<tool_response>\nScreen: <|vision_start|>")) << before_tool;
+  // The request's image limits hold for tool results as for user images.
+  const ImageRules small{.processor = rules.processor, .limits = {.max_bytes = size_t{20} << 20, .max_pixels = 5000}};
+  const Refusal e = refusal_of([&] { builder.build_with_images(r, tok.vocab_size(), kContext, small); });
+  EXPECT_EQ(e.status, 413);
+  EXPECT_EQ(e.param, "messages[2].content[1]");
 }
 
 TEST(ImagePrompt, ExpandsEachImageToItsTokens) {

@@ -1,12 +1,12 @@
 // The vision tower in a plan (plan/plan_vision.h): a host plan of a fuel with a tower carries its BF16
 // tensors after the text model's, byte for byte the fuel's, with the vision config and image tokens; an
 // h200 plan may not carry one; the image tokens and mrope_section are read from config.json as the
-// releases write them.
+// releases write them, and the image processor from preprocessor_config.json (or the defaults, said so).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 
@@ -15,8 +15,8 @@
 #include "compiler/condition.h"
 #include "compiler/memory_map.h"
 #include "error_of.h"
-#include "fuel/forge.h"
 #include "fuel/fuel.h"
+#include "multimodal_fixtures.h"
 #include "plan/plan.h"
 #include "test_paths.h"
 
@@ -27,31 +27,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::error_of;
 
-class PlanVisionTest : public ::testing::Test {
+class PlanVisionTest : public test::ForgedTinyMultimodalTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() / ("rocket_plan_vision_" + std::to_string(getpid())));
-    fs::remove_all(*dir_);
-    forge(ForgeOptions{.fuel = "tiny", .layout = Layout::kMultimodal, .experts = ExpertLayout::kFused, .seed = 1,
-                       .out = (*dir_ / "tiny").string(), .tokenizer_dir = test::qwen_tokenizer_dir()});
-    fuel_ = new Fuel(Fuel::open((*dir_ / "tiny").string()));
-  }
-  static void TearDownTestSuite() {
-    delete fuel_;
-    fs::remove_all(*dir_);
-    delete dir_;
-  }
-
   static PlanOptions host_options(bool with_vision) {
     PlanOptions po;
     po.booster = "host";
-    if (with_vision)
+    if (with_vision) {
       po.vision = plan_vision_of_config(fuel_->config(), *fuel_->vision(), fuel_->chemistry().vocab, "config.json");
+      read_vision_processor((*dir_ / "tiny").string(), *po.vision);
+    }
     return po;
   }
-
-  static inline fs::path* dir_ = nullptr;
-  static inline Fuel* fuel_ = nullptr;
 };
 
 TEST_F(PlanVisionTest, AHostPlanCarriesTheTowerAfterTheTextModel) {
@@ -117,6 +103,144 @@ TEST_F(PlanVisionTest, OnlyAHostPlanMayCarryIt) {
   Plan missing = plan_memory(fuel_->chemistry(), host_options(true));
   std::erase_if(missing.tensors, [](const PlanTensor& t) { return t.name == "visual.merger.linear_fc2.bias"; });
   EXPECT_NE(error_of([&] { missing.validate("plan.json"); }).find("visual.merger.linear_fc2.bias"), std::string::npos);
+}
+
+// forge --layout multimodal writes the releases' preprocessor_config.json; the plan records it, and
+// plan.json carries it back.
+TEST_F(PlanVisionTest, ThePlanRecordsTheFuelsPreprocessorConfig) {
+  std::ifstream in(*dir_ / "tiny" / "preprocessor_config.json");
+  ASSERT_TRUE(in.good());
+  const json written = json::parse(in);
+  EXPECT_EQ(written["size"], json({{"longest_edge", 16777216}, {"shortest_edge", 65536}}));
+  EXPECT_EQ(written["patch_size"], 16);
+  EXPECT_EQ(written["merge_size"], 2);
+  EXPECT_EQ(written["image_processor_type"], "Qwen2VLImageProcessorFast");
+
+  const Plan mm = plan_memory(fuel_->chemistry(), host_options(true));
+  ASSERT_TRUE(mm.vision);
+  EXPECT_EQ(mm.vision->processor_source, "preprocessor_config.json");
+  EXPECT_EQ(mm.vision->processor.min_pixels, 65536u);
+  EXPECT_EQ(mm.vision->processor.max_pixels, 16777216u);
+  const json recorded = mm.to_json()["vision"]["processor"];
+  EXPECT_EQ(recorded["min_pixels"], 65536);
+  EXPECT_EQ(recorded["max_pixels"], 16777216);
+  EXPECT_EQ(recorded["source"], "preprocessor_config.json");
+
+  // Other bounds in the fuel are the plan's, and read back; a plan changed in its bounds is another plan.
+  const fs::path other = *dir_ / "other_bounds";
+  fs::create_directories(other);
+  json changed = written;
+  changed["size"] = {{"shortest_edge", 4096}, {"longest_edge", 1048576}};
+  std::ofstream(other / "preprocessor_config.json") << changed.dump();
+  PlanOptions po = host_options(true);
+  read_vision_processor(other.string(), *po.vision);
+  const Plan bounded = plan_memory(fuel_->chemistry(), po);
+  EXPECT_EQ(bounded.vision->processor.min_pixels, 4096u);
+  EXPECT_EQ(bounded.vision->processor.max_pixels, 1048576u);
+  const Plan back = Plan::from_json(bounded.to_json(), "plan.json");
+  EXPECT_EQ(back.vision->processor.min_pixels, 4096u);
+  EXPECT_EQ(back.vision->processor.max_pixels, 1048576u);
+  EXPECT_TRUE(*back.vision == *bounded.vision);
+  EXPECT_FALSE(*back.vision == *mm.vision);
+  EXPECT_NE(bounded.plan_fingerprint(), mm.plan_fingerprint());
+
+  // Without a preprocessor_config.json the releases' defaults are recorded, and said to be.
+  const fs::path none = *dir_ / "no_preprocessor";
+  fs::create_directories(none);
+  read_vision_processor(none.string(), *po.vision);
+  EXPECT_EQ(po.vision->processor_source, "defaults");
+  EXPECT_EQ(po.vision->processor.min_pixels, 65536u);
+  EXPECT_EQ(po.vision->processor.max_pixels, 16777216u);
+  EXPECT_EQ(po.vision->processor.patch_size, 16);
+  EXPECT_EQ(plan_memory(fuel_->chemistry(), po).to_json()["vision"]["processor"]["source"], "defaults");
+
+  // One that does not fit the tower is refused at build time, naming the file and the field.
+  changed = written;
+  changed["patch_size"] = 14;
+  std::ofstream(other / "preprocessor_config.json") << changed.dump();
+  std::string e = error_of([&] { read_vision_processor(other.string(), *po.vision); });
+  EXPECT_NE(e.find("preprocessor_config.json: patch_size 14 is not the vision tower's patch_size 16"), std::string::npos) << e;
+  std::ofstream(other / "preprocessor_config.json") << "{not json";
+  e = error_of([&] { read_vision_processor(other.string(), *po.vision); });
+  EXPECT_NE(e.find("preprocessor_config.json: not valid JSON"), std::string::npos) << e;
+
+  // A plan.json whose processor does not fit its tower, or that predates the processor, is refused.
+  json plan_json = mm.to_json();
+  plan_json["vision"]["processor"]["merge_size"] = 4;
+  e = error_of([&] { Plan::from_json(plan_json, "plan.json"); });
+  EXPECT_NE(e.find("merge_size 4 is not the vision tower's spatial_merge_size 2"), std::string::npos) << e;
+  plan_json["vision"].erase("processor");
+  e = error_of([&] { Plan::from_json(plan_json, "plan.json"); });
+  EXPECT_NE(e.find("vision has no processor"), std::string::npos) << e;
+}
+
+// A preprocessor_config.json as the Qwen3-VL / Qwen3.5 releases write it, and each refusal.
+TEST(PlanVisionProcessor, ReadsTheReleasesShapeAndRefusesWhatDoesNotFit) {
+  VisionTowerConfig tower;
+  tower.depth = 1, tower.hidden = 64, tower.heads = 4, tower.intermediate = 128, tower.out_hidden = 128;
+  tower.position_embeddings = 64, tower.hidden_act = "gelu_pytorch_tanh";
+  const json release = json::parse(R"({
+    "size": {"longest_edge": 16777216, "shortest_edge": 65536}, "patch_size": 16, "temporal_patch_size": 2,
+    "merge_size": 2, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+    "processor_class": "Qwen3VLProcessor", "image_processor_type": "Qwen2VLImageProcessorFast"})");
+  VisionProcessorConfig p = vision_processor_of(&release, tower, "pre.json");
+  EXPECT_EQ(p.min_pixels, 65536u);
+  EXPECT_EQ(p.max_pixels, 16777216u);
+  EXPECT_EQ(p.patch_size, 16);
+  EXPECT_EQ(p.temporal_patch_size, 2);
+  EXPECT_EQ(p.merge_size, 2);
+  EXPECT_EQ(p.image_mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_DOUBLE_EQ(p.rescale_factor, 1.0 / 255.0);
+
+  // Qwen2-VL's keys: min_pixels and max_pixels override size, as in HF; the CLIP mean and std as written.
+  json q2 = release;
+  q2["min_pixels"] = 3136;
+  q2["max_pixels"] = 12845056;
+  q2["image_mean"] = {0.48145466, 0.4578275, 0.40821073};
+  q2["image_std"] = {0.26862954, 0.26130258, 0.27577711};
+  q2["rescale_factor"] = 0.00392156862745098;
+  q2["resample"] = 3;
+  q2["do_resize"] = true;
+  p = vision_processor_of(&q2, tower, "pre.json");
+  EXPECT_EQ(p.min_pixels, 3136u);
+  EXPECT_EQ(p.max_pixels, 12845056u);
+  EXPECT_FLOAT_EQ(p.image_mean[0], 0.48145466f);
+  EXPECT_FLOAT_EQ(p.image_std[2], 0.27577711f);
+
+  // Absent: the releases' defaults on the tower's geometry.
+  tower.patch = 14;
+  p = vision_processor_of(nullptr, tower, "pre.json");
+  EXPECT_EQ(p.patch_size, 14);
+  EXPECT_EQ(p.min_pixels, 65536u);
+  EXPECT_EQ(p.image_std, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  tower.patch = 16;
+
+  const auto refused = [&](const std::function<void(json&)>& edit) {
+    json j = release;
+    edit(j);
+    return error_of([&] { vision_processor_of(&j, tower, "pre.json"); });
+  };
+  auto says = [](const std::string& e, const std::string& what) {
+    EXPECT_NE(e.find(what), std::string::npos) << e;
+  };
+  says(refused([](json& j) { j["patch_size"] = 14; }), "pre.json: patch_size 14 is not the vision tower's patch_size 16");
+  says(refused([](json& j) { j["merge_size"] = 1; }), "merge_size 1 is not the vision tower's spatial_merge_size 2");
+  says(refused([](json& j) { j["temporal_patch_size"] = 1; }), "temporal_patch_size 1 is not the vision tower's");
+  says(refused([](json& j) { j.erase("patch_size"); }), "pre.json: no patch_size");
+  says(refused([](json& j) { j.erase("image_mean"); }), "pre.json: no image_mean");
+  says(refused([](json& j) { j.erase("size"); }), "no pixel bounds");
+  says(refused([](json& j) { j["size"] = {{"height", 224}, {"width", 224}}; }), "needs shortest_edge and longest_edge");
+  says(refused([](json& j) { j["size"]["shortest_edge"] = 0; }), "min_pixels 0 is not an integer in [1, 67108864]");
+  says(refused([](json& j) { j["size"]["longest_edge"] = int64_t{1} << 30; }), "max_pixels 1073741824 is not an integer");
+  says(refused([](json& j) { j["size"]["longest_edge"] = 1000; }), "the maximum pixel count 1000 (longest_edge) is under the minimum 65536");
+  says(refused([](json& j) { j["size"] = {{"shortest_edge", 100}, {"longest_edge", 1000}}; }),
+       "the maximum pixel count 1000 is under one merged patch (32² = 1024 pixels)");
+  says(refused([](json& j) { j["image_std"] = {0.5, 0, 0.5}; }), "image_std [0.5,0,0.5] is not three finite positive numbers");
+  says(refused([](json& j) { j["image_mean"] = {0.5, 0.5}; }), "image_mean [0.5,0.5] is not three numbers");
+  says(refused([](json& j) { j["resample"] = 2; }), "resample 2 is not 3 (bicubic)");
+  says(refused([](json& j) { j["do_normalize"] = false; }), "do_normalize false");
+  says(refused([](json& j) { j["image_processor_type"] = "SiglipImageProcessor"; }), "is not Qwen2VLImageProcessor[Fast]");
+  says(refused([](json& j) { j["rescale_factor"] = 0; }), "rescale_factor 0 is not a positive number");
 }
 
 TEST(PlanVisionConfig, ReadsTokensAndSectionAsTheReleasesWriteThem) {

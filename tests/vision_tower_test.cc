@@ -19,6 +19,7 @@
 #include "fuel/vision_tower.h"
 #include "kernels/host/activations.h"
 #include "kernels/host/layer_norm.h"
+#include "multimodal_fixtures.h"
 #include "test_paths.h"
 #include "vision/golden_patches.h"
 #include "vision/tower.h"
@@ -181,21 +182,8 @@ TEST(VisionTowerOps, LayerNormAndGeluByHand) {
 
 // One tiny multimodal fuel for the suite (forging it is most of the suite's time). Seed 1, fused
 // experts: the fuel tools/reference/vision_golden.py is run on.
-class VisionTowerFuelTest : public ::testing::Test {
+class VisionTowerFuelTest : public test::ForgedTinyMultimodalTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() / ("rocket_vision_" + std::to_string(getpid())));
-    fs::remove_all(*dir_);
-    forge(ForgeOptions{.fuel = "tiny", .layout = Layout::kMultimodal, .experts = ExpertLayout::kFused, .seed = 1,
-                       .out = (*dir_ / "tiny").string(), .tokenizer_dir = test::qwen_tokenizer_dir()});
-    fuel_ = new Fuel(Fuel::open((*dir_ / "tiny").string()));
-  }
-  static void TearDownTestSuite() {
-    delete fuel_;
-    fs::remove_all(*dir_);
-    delete dir_;
-  }
-
   // The goldens' deterministic patches (vision/golden_patches.h).
   static std::vector<float> patch_values(uint32_t which, int64_t count) { return vision::golden_patch_values(which, count); }
 
@@ -204,9 +192,6 @@ class VisionTowerFuelTest : public ::testing::Test {
     for (const ImageGrid& g : grids) n += g.patches();
     return n;
   }
-
-  static inline fs::path* dir_ = nullptr;
-  static inline Fuel* fuel_ = nullptr;
 };
 
 TEST_F(VisionTowerFuelTest, TheForgedTowerIsCheckedAndRecorded) {

@@ -46,27 +46,27 @@ void note_cache_control(const Json& block, const std::string& param, Translation
                      "client tools only.", param, type));
 }
 
-// The text of a string or of text blocks; a tool result's content may also hold tool_reference blocks,
-// which load a deferred tool (`references`, null where they are not allowed).
+// The text of a text block `p`; a tool result's content may also hold tool_reference blocks, which
+// load a deferred tool (`references`: whether they are allowed).
+std::string block_text(const Json& block, const std::string& p, Translation& t, bool references) {
+  const std::string type = string_at(as_object(block, p), "type", path(p, "type"));
+  note_cache_control(block, p, t);
+  if (type == "text") return string_at(block, "text", path(p, "text"));
+  if (references && type == "tool_reference") {
+    const std::string name = string_at(block, "tool_name", path(p, "tool_name"));
+    t.referenced_tools.insert(name);
+    return fmt::format("Tool '{}' is now available.", name);
+  }
+  unsupported_block(path(p, "type"), type);
+}
+
+// The text of a string or of text blocks (and tool_reference blocks where `references`), joined by '\n'.
 std::string text_of(const Json& v, const std::string& param, Translation& t, bool references = false) {
   if (v.is_string()) return v.get<std::string>();
   std::string text;
   for (size_t i = 0; i < as_array(v, param).size(); ++i) {
-    const std::string p = path(param, i);
-    const std::string type = string_at(as_object(v[i], p), "type", path(p, "type"));
-    note_cache_control(v[i], p, t);
-    std::string part;
-    if (type == "text") {
-      part = string_at(v[i], "text", path(p, "text"));
-    } else if (references && type == "tool_reference") {
-      const std::string name = string_at(v[i], "tool_name", path(p, "tool_name"));
-      t.referenced_tools.insert(name);
-      part = fmt::format("Tool '{}' is now available.", name);
-    } else {
-      unsupported_block(path(p, "type"), type);
-    }
     if (i > 0) text += '\n';
-    text += part;
+    text += block_text(v[i], path(param, i), t, references);
   }
   return text;
 }
@@ -108,6 +108,29 @@ Json image_of(const Json& block, const std::string& param) {
           {"image_url", {{"url", "data:" + media_type + ";base64," + as_string(data, path(sp, "data"))}}}};
 }
 
+// A tool_result's content for the chat tool message: its text (text_of's) where it holds no image;
+// else its blocks in order as chat's text and image_url parts (a screenshot a tool returned), which the
+// template places inside the tool response. tool_reference blocks load a deferred tool either way.
+Json tool_result_of(const Json& v, const std::string& param, Translation& t) {
+  if (v.is_string()) return v;
+  bool images = false;
+  for (size_t i = 0; i < as_array(v, param).size(); ++i)
+    if (const Json* type = member(as_object(v[i], path(param, i)), "type"); type && *type == "image") images = true;
+  if (!images) return text_of(v, param, t, /*references=*/true);
+  Json parts = Json::array();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = path(param, i);
+    const std::string type = string_at(v[i], "type", path(p, "type"));
+    if (type == "image") {
+      note_cache_control(v[i], p, t);
+      parts.push_back(image_of(v[i], p));
+    } else {
+      parts.push_back({{"type", "text"}, {"text", block_text(v[i], p, t, /*references=*/true)}});
+    }
+  }
+  return parts;
+}
+
 // One Anthropic message as chat messages: a user turn's tool results become tool messages ahead of
 // its text; an assistant turn stays one message; a system message (Claude Code puts its context
 // mid-conversation) stays where it is.
@@ -145,7 +168,7 @@ void add_message(const Json& m, const std::string& p, Json& messages, Translatio
       if (const Json* e = member(block, "is_error")) as_bool(*e, path(bp, "is_error"));
       messages.push_back({{"role", "tool"},
                           {"tool_call_id", string_at(block, "tool_use_id", path(bp, "tool_use_id"))},
-                          {"content", result ? text_of(*result, path(bp, "content"), t, true) : std::string()}});
+                          {"content", result ? tool_result_of(*result, path(bp, "content"), t) : Json(std::string())}});
     } else if (role == "assistant" && type == "tool_use") {
       const Json& input = as_object(required(block, "input", path(bp, "input")), path(bp, "input"));
       calls.push_back({{"id", string_at(block, "id", path(bp, "id"))},
@@ -402,7 +425,7 @@ MessagesRequest parse_messages_request(const Json& body, bool count_tokens, cons
         r.edits.push_back(parse_edit((*edits)[i], path("context_management.edits", i)));
   }
   try {
-    r.chat = parse_chat_request(chat, images);
+    r.chat = parse_chat_request(chat, images, /*tool_result_images=*/true);
   } catch (const ProtocolError& e) {
     // Chat's field names as this API spells them.
     std::string param = e.param(), message = e.message();
@@ -459,7 +482,22 @@ int64_t clear_thinking(CompletionRequest& c, const ClearThinking& edit) {
   return cleared;
 }
 
-// clear_tool_uses, once triggered: the number of tool results it replaced.
+// Takes message `m`'s images out of the request (a cleared tool result shows none): its parts go, the
+// images leave `c.images`, and every later image part's index moves down past them.
+void drop_images(CompletionRequest& c, ChatMessage& m) {
+  std::vector<int> gone;
+  for (const ChatMessage::Part& part : m.parts)
+    if (part.image >= 0) gone.push_back(part.image);
+  m.parts.clear();
+  if (gone.empty()) return;
+  std::sort(gone.begin(), gone.end());
+  for (ChatMessage& other : c.messages)
+    for (ChatMessage::Part& part : other.parts)
+      if (part.image >= 0) part.image -= int(std::lower_bound(gone.begin(), gone.end(), part.image) - gone.begin());
+  for (auto it = gone.rbegin(); it != gone.rend(); ++it) c.images.erase(c.images.begin() + *it);
+}
+
+// clear_tool_uses, once triggered: the number of tool results it replaced (with their images).
 int64_t clear_tool_uses(CompletionRequest& c, const ClearToolUses& edit) {
   const auto names = call_names(c);
   std::vector<ChatMessage*> results;
@@ -473,6 +511,7 @@ int64_t clear_tool_uses(CompletionRequest& c, const ClearToolUses& edit) {
     const std::string tool = name == names.end() ? std::string() : name->second;
     if (edit.exclude_tools.contains(tool) || m.content == kClearedToolResult) continue;
     m.content = kClearedToolResult;
+    drop_images(c, m);
     ++cleared;
     if (!edit.clear_all_inputs && !edit.clear_inputs_of.contains(tool)) continue;
     for (ChatMessage& turn : c.messages)

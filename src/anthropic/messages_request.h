@@ -9,8 +9,10 @@
 //                                             among its text (a url source is refused: nothing is
 //                                             fetched)
 //   user: tool_result blocks               -> tool messages (before the user's text, as Anthropic
-//                                             orders them), their content's text; a tool_reference
-//                                             block in one offers that deferred tool from then on
+//                                             orders them), their content's text, or its text and
+//                                             image parts where it holds an image block; a
+//                                             tool_reference block in one offers that deferred tool
+//                                             from then on
 //   assistant: text, tool_use, thinking    -> one assistant turn: content, tool calls (input as the
 //                                             arguments' JSON), reasoning_content (a thinking block
 //                                             signed by this server opens from its signature, so an
@@ -33,7 +35,7 @@
 //   metadata.user_id, service_tier, cache_control marks -> recorded on the request's span
 //
 // and goes through parse_chat_request, so every knob is checked as chat checks it. Documents, images
-// outside a user turn's content (in a tool result, an assistant turn),
+// in an assistant turn,
 // Anthropic-defined client tools (bash, text editor, computer, memory) and MCP servers are refused by
 // name: this server runs text and client tools with their own schemas only. thinking.budget_tokens is
 // checked (below max_tokens, as Anthropic requires) and recorded, not enforced: the reasoning ends

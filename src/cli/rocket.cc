@@ -198,6 +198,9 @@ int cmd_inspect(const std::vector<std::string>& args) {
                 "mrope_section [%d, %d, %d]\n",
                 v.depth, v.hidden, v.heads, v.merge, v.merge, p.vision->image_token, p.vision->mrope_section[0],
                 p.vision->mrope_section[1], p.vision->mrope_section[2]);
+    const VisionProcessorConfig& q = p.vision->processor;
+    std::printf("processor   %llu to %llu pixels an image, patch %d, merge %d (%s)\n", (unsigned long long)q.min_pixels,
+                (unsigned long long)q.max_pixels, q.patch_size, q.merge_size, p.vision->processor_source.c_str());
   }
   std::printf("format      %s\nprecision  ", format_name(c.format));
   for (int r = 0; r < int(Role::kCount); ++r) std::printf(" %s=%s", role_name(Role(r)), precision_name(c.precision(Role(r))));

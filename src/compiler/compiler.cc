@@ -268,9 +268,11 @@ void build(const BuildOptions& opt) {
   }
   // The host engine runs a fuel's vision tower (BF16, after the text model in the blob); the h200
   // engine has no vision kernels yet, so its plan leaves the tower among the unused tensors.
-  if (fuel && fuel->vision() && opt.booster == "host")
+  if (fuel && fuel->vision() && opt.booster == "host") {
     po.vision = plan_vision_of_config(fuel->config(), *fuel->vision(), chem.vocab,
                                       (fs::path(opt.fuel_dir) / "config.json").string());
+    read_vision_processor(opt.fuel_dir, *po.vision);
+  }
   const Placement placement = place(opt, chem, fuel ? &*fuel : nullptr, hw);
   po.expert_units = placement.units;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the
@@ -320,7 +322,8 @@ void build(const BuildOptions& opt) {
   write_text(dir.path() / "plan.json", plan.to_json().dump(1) + "\n");
   if (fuel) condition_weights(*fuel, plan, (dir.path() / "weights.blob").string());
   write_text(dir.path() / "engine.h", generate_engine_header(plan));
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"})
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json",
+                        "preprocessor_config.json"})
     if (fs::exists(fs::path(opt.fuel_dir) / f)) fs::copy_file(fs::path(opt.fuel_dir) / f, dir.path() / f);
 
   fs::create_directories(dir.path() / "bin");

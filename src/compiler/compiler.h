@@ -3,7 +3,8 @@
 //   weights.blob   conditioned weights at their plan offsets
 //   engine.h       generated constexpr shapes, tiles and offsets
 //   bin/rocket-engine   the engine built from engine.h (host: g++; h200: nvcc, linked statically)
-//   tokenizer.json, tokenizer_config.json, generation_config.json, config.json   copied from the fuel
+//   tokenizer.json, tokenizer_config.json, generation_config.json, config.json, preprocessor_config.json
+//                  copied from the fuel (where present)
 #pragma once
 
 #include <string>

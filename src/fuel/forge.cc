@@ -20,6 +20,7 @@
 #include "fuel/quantize.h"
 #include "fuel/safetensors.h"
 #include "fuel/vision_tower.h"
+#include "vision/image_processor.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -317,6 +318,7 @@ void forge(const ForgeOptions& opt) {
            (tok_dir / f).string());
   std::vector<TensorSpec> specs = fuel_manifest(chem);
   const size_t manifest_size = specs.size();
+  json preprocessor;  // a multimodal fuel's preprocessor_config.json
   std::vector<StoredTensor> stored;
   try {
     stored = stored_tensors(specs, chem, opt.layout, opt.experts);
@@ -345,6 +347,17 @@ void forge(const ForgeOptions& opt) {
       specs.push_back(std::move(t));
     }
     config = multimodal_config(std::move(config), vision, tok_dir / "tokenizer.json");
+    // The releases' preprocessor_config.json (Qwen3.5 / Qwen3-VL: pixel bounds 256² to 4096², mean and
+    // std 0.5) on the tower's geometry, which the compiler records in the plan.
+    const VisionProcessorConfig release;
+    preprocessor = {{"size", {{"longest_edge", release.max_pixels}, {"shortest_edge", release.min_pixels}}},
+                    {"patch_size", vision.patch},
+                    {"temporal_patch_size", vision.temporal_patch},
+                    {"merge_size", vision.merge},
+                    {"image_mean", release.image_mean},
+                    {"image_std", release.image_std},
+                    {"processor_class", "Qwen3VLProcessor"},
+                    {"image_processor_type", "Qwen2VLImageProcessorFast"}};
   }
 
   StagedDir dir(opt.out, opt.force);
@@ -419,6 +432,7 @@ void forge(const ForgeOptions& opt) {
     write_json(dir.path() / "model.safetensors.index.json",
                {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
   write_json(dir.path() / "config.json", config);
+  if (!preprocessor.is_null()) write_json(dir.path() / "preprocessor_config.json", preprocessor);
   write_json(dir.path() / "generation_config.json",
              from && !from->generation_config().empty()
                  ? from->generation_config()

@@ -168,6 +168,7 @@ void parse_sampling(const Json& body, CompletionRequest& r) {
 struct ImageSink {
   std::vector<ImageInput>& images;
   const ImageBounds& bounds;
+  bool tool_images = false;  // a tool message may hold images (translated Responses and Messages tool results)
 };
 
 // An image_url part's image ({"type": "image_url", "image_url": {"url", "detail"}}, OpenAI's shape):
@@ -196,7 +197,7 @@ int image_part(const Json& part, const std::string& param, ImageSink& sink) {
 }
 
 // A message's content: its text (text parts joined with '\n', as vLLM joins them) and, where it has
-// image parts (a user message only), every part in order.
+// image parts (a user message; a tool message where the sink allows it), every part in order.
 std::string parse_content(const Json& v, const std::string& param, ChatMessage& m, ImageSink& sink) {
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_array()) wrong_type(param, "a string or an array of content parts", v);
@@ -208,7 +209,15 @@ std::string parse_content(const Json& v, const std::string& param, ChatMessage& 
     const Json& part = as_object(v[i], part_param);
     const std::string type = as_string(required(part, "type", path(part_param, "type")), path(part_param, "type"));
     if (type == "image_url") {
-      if (m.role != "user")
+      // OpenAI's tool message content is text parts only (ChatCompletionToolMessageParam); the Responses
+      // and Messages tool results that reach chat as tool messages may hold images, and the template
+      // places them inside the tool response.
+      if (m.role == "tool" && !sink.tool_images)
+        unsupported_value(path(part_param, "type"),
+                          "a tool message's content is text parts only in Chat Completions (OpenAI's "
+                          "ChatCompletionToolMessageParam); send the image in a user message after the tool message "
+                          "(/v1/responses and /v1/messages take images in a tool result).");
+      if (m.role != "user" && m.role != "tool")
         unsupported_value(path(part_param, "type"),
                           fmt::format("image parts are accepted in user messages only, not in a '{}' message.", m.role));
       parts.push_back({.text = "", .image = image_part(part, part_param, sink)});
@@ -507,7 +516,8 @@ nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth) {
   return doc;
 }
 
-CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ImageBounds& image_bounds) {
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ImageBounds& image_bounds,
+                                     bool tool_result_images) {
   if (!body.is_object()) throw ProtocolError(400, "The request body must be a JSON object.", "", "invalid_request_error", kInvalidType);
   static const std::set<std::string, std::less<>> kKnown = {
       "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
@@ -523,7 +533,7 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const I
   parse_sampling(body, r);
   const Json& messages = as_array(required(body, "messages", "messages"), "messages");
   if (messages.empty()) reject("messages", kInvalidValue, "Invalid value for 'messages': at least one message is needed.");
-  ImageSink images{r.images, image_bounds};
+  ImageSink images{r.images, image_bounds, tool_result_images};
   for (size_t i = 0; i < messages.size(); ++i) r.messages.push_back(parse_message(messages[i], path("messages", i), images));
 
   if (const Json* v = member(body, "max_tokens")) r.max_tokens = as_integer(*v, "max_tokens", 1, kMaxInt);

@@ -49,10 +49,11 @@ struct ChatMessage {
   // Text parts of an array content are joined with '\n' (as vLLM does). Null only for an assistant
   // message that makes tool calls.
   std::optional<std::string> content;
-  // A user message with images: its content parts in order, text (`image` -1) and images (`image`
+  // A user message with images (or a tool message with images: a Responses function_call_output's or
+  // an Anthropic tool_result's): its content parts in order, text (`image` -1) and images (`image`
   // indexes CompletionRequest::images), which the chat template places (Qwen3.5's render_content
-  // writes <|vision_start|><|image_pad|><|vision_end|> per image). Empty for a text-only message;
-  // `content` holds the text parts joined either way.
+  // writes <|vision_start|><|image_pad|><|vision_end|> per image, inside <tool_response> for a tool
+  // message). Empty for a text-only message; `content` holds the text parts joined either way.
   struct Part {
     std::string text;
     int image = -1;
@@ -180,8 +181,11 @@ constexpr int kDefaultMaxJsonDepth = 64;
 nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth = kDefaultMaxJsonDepth);
 
 // Throw ProtocolError (status 400) on the first invalid or unsupported field; 413 for an image over
-// `images.max_bytes`.
-CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ImageBounds& images = {});
+// `images.max_bytes`. Chat Completions' tool messages hold text parts only (OpenAI's API);
+// `tool_result_images` lets a tool message hold image parts too, for the Responses and Messages
+// translations, whose tool results carry images.
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ImageBounds& images = {},
+                                     bool tool_result_images = false);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 
 }  // namespace rocket

@@ -139,6 +139,9 @@ Json messages_of(const Json& body) {
       Json& turn = open_turn ? messages.back() : assistant_turn(nullptr);
       turn["tool_calls"].push_back(std::move(call));
     } else if (type == "function_call_output") {
+      // The output: a string, or a list of input_text and input_image items (OpenAI's
+      // ResponseFunctionCallOutputItemList; a screenshot from a tool), as a tool message whose images the
+      // template places inside the tool response.
       const Json& output = required(item, "output", path(p, "output"));
       messages.push_back({{"role", "tool"},
                           {"tool_call_id", string_at(item, "call_id", path(p, "call_id"))},
@@ -329,7 +332,7 @@ ResponsesRequest parse_responses_request(const Json& body, const ImageBounds& im
   if (const Json* v = member(body, "stream_options")) as_object(*v, "stream_options");  // include_obfuscation: no-op
 
   try {
-    r.chat = parse_chat_request(chat, images);
+    r.chat = parse_chat_request(chat, images, /*tool_result_images=*/true);
   } catch (const ProtocolError& e) {
     throw responses_error(e);
   }

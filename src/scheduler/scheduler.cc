@@ -180,11 +180,9 @@ ImagePrompt Scheduler::prompt_of(const CompletionRequest& r) const {
                           r.images.front().param, "invalid_request_error", "unsupported_value");
     return ImagePrompt{.prompt = prompts_.build(r, engine_.vocab(), plan.max_context), .images = {}};
   }
-  // The processor's patch geometry is the tower's; the pixel bounds the releases' (VisionProcessorConfig).
-  ImageRules rules{.processor = {}, .limits = options_.image_limits};
-  rules.processor.patch_size = plan.vision->tower.patch;
-  rules.processor.temporal_patch_size = plan.vision->tower.temporal_patch;
-  rules.processor.merge_size = plan.vision->tower.merge;
+  // The plan's processor: the fuel's preprocessor_config.json (pixel bounds, geometry checked against
+  // the tower at build time), or the releases' defaults it recorded.
+  const ImageRules rules{.processor = plan.vision->processor, .limits = options_.image_limits};
   return prompts_.build_with_images(r, engine_.vocab(), plan.max_context, rules);
 }
 

