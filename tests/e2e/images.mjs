@@ -49,6 +49,10 @@ function png(width, height, rgb) {
 const kImageTokens = 20;
 const imageA = png(96, 64, (x, y) => [x * 2, y * 3, 128]).toString("base64");
 const imageB = png(96, 64, (x, y) => [((x * 37 + y * 101) * 13) & 255, (x * y * 7) & 255, ((x ^ y) * 29) & 255]).toString("base64");
+// 320x256 is within the plan's bounds as it is: a 20x16 grid, 80 image tokens, wide enough for a page
+// boundary to fall well inside it.
+const kWideTokens = 80;
+const imageWide = png(320, 256, (x, y) => [(x * 5 + y) & 255, (y * 7) & 255, (x ^ y) & 255]).toString("base64");
 const dataUrl = (b64) => `data:image/png;base64,${b64}`;
 
 const chat = (parts, max_tokens = 12, extra = {}) =>
@@ -156,11 +160,13 @@ test("a resent image resumes inside it where a page boundary falls there, the re
   const [p10, p110] = [await count(filler(10)), await count(filler(110))];
   const k = Math.max(0, Math.round(10 + ((pageTokens - 24 - p10) * 100) / (p110 - p10)));
   // The text alone is p0 tokens: the image's first token is at most p0 (the text-only prompt ends with
-  // at least one token after the text), and it ends at least p0 + 55 (that tail is under 16 tokens).
+  // at least one token after the text), and it ends at least p0 + kWideTokens - 15 (that tail is under
+  // 16 tokens).
   const p0 = await count(filler(k));
-  assert.ok(p0 + 8 < pageTokens && pageTokens < p0 + kImageTokens - 15, `the image straddles ${pageTokens} (${p0})`);
-  const run = () => chat([text(filler(k)), image(imageA)], 8, { logprobs: true });
+  assert.ok(p0 + 8 < pageTokens && pageTokens < p0 + kWideTokens - 15, `the image straddles ${pageTokens} (${p0})`);
+  const run = () => chat([text(filler(k)), image(imageWide)], 8, { logprobs: true });
   const cold = await run();
+  assert.equal(cold.usage.prompt_tokens - (await chat([text(filler(k))], 1)).usage.prompt_tokens, kWideTokens + 2);
   assert.ok(cold.usage.prompt_tokens < 2 * pageTokens);
   assert.equal(cold.usage.prompt_tokens_details.cached_tokens, 0);
   const warm = await run();
