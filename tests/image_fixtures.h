@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "vision/image_decode.h"
@@ -182,6 +183,25 @@ inline std::vector<uint8_t> exif_with_orientation(int orientation, bool little_e
   u16(0x0100); u16(4); u32(1); u32(640);
   u16(0x0112); u16(3); u32(1); u16(orientation); u16(0);
   u32(0);       // no next IFD
+  return out;
+}
+
+// Standard base64 with padding: the tests' data URLs (the tree decodes base64, it never encodes it).
+inline std::string base64(const std::vector<uint8_t>& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = uint32_t(bytes[i]) << 16 | uint32_t(bytes[i + 1]) << 8 | bytes[i + 2];
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (const size_t rest = bytes.size() - i; rest > 0) {
+    const uint32_t v = uint32_t(bytes[i]) << 16 | (rest == 2 ? uint32_t(bytes[i + 1]) << 8 : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
   return out;
 }
 

@@ -27,6 +27,8 @@
 namespace rocket {
 namespace {
 
+using test::base64;
+
 using Json = nlohmann::ordered_json;
 
 constexpr int32_t kImagePad = 151655;  // Qwen3's <|image_pad|>
@@ -102,24 +104,6 @@ Plan vision_plan() {
   v.vision_end_token = 151653;
   p.vision = v;
   return p;
-}
-
-std::string base64(const std::vector<uint8_t>& bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t v = uint32_t(bytes[i]) << 16 | uint32_t(bytes[i + 1]) << 8 | bytes[i + 2];
-    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
-  }
-  if (const size_t rest = bytes.size() - i; rest > 0) {
-    const uint32_t v = uint32_t(bytes[i]) << 16 | (rest == 2 ? uint32_t(bytes[i + 1]) << 8 : 0);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
 }
 
 // A user message of text, a 96x64 PNG (70 image tokens under the releases' bounds) of `seed`'s
