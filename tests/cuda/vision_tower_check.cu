@@ -23,7 +23,6 @@
 #include <map>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "check_support.h"
@@ -180,25 +179,38 @@ void speed(const check::TowerShapeDesc& d, const DeviceTower& dev, cublasHandle_
   }
   std::sort(ms.begin(), ms.end());
   const double h = d.hidden, hd = h / d.heads;
-  // The attention alone (the forward left q, k, v of its last block), the tower's depth of launches, at
-  // 4 and 8 warps a block: which one the forward uses is this line's answer.
-  const auto attention_ms = [&](auto warps) {
-    constexpr int kWarps = decltype(warps)::value;
-    const std::vector<int4> t = cuda::vision_attention_tiles({0, int64_t(n)}, 16 * kWarps);
-    std::vector<int32_t> flat(t.size() * 4);
-    std::memcpy(flat.data(), t.data(), flat.size() * 4);
-    const DeviceBuffer<int32_t> tiles(flat);
-    const auto run = [&] {
-      for (int b = 0; b < d.depth; ++b)
-        cuda::vision_attention<72, kWarps>(f.buf.q, f.buf.k, f.buf.v, reinterpret_cast<const int4*>(tiles.ptr), int(t.size()),
-                                           n, d.heads, f.buf.attn, nullptr);
-    };
+  // The split: the forward's GEMMs alone (its shapes, on its buffers) and its attention alone (the q, k,
+  // v its last block left), each over the whole tower; the rest (LayerNorms, rotary, activations,
+  // biases) is what the forward takes beyond them.
+  const auto best_ms = [&](auto&& run) {
     run();
     float best = 1e30f;
     for (int r = 0; r < 5; ++r) best = std::min(best, elapsed_ms(nullptr, run));
     return best;
   };
-  const float att4 = attention_ms(std::integral_constant<int, 4>{}), att8 = attention_ms(std::integral_constant<int, 8>{});
+  const cuda::VisionTowerBuffers& fb = f.buf;
+  const cuda::VisionTowerWeights& w = dev.weights;
+  const int hh = d.hidden, wide = 4 * hh, tokens = n / 4;
+  const float gemm_ms = best_ms([&] {
+    cuda::gemm_rows(cublas, w.patch_w, hh, 1536, fb.act, 1536, n, fb.hidden, hh);
+    for (const cuda::VisionBlockWeights& blk : w.blocks) {
+      cuda::gemm_rows(cublas, blk.qkv_w, 3 * hh, hh, fb.normed, hh, n, fb.wide, 3 * hh);
+      cuda::gemm_rows(cublas, blk.proj_w, hh, hh, fb.attn, hh, n, fb.hidden, hh, 1.0f, 1.0f);
+      cuda::gemm_rows(cublas, blk.fc1_w, d.intermediate, hh, fb.normed, hh, n, fb.wide, d.intermediate);
+      cuda::gemm_rows(cublas, blk.fc2_w, hh, d.intermediate, fb.act, d.intermediate, n, fb.hidden, hh, 1.0f, 1.0f);
+    }
+    cuda::gemm_rows(cublas, w.merger_fc1_w, wide, wide, fb.normed, wide, tokens, fb.wide, wide);
+    cuda::gemm_rows(cublas, w.merger_fc2_w, d.out_hidden, wide, fb.act, wide, tokens, fb.merged, d.out_hidden);
+  });
+  const std::vector<int4> t = cuda::vision_attention_tiles({0, int64_t(n)});
+  std::vector<int32_t> flat(t.size() * 4);
+  std::memcpy(flat.data(), t.data(), flat.size() * 4);
+  const DeviceBuffer<int32_t> tiles(flat);
+  const float attention_ms = best_ms([&] {
+    for (int blk = 0; blk < d.depth; ++blk)
+      cuda::vision_attention<72, cuda::kVisionAttentionWarps>(fb.q, fb.k, fb.v, reinterpret_cast<const int4*>(tiles.ptr),
+                                                              int(t.size()), n, d.heads, fb.attn, nullptr);
+  });
   const double gemm = 2.0 * n * (1536 * h + d.depth * (3 * h * h + h * h + 2 * h * d.intermediate)) +
                       2.0 * (n / 4) * (16 * h * h + 4 * h * d.out_hidden);
   const double attn = d.depth * 4.0 * double(n) * n * hd * d.heads;
@@ -221,8 +233,9 @@ void speed(const check::TowerShapeDesc& d, const DeviceTower& dev, cublasHandle_
               "%.2f TFLOP = %.0f TFLOP/s, %.1f%% of the %.0f TFLOP/s dense peak measured here\n",
               n, n / 4, med, ms.front(), gemm / 1e12, attn / 1e12, (gemm + attn) / (med * 1e-3) / 1e12,
               100.0 * (gemm + attn) / (med * 1e-3) / 1e12 / peak, peak);
-  std::printf("speed: attention alone (%d blocks' worth): 4 warps a block %.2f ms (%.0f TFLOP/s), 8 warps %.2f ms (%.0f TFLOP/s)\n",
-              d.depth, att4, attn / (att4 * 1e-3) / 1e12, att8, attn / (att8 * 1e-3) / 1e12);
+  std::printf("speed: split: GEMMs alone %.2f ms (%.0f TFLOP/s), attention alone %.2f ms (%.0f TFLOP/s), the rest %.2f ms\n",
+              gemm_ms, gemm / (gemm_ms * 1e-3) / 1e12, attention_ms, attn / (attention_ms * 1e-3) / 1e12,
+              med - gemm_ms - attention_ms);
 }
 
 }  // namespace
