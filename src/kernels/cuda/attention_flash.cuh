@@ -42,6 +42,7 @@
 #include "kernels/cuda/primitives/bulk_copy.cuh"
 #include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/fragments.cuh"
 #include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -101,22 +102,6 @@ __device__ __forceinline__ uint32_t swizzled(int r, int c) {
   return uint32_t(r * kChunks * 16 + ((c ^ ((r / kRowsPerLine) & kMask)) * 16));
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// Two floats as bf16x2, lo in the low half (the lower column of an mma fragment pair).
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 

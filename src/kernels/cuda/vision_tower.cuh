@@ -33,6 +33,7 @@
 
 #include "kernels/cuda/primitives/cp_async.cuh"
 #include "kernels/cuda/primitives/cuda_check.h"
+#include "kernels/cuda/primitives/fragments.cuh"
 #include "kernels/cuda/primitives/gemm.cuh"
 #include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
@@ -191,15 +192,6 @@ __global__ void bias_rows_kernel(float* y, const __nv_bfloat16* bias, int64_t ro
   if (i < rows * cols) y[i] += __bfloat162float(bias[i % cols]);
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& b0, uint32_t& b1, const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"(shared_address(row)));
-}
-
 // Flash attention of one head over one query tile of one frame (bidirectional: every key of the frame).
 // kWarps warps × 16 query rows; key tiles of 64, double-buffered (tile j + 1's keys and values load
 // while tile j is computed). S = Q Kᵀ by mma.m16n8k16 (bf16, fp32 accumulators), online softmax in log2
@@ -332,7 +324,7 @@ __global__ void __launch_bounds__(32 * kWarps) vision_attention_kernel(const __n
 #pragma unroll
       for (int d = 0; d < kDt; ++d) {
         uint32_t b0, b1;
-        ldmatrix_x2_trans(b0, b1, vrow + d * 8);
+        ldmatrix_x2_trans(b0, b1, shared_address(vrow + d * 8));
         mma_bf16_16816(o[d], a, b0, b1);
       }
     }
