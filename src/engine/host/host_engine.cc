@@ -115,20 +115,18 @@ void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vis
       fail("image input: a prompt of {} tokens exceeds the plan's context {}", prompt.size(), kMaxContext);
     vision::MropePositions m =
         vision::mrope_positions(prompt, int32_t(kImageToken), images.grids, int(kVisionMerge));
-    // Each image's run of tokens, in order; an image whose whole run lies before `computed` is in the
-    // slot's state already (restored from the prefix cache) and is not encoded: its rows are never read.
+    // Each image's run of tokens, in order (mrope_positions refused a prompt whose image runs are not
+    // the images' tokens, one run of at least one token an image); an image whose whole run lies before
+    // `computed` is in the slot's state already (restored from the prefix cache) and is not encoded: its
+    // rows are never read.
     std::vector<int64_t> pads;
     for (size_t i = 0; i < prompt.size(); ++i)
       if (prompt[i] == int32_t(kImageToken)) pads.push_back(int64_t(i));
-    int64_t tokens = 0;
-    for (const vision::ImageGrid& g : images.grids) tokens += g.patches() / (kVisionMerge * kVisionMerge);
-    if (tokens != int64_t(pads.size()))
-      fail("image input: the images have {} tokens, the prompt {} image tokens", tokens, pads.size());
     size_t skip = 0;
     int64_t skip_tokens = 0, skip_patches = 0;
     while (skip < images.grids.size()) {
       const int64_t n = images.grids[skip].patches() / (kVisionMerge * kVisionMerge);
-      if (n < 1 || pads[size_t(skip_tokens + n - 1)] >= computed) break;
+      if (pads[size_t(skip_tokens + n - 1)] >= computed) break;
       skip_tokens += n;
       skip_patches += images.grids[skip++].patches();
     }
@@ -141,7 +139,8 @@ void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vis
       out = tower_->forward(std::span(images.patches).subspan(size_t(skip_values)), encoded);
     s.row.assign(prompt.size(), -1);
     for (size_t k = size_t(skip_tokens); k < pads.size(); ++k) s.row[size_t(pads[k])] = int32_t(k - size_t(skip_tokens));
-    CHECK((tokens - skip_tokens) * kHidden == int64_t(out.merged.size()), "the tower's merged rows are the image tokens");
+    CHECK((int64_t(pads.size()) - skip_tokens) * kHidden == int64_t(out.merged.size()),
+          "the tower's merged rows are the image tokens");
     s.positions = std::move(m.positions);
     s.merged = std::move(out.merged);
     s.delta = m.delta;
