@@ -119,6 +119,18 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   for (auto& x : k_norm) x = rng.bf16(-0.5f, 0.5f);
   std::vector<int32_t> pos(kPrefill ? 1 : kRows);
   for (size_t r = 0; r < pos.size(); ++r) pos[r] = ctx[r] - 1;
+  // Rotary positions: odd rows as image tokens (three axes apart, behind the KV index as an image's
+  // are), even rows text at their index; the reference rotates each row by the same triple.
+  std::vector<cuda::RopePosition> rope(kRows);
+  for (int r = 0; r < kRows; ++r) {
+    const int p = ctx[r] - 1;
+    rope[size_t(r)] = r % 2 == 1 && p >= 12 ? cuda::RopePosition{p - 12 + r % 3, p - 12 + (5 * r) % 7, p - 12 + (3 * r) % 11}
+                                            : cuda::RopePosition::text(p);
+  }
+  auto mrope_of = [&](int r) {
+    const cuda::RopePosition& x = rope[size_t(r)];
+    return host::MropePosition{x.t, x.h, x.w};
+  };
 
   using T = cuda::AttentionTiles<S, kRows>;
   auto* d_cache = to_device(cache);
@@ -138,6 +150,7 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   auto* d_table = to_device(kPrefill ? table : slot_tables);
   auto* d_slots = to_device(slot_of);
   auto* d_pos = to_device(pos);
+  auto* d_rope = to_device(rope);
   float* d_partial;
   __nv_bfloat16* d_out;
   CUDA_CHECK(cudaMalloc(&d_partial, T::kPartialFloats * 4));
@@ -147,7 +160,8 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   auto bf = [](void* p) { return static_cast<__nv_bfloat16*>(p); };
   const cuda::AttentionParams<S> prm{.qg = bf(d_qg), .k = bf(d_k), .v = bf(d_v), .q_norm = bf(d_qn), .k_norm = bf(d_kn),
                                      .k_cache = bf(d_cache) + kKOff, .v_cache = bf(d_cache) + kVOff, .page_stride = kStride,
-                                     .page_table = d_table, .table_width = width, .slots = d_slots, .pos = d_pos, .partial = d_partial,
+                                     .page_table = d_table, .table_width = width, .slots = d_slots, .pos = d_pos, .rope_at = d_rope,
+                                     .partial = d_partial,
                                      .out = bf(d_out), .eps = kEps, .rope = cuda::RopeTable<ROT>::make(kTheta)};
   auto launch = [&](cudaStream_t st) {
     if constexpr (kPrefill) cuda::attention_prefill<S, kRows>(prm, st);
@@ -170,7 +184,7 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
       float kf[HD];
       for (int d = 0; d < HD; ++d) kf[d] = bf16_to_f32(k[(size_t(r) * KVH + h) * HD + d]);
       host::rms_norm_zero_centred(kf, k_norm.data(), HD, kEps, kf);
-      host::apply_rope(kf, 1, HD, ROT, p, kTheta);
+      host::apply_mrope(kf, 1, HD, ROT, mrope_of(r), kTheta);
       for (int d = 0; d < HD; ++d) {
         const int64_t i = at + int64_t(h) * HD + d;
         const int u = bf16_ulps(gpu_cache[kKOff + i], f32_to_bf16(kf[d]));
@@ -219,7 +233,7 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
       for (int d = 0; d < HD; ++d) x[d] = bf16_to_f32(qg[((size_t(r) * H + h) * 2) * HD + d]);
       host::rms_norm_zero_centred(x, q_norm.data(), HD, kEps, q.data() + size_t(h) * HD);
     }
-    host::apply_rope(q.data(), H, HD, ROT, n - 1, kTheta);
+    host::apply_mrope(q.data(), H, HD, ROT, mrope_of(r), kTheta);
     host::attention_decode(q.data(), kc.data(), vc.data(), n, H, KVH, HD, o.data());
     for (int h = 0; h < H; ++h)
       for (int d = 0; d < HD; ++d)
@@ -294,7 +308,7 @@ bool run(const char* shape, const std::vector<int>& ctx, bool share, bool timed,
   std::printf("  %s\n", ok ? "ok" : "MISMATCH");
   for (void* p : {static_cast<void*>(d_cache), static_cast<void*>(d_qg), static_cast<void*>(d_k), static_cast<void*>(d_v),
                   static_cast<void*>(d_qn), static_cast<void*>(d_kn), static_cast<void*>(d_table), static_cast<void*>(d_slots),
-                  static_cast<void*>(d_pos), static_cast<void*>(d_partial), static_cast<void*>(d_out)})
+                  static_cast<void*>(d_pos), static_cast<void*>(d_rope), static_cast<void*>(d_partial), static_cast<void*>(d_out)})
     CUDA_CHECK(cudaFree(p));
   return ok;
 }

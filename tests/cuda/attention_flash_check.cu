@@ -103,16 +103,26 @@ bool run(const char* shape, int n, int pos0, bool timed, uint64_t seed) {
   std::vector<int32_t> sub_pos(n_pad / kSub);
   for (size_t i = 0; i < sub_pos.size(); ++i) sub_pos[i] = pos0 + int(i) * kSub;
 
+  // Rotary positions: every third row an image token's (axes apart), the rest text at their index;
+  // both paths rotate by them.
+  std::vector<cuda::RopePosition> rope(static_cast<size_t>(n_pad));
+  for (int r = 0; r < n_pad; ++r) {
+    const int p = pos0 + r;
+    rope[size_t(r)] = r % 3 == 1 && p >= 12 ? cuda::RopePosition{p - 12 + r % 2, p - 12 + (5 * r) % 7, p - 12 + (3 * r) % 11}
+                                            : cuda::RopePosition::text(p);
+  }
   using Tiles = cuda::AttentionTiles<S, kSub>;
   check::DeviceBuffer<uint16_t> d_cache(cache), d_qg(qg), d_k(k), d_v(v), d_qn(q_norm), d_kn(k_norm);
   check::DeviceBuffer<int32_t> d_table(table), d_pos(std::vector<int32_t>{pos0}), d_sub_pos(sub_pos);
   check::DeviceBuffer<float> d_partial(Tiles::kPartialFloats);
+  check::DeviceBuffer<cuda::RopePosition> d_rope(rope);
   check::DeviceBuffer<uint16_t> d_ref(size_t(n_pad) * H * HD), d_out(size_t(n + kGuardRows) * H * HD);  // poisoned
   auto bf = [](uint16_t* p) { return reinterpret_cast<__nv_bfloat16*>(p); };
   const cuda::AttentionParams<S> prm{.qg = bf(d_qg.ptr), .k = bf(d_k.ptr), .v = bf(d_v.ptr), .q_norm = bf(d_qn.ptr),
                                      .k_norm = bf(d_kn.ptr), .k_cache = bf(d_cache.ptr) + kKOff,
                                      .v_cache = bf(d_cache.ptr) + kVOff, .page_stride = kStride, .page_table = d_table.ptr,
-                                     .table_width = width, .pos = d_pos.ptr, .partial = d_partial.ptr, .out = bf(d_out.ptr),
+                                     .table_width = width, .pos = d_pos.ptr, .rope_at = d_rope.ptr, .partial = d_partial.ptr,
+                                     .out = bf(d_out.ptr),
                                      .eps = kEps, .rope = cuda::RopeTable<ROT>::make(kTheta)};
   const Stream stream;
   cudaStream_t st = stream.get();
@@ -126,6 +136,7 @@ bool run(const char* shape, int n, int pos0, bool timed, uint64_t seed) {
       sub.qg = prm.qg + int64_t(r0) * H * 2 * HD;
       sub.out = bf(d_ref.ptr) + int64_t(r0) * H * HD;
       sub.pos = d_sub_pos.ptr + r0 / kSub;
+      sub.rope_at = d_rope.ptr + r0;
       cuda::attention_paged<S, kSub, true>(sub, st);
     }
   };

@@ -1,6 +1,6 @@
 // Gated full attention over the paged KV cache on the H200, one new token per row (decode): for each
 // of the kRows rows of a bucket (a stream with its own position and page table) it
-//   1. normalises and rotates the row's query heads (q_norm, partial RoPE; rope.cuh),
+//   1. normalises and rotates the row's query heads (q_norm, partial RoPE at its rotary position; rope.cuh),
 //   2. normalises and rotates the row's key, and appends key and value at the row's position,
 //   3. computes softmax(q·kᵀ/√hd)·v over positions 0..pos with GQA, and
 //   4. multiplies by sigmoid(gate) and writes bf16 [rows][heads·hd] for o_proj.
@@ -87,6 +87,7 @@ struct AttentionParams {
   int table_width = 0;
   const int32_t* slots = nullptr;         // decode: [rows], the slot whose page table row r reads
   const int32_t* pos = nullptr;           // decode: [rows], each row's position; prefill: [1], the chunk's first
+  const RopePosition* rope_at = nullptr;  // [rows]: each row's rotary position (rope.cuh; a text row's is its pos)
   float* partial = nullptr;               // AttentionTiles::kPartialFloats
   __nv_bfloat16* out = nullptr;           // [rows][heads·hd]
   float eps = 0.0f;                       // q_norm / k_norm epsilon
@@ -218,7 +219,7 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
     const int64_t dst = int64_t(__ldg(table + pos / S::kPageTokens)) * p.page_stride +
                         (int64_t(pos % S::kPageTokens) * S::kKvHeads + kvh) * kHd;
     if (warp == 0) {
-      norm_rope_head<kHd, S::kRotaryDim>(load_head<kHd>(p.k + src, p.k_norm), p.rope, pos, p.eps, 1.0f, ks);
+      norm_rope_head<kHd, S::kRotaryDim>(load_head<kHd>(p.k + src, p.k_norm), p.rope, p.rope_at[row], p.eps, 1.0f, ks);
       for (int d = lane; d < kHd; d += 32) p.k_cache[dst + d] = __float2bfloat16_rn(ks[d]);
     } else {
       for (int d = lane; d < kHd; d += 32) p.v_cache[dst + d] = p.v[src + d];
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(AttentionTiles<S, kRows>::kWarps * 32, 2)
 #pragma unroll
   for (int j = 0; j < kHeadsPerWarp; ++j) {
     const int g = warp + j * T::kWarps;
-    if (g < kG) norm_rope_head<kHd, S::kRotaryDim>(qin[j], p.rope, pos, p.eps, q_scale, qs[g]);
+    if (g < kG) norm_rope_head<kHd, S::kRotaryDim>(qin[j], p.rope, p.rope_at[row], p.eps, q_scale, qs[g]);
   }
   __syncthreads();
 
@@ -444,8 +445,8 @@ void attention_paged(const AttentionParams<S>& p, cudaStream_t stream) {
 // v_cache, page_stride 16-byte aligned; partial holds AttentionTiles<S, B>::kPartialFloats.
 template <class S, int B>
 void attention_decode(const AttentionParams<S>& p, cudaStream_t stream) {
-  CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.slots && p.pos && p.partial &&
-            p.out,
+  CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.slots && p.pos && p.rope_at &&
+            p.partial && p.out,
         "attention_decode: null pointer");
   CHECK(p.page_stride % 8 == 0 && p.table_width > 0, "attention_decode: page stride must keep 16-byte alignment");
   attention_paged<S, B, false>(p, stream);

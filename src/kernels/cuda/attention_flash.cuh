@@ -2,7 +2,7 @@
 // the paged KV cache): a piece of n tokens at positions pos0 .. pos0+n−1 whose keys and values the
 // append kernel (attention_prefill.cuh) has already written into the stream's pages, after the cached
 // prefix 0 .. pos0−1. For each piece token r and query head h it
-//   1. normalises and rotates the query (q_norm, partial RoPE at pos0 + r; rope.cuh),
+//   1. normalises and rotates the query (q_norm, partial RoPE at its rotary position rope_at[r]; rope.cuh),
 //   2. computes softmax(q·kᵀ/√hd)·v over positions 0 .. pos0 + r (causal) with GQA, and
 //   3. multiplies by sigmoid(gate) and writes bf16 [n][heads·hd] for o_proj,
 // the same contract as attention_prefill's attention part, which runs the decode kernel per token.
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
 #pragma unroll
     for (int b = 0; b < T::kPrepBatch; ++b) {
       const int row = warp * T::kWarpRows + r0 + b, tok = tok0 + row / kG;
-      if (tok < n) norm_rope_head<kHd, S::kRotaryDim>(in[b], p.rope, pos0 + tok, p.eps, 1.0f, scratch);
+      if (tok < n) norm_rope_head<kHd, S::kRotaryDim>(in[b], p.rope, p.rope_at[tok], p.eps, 1.0f, scratch);
       for (int c = lane; c < kC; c += 32) {
         uint4 w = make_uint4(0, 0, 0, 0);
         if (tok < n) {
@@ -306,7 +306,7 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
 
 // Attention of a prefill piece of n tokens of one stream at positions pos0 .. pos0 + n − 1 (host
 // ints: the grid depends on n; p.pos and p.partial are not read). p.page_table is the stream's table
-// row, rows of qg and out are the piece's tokens. REQUIRES: device pointers; the piece's keys and values
+// row, rows of qg, rope_at and out are the piece's tokens. REQUIRES: device pointers; the piece's keys and values
 // already appended (attention_append_kernel) and pages 0 .. (pos0 + n − 1) / kPageTokens mapped;
 // k_cache, v_cache, page_stride 16-byte aligned; qg and out 4-byte aligned. The first call sets the
 // kernel's shared-memory limit, so make it before any graph capture (as every launcher of this
@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(FlashTiles<S>::kThreads, 1)
 template <class S>
 void attention_flash(const AttentionParams<S>& p, int n, int pos0, cudaStream_t stream) {
   using T = FlashTiles<S>;
-  CHECK(p.qg && p.q_norm && p.k_cache && p.v_cache && p.page_table && p.out, "attention_flash: null pointer");
+  CHECK(p.qg && p.q_norm && p.k_cache && p.v_cache && p.page_table && p.rope_at && p.out, "attention_flash: null pointer");
   CHECK(n >= 1 && pos0 >= 0, "attention_flash: empty piece or negative position");
   CHECK(int64_t(pos0) + n <= int64_t(p.table_width) * S::kPageTokens, "attention_flash: piece past the page table");
   CHECK(p.page_stride % 8 == 0 && reinterpret_cast<uintptr_t>(p.k_cache) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v_cache) % 16 == 0,

@@ -36,7 +36,8 @@ __global__ void __launch_bounds__(64) attention_append_kernel(const __grid_const
                       (int64_t(pos % S::kPageTokens) * S::kKvHeads + kvh) * S::kHeadDim;
   __shared__ float ks[S::kHeadDim];
   if (warp == 0) {
-    norm_rope_head<S::kHeadDim, S::kRotaryDim>(load_head<S::kHeadDim>(p.k + src, p.k_norm), p.rope, pos, p.eps, 1.0f, ks);
+    norm_rope_head<S::kHeadDim, S::kRotaryDim>(load_head<S::kHeadDim>(p.k + src, p.k_norm), p.rope, p.rope_at[r], p.eps, 1.0f,
+                                               ks);
     for (int d = lane; d < S::kHeadDim; d += 32) p.k_cache[dst + d] = __float2bfloat16_rn(ks[d]);
   } else {
     for (int d = lane; d < S::kHeadDim; d += 32) p.v_cache[dst + d] = p.v[src + d];
@@ -52,7 +53,8 @@ __global__ void __launch_bounds__(64) attention_append_kernel(const __grid_const
 // partial holding AttentionTiles<S, kT>::kPartialFloats.
 template <class S, int kT>
 void attention_prefill(const AttentionParams<S>& p, cudaStream_t stream) {
-  CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos && p.partial && p.out,
+  CHECK(p.qg && p.k && p.v && p.q_norm && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos && p.rope_at && p.partial &&
+            p.out,
         "attention_prefill: null pointer");
   CHECK(p.page_stride % 8 == 0 && p.table_width > 0, "attention_prefill: page stride must keep 16-byte alignment");
   launch_dependent(attention_append_kernel<S, kT>, dim3(kT, S::kKvHeads), 64, 0, stream, p);
@@ -63,7 +65,8 @@ void attention_prefill(const AttentionParams<S>& p, cudaStream_t stream) {
 // over the piece afterwards). REQUIRES: as attention_prefill.
 template <class S>
 void attention_append(const AttentionParams<S>& p, int rows, cudaStream_t stream) {
-  CHECK(rows >= 1 && p.k && p.v && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos, "attention_append: arguments");
+  CHECK(rows >= 1 && p.k && p.v && p.k_norm && p.k_cache && p.v_cache && p.page_table && p.pos && p.rope_at,
+        "attention_append: arguments");
   launch_dependent(attention_append_kernel<S, 1>, dim3(rows, S::kKvHeads), 64, 0, stream, p);
 }
 

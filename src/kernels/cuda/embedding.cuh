@@ -2,6 +2,10 @@
 // is row ids[i] of the bf16 table, copied bit for bit. The activation stream x is bf16 on the H200
 // (the plan's activation dtype), so the gather is a pure copy of 16-byte vectors.
 //
+// A prompt's image tokens take the vision tower's rows instead (docs/vision-tower.md, "In the H200
+// engine"): the engine stages such a row's id as -1 - k, k its row in `image_rows`, so one gather
+// serves both and a text step reads no more than before.
+//
 // A decode step's first kernel, it also lands the step's inputs: the ids and the rest of the step's
 // per-row inputs are read from the host's pinned staging (mapped, over PCIe) rather than put on the
 // device by a copy before the step, which would cost a copy-engine operation and its hand-off to the
@@ -19,7 +23,10 @@ namespace rocket::cuda {
 
 struct EmbeddingParams {
   const __nv_bfloat16* table = nullptr;  // [vocab][kHidden]
-  const int32_t* ids = nullptr;          // [rows], device or mapped pinned host memory; REQUIRES: 0 <= id < vocab
+  const int32_t* ids = nullptr;          // [rows], device or mapped pinned host memory; REQUIRES: id < vocab
+  // [k][kHidden]: the merged image embeddings a row with id -1 - k takes. REQUIRES: set when an id is
+  // negative, k below its rows.
+  const __nv_bfloat16* image_rows = nullptr;
   __nv_bfloat16* x = nullptr;            // [rows][kHidden]
   // Copied by block 0 once the kernels before have completed (their reads of `inputs_to` are done):
   // input_vectors 16-byte vectors from inputs_from (mapped pinned host memory) to inputs_to (device).
@@ -47,7 +54,9 @@ __global__ void __launch_bounds__(EmbeddingTraits<kHidden>::kThreads)
   if (row == 0)
     for (int v = threadIdx.x; v < p.input_vectors; v += T::kThreads) p.inputs_to[v] = p.inputs_from[v];
   // A plain load: ids may live in host memory the host rewrites between launches.
-  const uint4* src = reinterpret_cast<const uint4*>(p.table + int64_t(p.ids[row]) * kHidden);
+  const int32_t id = p.ids[row];
+  const uint4* src = reinterpret_cast<const uint4*>(id >= 0 ? p.table + int64_t(id) * kHidden
+                                                            : p.image_rows + (int64_t(-1) - id) * kHidden);
   uint4* dst = reinterpret_cast<uint4*>(p.x + int64_t(row) * kHidden);
   for (int v = threadIdx.x; v < T::kVectors; v += T::kThreads) dst[v] = __ldg(src + v);
 }
