@@ -107,6 +107,8 @@ std::string generate_engine_header(const Plan& p) {
   line(fmt::format("constexpr int kTextMropeSection[3] = {{{}, {}, {}}};", pv.mrope_section[0], pv.mrope_section[1],
                    pv.mrope_section[2]));
   if (p.vision) {
+    line("// the engine's vision sources compile only where the plan has the tower's buffers (kBuf_image_rows ...)");
+    line("#define ROCKET_VISION_TOWER 1");
     const VisionTowerConfig& v = p.vision->tower;
     i("kVisionDepth", v.depth); i("kVisionHidden", v.hidden); i("kVisionHeads", v.heads);
     i("kVisionIntermediate", v.intermediate); i("kVisionPatchDim", v.patch_dim());

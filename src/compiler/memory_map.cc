@@ -41,17 +41,19 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   const uint64_t S = p.max_streams, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
   // Per-step inputs of a decode step or a bucket-sized prefill piece: token ids, stream slots and
-  // positions (int32 each), then one SamplingKnobs per row; the step's first kernel copies them
-  // here from the host's pinned staging.
-  act.add("step_inputs", S * (3 * 4 + sizeof(SamplingKnobs)));
+  // positions (int32 each), one SamplingKnobs per row, and each row's rotary position (three int32:
+  // the multimodal rotary's time, height, width, which differ from the KV index for a prompt with
+  // images and every token after it); the step's first kernel copies them here from the host's
+  // pinned staging, in whole 16-byte vectors.
+  act.add("step_inputs", align_up(S * (3 * 4 + sizeof(SamplingKnobs) + 3 * 4), 16));
   // Every stream's sampling history (core/sampling_history.h), read and counted by the sampler: output
   // token counts, the prompt's token bits, the logit bias.
   act.add("history_counts", S * c.vocab * 4);
   act.add("history_prompt", S * uint64_t(history_prompt_words(int(c.vocab))) * 4);
   act.add("history_bias", S * kMaxLogitBias * sizeof(LogitBias));
-  // A token-path piece's inputs: ids and positions of its rows, then per stream slot of a batched
-  // piece its slot and its GDN chunks' captures.
-  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + slots * (1 + tiling::gdn_chunks(p.prefill_chunk))) * 4);
+  // A token-path piece's inputs: ids, positions and rotary positions (three int32) of its rows, then
+  // per stream slot of a batched piece its slot and its GDN chunks' captures.
+  act.add("piece_inputs", (5 * uint64_t(p.prefill_chunk) + slots * (1 + tiling::gdn_chunks(p.prefill_chunk))) * 4);
   // cuBLAS's workspace for the token path's projections (its recommended 32 MiB on Hopper), so it
   // allocates nothing after upright.
   act.add("gemm_workspace", 32ull << 20);

@@ -28,8 +28,8 @@ void refuse(uint64_t id, RequestSink& sink, std::string_view why) {
   sink.push(std::move(e));
 }
 
-// An ImagePrompt's images as the engine takes them: every image's patches, one after another, and
-// each grid.
+// An ImagePrompt's images as the engine takes them: every image's patches, one after another, each
+// grid and each digest.
 vision::PromptImages engine_images(const std::vector<PromptImage>& images) {
   vision::PromptImages out;
   size_t values = 0;
@@ -38,6 +38,7 @@ vision::PromptImages engine_images(const std::vector<PromptImage>& images) {
   for (const PromptImage& im : images) {
     out.patches.insert(out.patches.end(), im.pixels.values.begin(), im.pixels.values.end());
     out.grids.push_back({int(im.pixels.grid_t), int(im.pixels.grid_h), int(im.pixels.grid_w)});
+    out.digests.push_back(im.digest);
   }
   return out;
 }
@@ -170,13 +171,9 @@ ImagePrompt Scheduler::prompt_of(const CompletionRequest& r) const {
   if (!plan.vision) {
     if (!r.images.empty())
       throw ProtocolError(400,
-                          plan.booster == "h200"
-                              ? "This engine does not run images: the h200 engine has no vision kernels yet (a host "
-                                "engine built from a fuel with a vision tower runs them). Send the request without "
-                                "image parts."
-                              : fmt::format("This engine does not run images: its plan carries no vision tower (the {} "
-                                            "engine was built from a text-only fuel). Send the request without image "
-                                            "parts.", plan.booster),
+                          fmt::format("This engine does not run images: its plan carries no vision tower (the {} "
+                                      "engine was built from a text-only fuel). Send the request without image parts.",
+                                      plan.booster),
                           r.images.front().param, "invalid_request_error", "unsupported_value");
     return ImagePrompt{.prompt = prompts_.build(r, engine_.vocab(), plan.max_context), .images = {}};
   }

@@ -74,13 +74,13 @@ constexpr int bucket_at_most(int n) {
 }
 
 inline const cuda::RopeTable<int(kRotaryDim)>& rope_table() {
-  static const cuda::RopeTable<int(kRotaryDim)> t = cuda::RopeTable<int(kRotaryDim)>::make(kRopeTheta);
+  static const cuda::RopeTable<int(kRotaryDim)> t = cuda::RopeTable<int(kRotaryDim)>::make(kRopeTheta, kTextMropeSection);
   return t;
 }
 
 // The kernels' parameters for layer l over the arena's activation buffers from row r0 on, the same for
 // a decode bucket, a bucket-sized prefill piece and the rows of a token-path piece: group i's slot is
-// slots[i] (`tokens` rows a group), and for attention row i's position pos[i].
+// slots[i] (`tokens` rows a group), and for attention row i's position pos[i] and rotary position rope_at[i].
 inline cuda::Conv1dParams conv_params(const Arena& a, int l, int64_t r0, const int32_t* slots, int tokens) {
   return {.x = a.at<bf16>(kBuf_mix) + r0 * kConvDim,
           .w = a.at<const bf16>(kLayer[l].gdn.conv),
@@ -111,7 +111,8 @@ inline cuda::GdnParams gdn_params(const Arena& a, int l, const int32_t* slots, i
 // `page_table`: the table row 0 reads (a slot's own, or all slots' where slots[] picks the row), each
 // slot's `table_width` pages wide.
 inline cuda::AttentionParams<AttnS> attention_params(const Arena& a, int l, int64_t r0, const int32_t* page_table,
-                                                     int table_width, const int32_t* slots, const int32_t* pos) {
+                                                     int table_width, const int32_t* slots, const int32_t* pos,
+                                                     const cuda::RopePosition* rope_at) {
   const AttnAt& A = kLayer[l].attn;
   bf16* kv = a.at<bf16>(kBuf_kv_cache);
   return {.qg = a.at<bf16>(kBuf_mix) + r0 * 2 * kQ,  // per head: query [hd] then gate [hd]
@@ -126,6 +127,7 @@ inline cuda::AttentionParams<AttnS> attention_params(const Arena& a, int l, int6
           .table_width = table_width,
           .slots = slots,
           .pos = pos,
+          .rope_at = rope_at,
           .partial = a.at<float>(kBuf_attn_partial),
           .out = a.at<bf16>(kBuf_core) + r0 * kQ,
           .eps = kNormEps,

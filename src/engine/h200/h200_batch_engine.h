@@ -53,6 +53,9 @@ class H200BatchEngine final : public BatchEngine {
   bool masks_picks() const override { return true; }
   void mask_next_picks(std::span<const uint32_t* const> masks) override { e_.mask_next_picks(masks); }
   const float* logits(int row) const override { return e_.logits(logits_row0_ + row); }
+  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images, int64_t computed) override {
+    e_.set_images(slot, prompt, images, computed);
+  }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }

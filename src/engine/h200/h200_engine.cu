@@ -15,7 +15,7 @@ using namespace engine;
 using namespace h200;
 
 H200Engine::H200Engine(const std::string& engine_dir, uint64_t reserve_bytes)
-    : runner_(engine_dir, reserve_bytes), forward_(runner_) {}
+    : runner_(engine_dir, reserve_bytes), forward_(runner_), images_(runner_) {}
 
 const LoadReport& H200Engine::fuel(const LoadOptions& load) {
   const LoadReport& report = runner_.fuel(load);
@@ -38,6 +38,13 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
       throw Error("token id " + std::to_string(ids[i]) + " outside the vocabulary [0, " + std::to_string(kVocab) + ")");
   CHECK(!capture || (capture->tokens > 0 && capture->tokens < n && capture->snapshot >= 0 && capture->snapshot < kStateSnapshots),
         "prefill: capture outside the call");
+  // The call's rows as the kernels take them: rotary positions, and image tokens' ids pointing at
+  // the tower's rows (H200Images::stage).
+  std::vector<int32_t> staged(ids, ids + n);
+  std::vector<cuda::RopePosition> rope(static_cast<size_t>(n));
+  images_.begin_call();
+  images_.stage(slot, pos0, n, 0, staged.data(), rope.data());
+  ids = staged.data();
   float* const logits_to = runner_.logits_to(first_logit_row, n - first_logit_row);
   // Where row r (>= first_logit_row) of the call lands on the host.
   auto row_at = [&](int r) { return logits_to + int64_t(r - first_logit_row) * kVocab; };
@@ -46,7 +53,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
     const bool pick = knobs && at + len == n;
     if (len >= kTokenPieceMin) {
       const PieceSegment seg{.slot = slot, .row0 = 0, .n = len, .pos0 = pos0 + at, .capture = inside};
-      forward_.prefill_piece({&seg, 1}, ids + at, kKindAll);
+      forward_.prefill_piece({&seg, 1}, ids + at, rope.data() + at, kKindAll);
       const int first = std::max(first_logit_row - at, 0);
       forward_.piece_lm_head(len, first, row_at(at + first), pick ? knobs : nullptr);
       return;
@@ -56,6 +63,7 @@ void H200Engine::prefill(int slot, const int32_t* ids, int n, int64_t pos0, int 
       const int piece = bucket_at_most(end - at);
       H200Runner::StepInputs& s = runner_.staging();
       std::copy(ids + at, ids + at + piece, s.ids);
+      std::copy(rope.begin() + at, rope.begin() + at + piece, s.rope);
       s.slots[0] = slot;
       s.pos[0] = int32_t(pos0 + at);
       const bool last = pick && at + piece == end;
@@ -93,18 +101,24 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments, int dec
   const CallLayout L = runner_.contract().check_prefill_batch(segments, decode);
   std::vector<PieceSegment> pieces;
   std::vector<int32_t> ids;
+  std::vector<cuda::RopePosition> rope;
   ids.reserve(size_t(L.rows));
+  rope.reserve(size_t(L.rows));
+  images_.begin_call();
   for (const CallLayout::Entry& e : L.entries) {
     if (e.segment < 0) {
       pieces.push_back({.slot = kPadSlot, .row0 = e.row0, .n = 1, .pos0 = 0, .capture = nullptr});
       ids.push_back(segments[0].ids[0]);
+      rope.push_back(cuda::RopePosition::text(0));
       continue;
     }
     const PrefillSegment& g = segments[size_t(e.segment)];
     pieces.push_back({.slot = g.slot, .row0 = e.row0, .n = g.n, .pos0 = g.pos0, .capture = g.capture});
     ids.insert(ids.end(), g.ids, g.ids + g.n);
+    rope.resize(ids.size());
+    images_.stage(g.slot, g.pos0, g.n, e.row0, ids.data() + e.row0, rope.data() + e.row0);
   }
-  forward_.prefill_piece(pieces, ids.data(), kKindAll, L.bucket);
+  forward_.prefill_piece(pieces, ids.data(), rope.data(), kKindAll, L.bucket);
   // The picks and logits are the segments' own, in segment order: the padding rows are left out.
   std::vector<PieceSegment> real;
   for (size_t i = 0; i < L.entries.size(); ++i)
@@ -117,7 +131,7 @@ void H200Engine::prefill_batch(std::span<const PrefillSegment> segments, int dec
 void H200Engine::bench_piece(int slot, const int32_t* ids, int n, int64_t pos0, uint32_t kinds) {
   CHECK(n >= kTokenPieceMin && n <= kPrefillChunk && slot >= 0 && slot < kSlots && pos0 + n <= kMaxContext);
   const PieceSegment seg{.slot = slot, .row0 = 0, .n = n, .pos0 = pos0, .capture = nullptr};
-  forward_.prefill_piece({&seg, 1}, ids, kinds);
+  forward_.prefill_piece({&seg, 1}, ids, nullptr, kinds);
   CUDA_CHECK(cudaStreamSynchronize(runner_.stream()));
 }
 
@@ -133,6 +147,7 @@ void H200Engine::decode(int n, const int32_t* ids, const int* slots, const int64
     s.ids[i] = real ? ids[i] : ids[0];
     s.slots[i] = real ? slots[i] : kPadSlot;
     s.pos[i] = real ? int32_t(pos[i]) : 0;
+    s.rope[i] = real ? images_.rope_at(slots[i], pos[i]) : cuda::RopePosition::text(0);
     s.sample[i] = real ? runner_.staged_knobs(knobs ? knobs + i : nullptr, i) : SamplingKnobs{.temperature = 0.0f};
   }
   // The graph's embedding reads the staging itself (Qwen35MoeForward::enqueue_decode). A timed step
@@ -165,6 +180,7 @@ std::string H200Engine::static_fire() {
       s.ids[i] = int32_t((7919 * (i + 1)) % kVocab);
       s.slots[i] = kPadSlot;
       s.pos[i] = 0;
+      s.rope[i] = cuda::RopePosition::text(0);
       s.sample[i] = SamplingKnobs{.temperature = 0.0f};
     }
     forward_.enqueue_decode(b, kKindAll);

@@ -36,6 +36,7 @@
 #include "boosters/memory_budget.h"
 #include "core/error.h"
 #include "engine/h200/arena.h"
+#include "engine/h200/h200_images.h"
 #include "engine/h200/h200_runner.h"
 #include "engine/h200/qwen3_5_moe_forward.h"
 #include "engine/h200/weight_loader.h"
@@ -121,15 +122,30 @@ class H200Engine {
   // Row `row` of the last decode, or of the last prefill (one of its rows >= first_logit_row).
   const float* logits(int row) const { return runner_.logits(row); }
 
-  // A fresh sequence in `slot`: zero conv and recurrent state (KV is overwritten as it is written).
-  void reset_slot(int slot) { runner_.reset_slot(slot); }
+  // A fresh sequence in `slot`: zero conv and recurrent state (KV is overwritten as it is written), no images.
+  void reset_slot(int slot) {
+    runner_.reset_slot(slot);
+    images_.forget(slot);
+  }
+  // BatchEngine::set_images (h200_images.h): the prompt's rotary positions and images for the slot's
+  // prefill, its rope delta for every token after it. REQUIRES: after reset_slot or restore_state.
+  void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images, int64_t computed = 0) {
+    images_.set(slot, prompt, images, computed);
+  }
+  int64_t rope_delta(int slot) const { return images_.rope_delta(slot); }
   // Paged KV as the host engine: slot s owns cache pages [s·P, (s+1)·P) until bound otherwise.
   // REQUIRES: n <= kPagesPerStream, every page < kCachePages.
   void bind_pages(int slot, const int* pages, int n) { runner_.bind_pages(slot, pages, n); }
   void copy_page(int src, int dst, int tokens) { runner_.copy_page(src, dst, tokens); }
   void capture_state(int slot, int snapshot) { runner_.capture_state(slot, snapshot); }
-  void restore_state(int snapshot, int slot) { runner_.restore_state(snapshot, slot); }
-  void copy_state(int from_slot, int to_slot) { runner_.copy_state(from_slot, to_slot); }
+  void restore_state(int snapshot, int slot) {
+    runner_.restore_state(snapshot, slot);
+    images_.forget(slot);
+  }
+  void copy_state(int from_slot, int to_slot) {  // the slot's images too
+    runner_.copy_state(from_slot, to_slot);
+    images_.copy(from_slot, to_slot);
+  }
   // BatchEngine::reset_history: the slot's counts zeroed, the prompt's bits and the bias uploaded, in
   // stream order before the next step. REQUIRES: slot < kMaxBucket.
   void reset_history(int slot, std::span<const int32_t> prompt, std::span<const LogitBias> bias) {
@@ -147,6 +163,7 @@ class H200Engine {
 
   H200Runner runner_;
   Qwen35MoeForward forward_;  // enqueues on runner_
+  H200Images images_;         // each slot's prompt images and rotary positions
   int step_rows_ = 0;         // rows of the last decode staged
   bool static_fire_passed_ = true;
 };

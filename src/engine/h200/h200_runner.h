@@ -32,6 +32,7 @@
 #include "engine/h200/arena.h"
 #include "engine/h200/weight_loader.h"
 #include "kernels/cuda/primitives/cuda_handles.h"
+#include "kernels/cuda/rope.cuh"
 #include "kernels/tiling/gdn.h"
 #include "plan/plan.h"
 #include "scheduler/step_contract.h"
@@ -61,17 +62,19 @@ class H200Runner {
   static constexpr int kMaxBucket = engine::kBuckets[std::size(engine::kBuckets) - 1];
 
   // The fixed device buffer of per-row step inputs (the plan's step_inputs) and its pinned host twin.
-  struct StepInputs {
+  struct alignas(16) StepInputs {  // whole 16-byte vectors: the decode's embedding copies it as such
     int32_t ids[kMaxBucket];
     int32_t slots[kMaxBucket];  // decode: each row's slot; prefill: slots[0]
     int32_t pos[kMaxBucket];    // decode: each row's position; prefill: pos[0], the piece's first
     SamplingKnobs sample[kMaxBucket];  // decode: each row's; prefill: sample[0], the last piece's pick
+    cuda::RopePosition rope[kMaxBucket];  // each row's rotary position (a text row's: its position + rope delta)
   };
   // The device inputs of a token-path piece (the plan's piece_inputs) and its pinned host twin: rows
   // are the segments' rows one after another.
   struct PieceInputs {
     int32_t ids[engine::kPrefillChunk];
     int32_t pos[engine::kPrefillChunk];  // pos0 + r: a bucket-sized attention block reads its first row's
+    cuda::RopePosition rope[engine::kPrefillChunk];  // each row's rotary position
     int32_t slot[kSlots];                // segment i's slot (its conv and GDN kernels read slots[i])
     int32_t capture_at[kSlots][tiling::gdn_chunks(int(engine::kPrefillChunk))];  // segment i's GDN chunks: snapshot or -1
   };

@@ -70,7 +70,11 @@ class Qwen35MoeForward {
   // on kPadSlot), whose GDN and attention run as a decode bucket does (recurrent step, split-K
   // attention), while their projections and experts ride in the piece's GEMMs: a mixed step of decode
   // rows and prompt rows reads the weights once.
-  void prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows = 0);
+  // `ids` and `rope` are the rows' (segment after segment): a row of an image token has id -1 - k, k
+  // its row of the plan's image_rows (embedding.cuh); `rope` its rotary position (nullptr: every row
+  // text at its position).
+  void prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, const cuda::RopePosition* rope, uint32_t kinds,
+                     int decode_rows = 0);
   // One stream's piece: logits of rows >= first_logit_row to logits_to (row r at logits_to +
   // (r - first_logit_row) * kVocab), `knobs` pick after the last row.
   void piece_lm_head(int n, int first_logit_row, float* logits_to, const SamplingKnobs* knobs);
@@ -116,6 +120,14 @@ class Qwen35MoeForward {
 
   template <typename T>
   const T* weight(uint64_t offset) const { return run_.buf<const T>(offset); }
+  // The merged image embeddings a prompt's image tokens read (H200Engine stages them); none without a tower.
+  const bf16* image_rows() const {
+#ifdef ROCKET_VISION_TOWER
+    return run_.buf<const bf16>(kBuf_image_rows);
+#else
+    return nullptr;
+#endif
+  }
 
   H200Runner& run_;
   const Activations act_;

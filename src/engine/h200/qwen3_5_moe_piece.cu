@@ -74,7 +74,8 @@ void project(H200Runner& run, const LinearAt& w, int N, int K, const bf16* x, in
 
 }  // namespace
 
-void Qwen35MoeForward::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, uint32_t kinds, int decode_rows) {
+void Qwen35MoeForward::prefill_piece(std::span<const PieceSegment> segments, const int32_t* ids, const cuda::RopePosition* rope,
+                                     uint32_t kinds, int decode_rows) {
   CHECK(!segments.empty() && int(segments.size()) <= H200Runner::kSlots,
         "token path: " + std::to_string(segments.size()) + " segments for " + std::to_string(H200Runner::kSlots) + " entries");
   const int n = segments.back().row0 + segments.back().n;
@@ -86,7 +87,10 @@ void Qwen35MoeForward::prefill_piece(std::span<const PieceSegment> segments, con
   std::copy(ids, ids + n, in.ids);
   for (size_t i = 0; i < segments.size(); ++i) {
     const PieceSegment& g = segments[i];
-    for (int r = 0; r < g.n; ++r) in.pos[g.row0 + r] = int32_t(g.pos0 + r);
+    for (int r = 0; r < g.n; ++r) {
+      in.pos[g.row0 + r] = int32_t(g.pos0 + r);
+      in.rope[g.row0 + r] = rope ? rope[g.row0 + r] : cuda::RopePosition::text(int32_t(g.pos0 + r));
+    }
     in.slot[i] = g.slot;
     const int first = tiling::kGdnChunk - int(g.pos0 % tiling::kGdnChunk);
     std::fill(in.capture_at[i], in.capture_at[i] + tiling::gdn_chunks(g.n), -1);
@@ -98,6 +102,7 @@ void Qwen35MoeForward::prefill_piece(std::span<const PieceSegment> segments, con
   H200Runner::PieceInputs* dev = run_.buf<H200Runner::PieceInputs>(kBuf_piece_inputs);
   CUDA_CHECK(cudaMemcpyAsync(dev->ids, in.ids, sizeof(int32_t) * n, cudaMemcpyHostToDevice, run_.stream()));
   CUDA_CHECK(cudaMemcpyAsync(dev->pos, in.pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, run_.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(dev->rope, in.rope, sizeof(cuda::RopePosition) * n, cudaMemcpyHostToDevice, run_.stream()));
   CUDA_CHECK(cudaMemcpyAsync(dev->slot, in.slot, sizeof(in.slot), cudaMemcpyHostToDevice, run_.stream()));
   CUDA_CHECK(cudaMemcpyAsync(dev->capture_at, in.capture_at, sizeof(in.capture_at[0]) * segments.size(), cudaMemcpyHostToDevice,
                              run_.stream()));
@@ -108,7 +113,9 @@ void Qwen35MoeForward::prefill_piece(std::span<const PieceSegment> segments, con
       cuda::add_rms_norm<int(kHidden)>(
           {.x = act_.x, .delta = delta, .residual = act_.x, .w = weight<bf16>(w), .y = act_.hn, .eps = kNormEps}, n, run_.stream());
   };
-  if (norm) cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .x = act_.x}, n, run_.stream());
+  if (norm)
+    cuda::embedding<int(kHidden)>({.table = weight<bf16>(kEmbed.weight), .ids = dev->ids, .image_rows = image_rows(), .x = act_.x}, n,
+                                  run_.stream());
   for (int l = 0; l < kLayers; ++l) {
     if (l == 0) {
       if (norm)
@@ -203,7 +210,8 @@ void Qwen35MoeForward::piece_attention(int l, std::span<const PieceSegment> segm
     if (decode_rows)
       with_bucket(decode_rows, [&]<int B>() {
         const cuda::AttentionParams<AttnS> p =
-            attention_params(run_.arena(), l, 0, run_.buf<int32_t>(kBuf_page_tables), H200Runner::kPagesPerStream, dev->slot, dev->pos);
+            attention_params(run_.arena(), l, 0, run_.buf<int32_t>(kBuf_page_tables), H200Runner::kPagesPerStream, dev->slot, dev->pos,
+                             dev->rope);
         cuda::attention_decode<AttnS, B>(p, run_.stream());
       });
     // Each stream's rows through its own page table: their K and V appended, then flash attention of
@@ -213,7 +221,7 @@ void Qwen35MoeForward::piece_attention(int l, std::span<const PieceSegment> segm
       const int64_t r0 = g.row0;
       const int32_t* table = run_.buf<int32_t>(kBuf_page_tables) + int64_t(g.slot) * H200Runner::kPagesPerStream;
       const cuda::AttentionParams<AttnS> p =
-          attention_params(run_.arena(), l, r0, table, H200Runner::kPagesPerStream, dev->slot + i, dev->pos + r0);
+          attention_params(run_.arena(), l, r0, table, H200Runner::kPagesPerStream, dev->slot + i, dev->pos + r0, dev->rope + r0);
       cuda::attention_append<AttnS>(p, g.n, run_.stream());
       cuda::attention_flash<AttnS>(p, g.n, int(g.pos0), run_.stream());
     }

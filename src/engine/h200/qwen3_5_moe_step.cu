@@ -185,6 +185,7 @@ void Qwen35MoeForward::enqueue_layers(uint32_t kinds, int slot) {
   // step_inputs for the kernels after it; prefill copies them before its pieces (upload_step).
   static_assert(sizeof(H200Runner::StepInputs) % 16 == 0);
   cuda::EmbeddingParams embed{.table = weight<bf16>(kEmbed.weight), .ids = in->ids, .x = act_.x};
+  if constexpr (kPrefill) embed.image_rows = image_rows();  // a prompt's image tokens (decode ids are never negative)
   if constexpr (!kPrefill) {
     embed.ids = run_.host_step()->ids;
     embed.inputs_from = reinterpret_cast<const uint4*>(run_.host_step());
@@ -284,7 +285,8 @@ void Qwen35MoeForward::attention_layer(int l, uint32_t kinds, int slot) {
   run_.mark(StepGroup::kDense);
   if (kinds & kKindAttention) {
     const int32_t* table = run_.buf<int32_t>(kBuf_page_tables) + (kPrefill ? int64_t(slot) * H200Runner::kPagesPerStream : 0);
-    const cuda::AttentionParams<AttnS> p = attention_params(run_.arena(), l, 0, table, H200Runner::kPagesPerStream, in->slots, in->pos);
+    const cuda::AttentionParams<AttnS> p =
+        attention_params(run_.arena(), l, 0, table, H200Runner::kPagesPerStream, in->slots, in->pos, in->rope);
     if constexpr (kPrefill) cuda::attention_prefill<AttnS, B>(p, run_.stream());
     else cuda::attention_decode<AttnS, B>(p, run_.stream());
   }

@@ -113,6 +113,14 @@ void HostEngine::set_images(int slot, std::span<const int32_t> prompt, const vis
   } else {
     if (int64_t(prompt.size()) > kMaxContext)
       fail("image input: a prompt of {} tokens exceeds the plan's context {}", prompt.size(), kMaxContext);
+    // The plan's bound on one image, as the H200 engine holds it (its workspace is sized for it): the
+    // processor's max_pixels in patches. The server's processor resizes every image within it.
+    const VisionProcessorConfig& pc = plan_.vision->processor;
+    const int64_t max_patches = int64_t(pc.max_pixels / uint64_t(pc.patch_size * pc.patch_size));
+    for (const vision::ImageGrid& g : images.grids)
+      if (g.patches() > max_patches)
+        fail("image input: an image of {} patches exceeds the plan's bound of {} (its processor's max_pixels)", g.patches(),
+             max_patches);
     vision::MropePositions m =
         vision::mrope_positions(prompt, int32_t(kImageToken), images.grids, int(kVisionMerge));
     // Each image's run of tokens, in order (mrope_positions refused a prompt whose image runs are not
