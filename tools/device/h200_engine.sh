@@ -181,6 +181,14 @@ if wanted forge_a3b8_nvfp4; then
   echo $! >"$FUELS/forge_a3b8_nvfp4.pid"
 fi
 
+# The 8-layer a3b with the releases' vision tower (images, issue 43), forged in the background too.
+if wanted forge_a3b8_mm; then
+  rm -f "$FUELS/forge_a3b8_mm.rc"
+  bash -c "$(forge a3b8-mm --fuel a3b --format nvfp4 --seed 1 --layers 8 --layout multimodal); echo \$? >'$FUELS/forge_a3b8_mm.rc'" \
+    >"$FUELS/forge_a3b8_mm.log" 2>&1 &
+  echo $! >"$FUELS/forge_a3b8_mm.pid"
+fi
+
 # The block-FP8 fuels (`-FP8` releases' form): their 8-layer a3b forged in the background too.
 if wanted forge_a3b8_fp8; then
   rm -f "$FUELS/forge_a3b8_fp8.rc"
@@ -198,6 +206,13 @@ for fmt in bf16 nvfp4 fp8; do
   step "replay_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" replay)"
   step "prefill_check_tiny_$fmt" 1 60 "$(engine "tiny-$fmt" prefill-check)"
 done
+
+# Images on the tiny fuel with its tower: the HF reference's first-token logits of prompts with images
+# (tests/golden/image_prompts_tiny.json), and the engine's own image checks (rocket-engine imagecheck).
+step forge_tiny_mm 0 30 "$(forge tiny-mm --fuel tiny --format bf16 --layout multimodal --expert-layout fused --seed 1)"
+step weights_tiny_mm 0 30 "$(weights tiny-mm)"
+step imagecheck_tiny_mm 0 60 "$(engine tiny-mm imagecheck --golden "'$GOLDEN/image_prompts_tiny.json'")"
+step parity_tiny_mm 0 60 "$(engine tiny-mm parity --golden "'$GOLDEN/tiny_bf16.json'")"
 
 # The bf16 noise floor: HF itself computing in bf16 against its fp32 goldens, and the engine against
 # that bf16 run. A bf16-activation engine cannot be asked to sit closer to the fp32 goldens than HF's
@@ -267,6 +282,22 @@ step random_a3b8_nvfp4 1 150 "test -f '$ENGINES/a3b8-nvfp4/weights.blob' || exit
 step soak_a3b8_nvfp4 1 200 "test -f '$ENGINES/a3b8-nvfp4/weights.blob' || exit 90; \
   python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-nvfp4' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
   --pool 4 --mismatch-ok --log '$OUT/soak_a3b8.log' --markdown '$OUT/h200-soak-a3b8.md'"
+# Images at the a3b shape (8 layers, the releases' tower): the image checks, then images through the
+# server (bench/image_serve.sh: sessions resending a 1024² screenshot; the cold / resent / text-only
+# TTFT probe) and the text serving benchmarks on the same plan (required where it ran: the engine's
+# token path carries the multimodal rotary).
+step wait_forge_a3b8_mm 0 60 "test -f '$FUELS/forge_a3b8_mm.pid' || exit 90; \
+  while [[ ! -f '$FUELS/forge_a3b8_mm.rc' ]] && kill -0 \$(cat '$FUELS/forge_a3b8_mm.pid') 2>/dev/null; do sleep 3; done; \
+  tail -2 '$FUELS/forge_a3b8_mm.log'; test \"\$(cat '$FUELS/forge_a3b8_mm.rc' 2>/dev/null)\" = 0"
+step weights_a3b8_mm 0 120 "$(weights a3b8-mm)"
+step imagecheck_a3b8_mm 0 120 "$(engine a3b8-mm imagecheck)"
+step image_serve_a3b8_mm 0 200 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; SERVE_LOG='$OUT/image_serve_a3b8_mm.log' \
+  bash '$ROOT/bench/image_serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-image-serve-a3b8.md'"
+step serve_a3b8_mm 0 150 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b8_mm.log' \
+  bash '$ROOT/bench/serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-serve-agents-a3b8-mm.md' --concurrency 1,16,32,64 --max-tokens 64"
+step soak_a3b8_mm 0 200 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; \
+  python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-mm' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
+  --pool 4 --mismatch-ok --log '$OUT/soak_a3b8_mm.log' --markdown '$OUT/h200-soak-a3b8-mm.md'"
 bf16_floor a3b4-bf16 a3b4_bf16.json
 # Disk: the 4-layer fuel and blob (16 GB) go before the full blob (21 GB) is written.
 step free_a3b4 0 0 "rm -rf '$FUELS/a3b4-bf16' '$ENGINES/a3b4-bf16'; df -h /tmp"

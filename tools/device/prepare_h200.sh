@@ -45,6 +45,11 @@ engines=(
   # The prefill benchmark's model: a fifth of a3b (2 full-attention and 6 GDN layers, the same mix),
   # forged in a fifth of the time, with the context for a 4096-token continuation of a 28K prefix.
   "a3b8-nvfp4|--fuel a3b --format nvfp4 --seed 1 --layers 8|--max-context 33792"
+  # Images (issue 43): the tiny fuel with its tower, as the HF image-prompt golden was made from
+  # (tests/golden/image_prompts_tiny.json), and the 8-layer a3b with the releases' tower, whose plan
+  # serves the text benchmarks and the image ones.
+  "tiny-mm|--fuel tiny --format bf16 --layout multimodal --expert-layout fused --seed 1|"
+  "a3b8-mm|--fuel a3b --format nvfp4 --seed 1 --layers 8 --layout multimodal|--max-context 33792"
   # Block FP8 as `-FP8` releases store it: tiny against its HF golden, 4 layers of a3b against a golden
   # made there, 8 layers of a3b beside the NVFP4 engine's benchmarks.
   "tiny-fp8|--fuel tiny --format fp8 --seed 1|--golden tests/golden/tiny_fp8.json"
