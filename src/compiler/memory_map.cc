@@ -41,17 +41,19 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   const uint64_t S = p.max_streams, slots = uint64_t(p.max_streams) + 1;
   const uint64_t pages_per_stream = ceil_div(p.max_context, p.kv_page_tokens);
   // Per-step inputs of a decode step or a bucket-sized prefill piece: token ids, stream slots and
-  // positions (int32 each), then one SamplingKnobs per row; the step's first kernel copies them
-  // here from the host's pinned staging.
-  act.add("step_inputs", S * (3 * 4 + sizeof(SamplingKnobs)));
+  // positions (int32 each), each row's rotary position (t, h, w: three int32), then one SamplingKnobs
+  // per row; the step's first kernel copies them here from the host's pinned staging. The rotary
+  // position is the multimodal one (docs/vision-tower.md, "The text side"): for an image prompt's rows
+  // and every row after them it differs from the row's KV index, which the positions still give.
+  act.add("step_inputs", S * (3 * 4 + 3 * 4 + sizeof(SamplingKnobs)));
   // Every stream's sampling history (core/sampling_history.h), read and counted by the sampler: output
   // token counts, the prompt's token bits, the logit bias.
   act.add("history_counts", S * c.vocab * 4);
   act.add("history_prompt", S * uint64_t(history_prompt_words(int(c.vocab))) * 4);
   act.add("history_bias", S * kMaxLogitBias * sizeof(LogitBias));
-  // A token-path piece's inputs: ids and positions of its rows, then per stream slot of a batched
-  // piece its slot and its GDN chunks' captures.
-  act.add("piece_inputs", (2 * uint64_t(p.prefill_chunk) + slots * (1 + tiling::gdn_chunks(p.prefill_chunk))) * 4);
+  // A token-path piece's inputs: ids and positions of its rows and their rotary positions (t, h, w, as
+  // step_inputs'), then per stream slot of a batched piece its slot and its GDN chunks' captures.
+  act.add("piece_inputs", (5 * uint64_t(p.prefill_chunk) + slots * (1 + tiling::gdn_chunks(p.prefill_chunk))) * 4);
   // cuBLAS's workspace for the token path's projections (its recommended 32 MiB on Hopper), so it
   // allocates nothing after upright.
   act.add("gemm_workspace", 32ull << 20);
@@ -98,6 +100,14 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   if (c.precision(Role::kLmHead) == Precision::kFP8Block)
     dequant = std::max(dequant, uint64_t(std::min<int64_t>(c.vocab, tiling::kLmHeadSliceRows)) * c.hidden * 2);
   act.add("dequant", dequant);
+  // The vision tower (plan_vision.h h200_vision_buffer_bytes): one image's inputs and the tower's
+  // scratch, for the largest image the plan's processor admits, and the bf16 merged rows of a piece.
+  if (p.vision) {
+    const VisionBufferBytes v = h200_vision_buffer_bytes(*p.vision, p.prefill_chunk, int(c.hidden));
+    act.add("vision_inputs", v.inputs);
+    act.add("vision_scratch", v.scratch);
+    act.add("image_rows", v.image_rows);
+  }
 }
 
 // The host engine's MoE staging: routed rows gathered per expert, their gate, up and down outputs,
@@ -174,6 +184,12 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   p.kv_bytes = opt.booster == "host" ? 4 : 2;
   p.draft_tokens = opt.draft_tokens;
   p.vision = opt.vision;
+  // The h200 engine runs the tower's attention at two head dims, and one image within one prefill
+  // piece: its pixel bound follows the chunk (plan_vision.h).
+  if (p.vision && p.booster == "h200") {
+    check_h200_vision(*p.vision, "plan");
+    bound_pixels_by_prefill_chunk(*p.vision, p.prefill_chunk, "plan");
+  }
 
   // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector; a layer's
   // routed experts in their units' order (the MTP layer's in their own).
