@@ -167,7 +167,9 @@ std::shared_ptr<const grammar::CompiledGrammar> Scheduler::grammar_of(const Comp
 
 ImagePrompt Scheduler::prompt_of(const CompletionRequest& r) const {
   const Plan& plan = engine_.plan();
-  if (!plan.vision) {
+  // NOTE: an h200 plan carries the tower (its tensors, buffers and pixel bound) ahead of the H200
+  // engine's set_images; until that runs images, they are refused here, up front, as before.
+  if (!plan.vision || plan.booster != "host") {
     if (!r.images.empty())
       throw ProtocolError(400,
                           plan.booster == "h200"

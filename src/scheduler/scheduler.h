@@ -57,8 +57,8 @@
 // cache holds no state at a boundary within an image's first PromptKey::kDigestTokens tokens (too few
 // of its key to stand for it): no capture there (PromptKey::holds), so no resume either, and the
 // branch points and prefix reports step back from one. set_images gets how far the slot's state is
-// already computed, so the engine encodes only the images it still reads. Without a tower a request
-// with images is a 400 naming why (the h200 engine has no vision kernels yet).
+// already computed, so the engine encodes only the images it still reads. Without a tower, or on an
+// h200 plan (its engine does not run the tower yet), a request with images is a 400 naming why.
 //
 // Drain (drain()): submit() answers 503 from then on; the requests already accepted run to their end
 // or, past the deadline, are answered with an error.
