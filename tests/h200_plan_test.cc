@@ -49,7 +49,8 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.buffer("moe_arrivals").bytes, 32u * 4);  // one counter per group of shared-expert tiles
   EXPECT_EQ(p.buffer("moe_act").bytes, 32u * 8 * 512 * 2);
   EXPECT_EQ(p.buffer("shared_act").bytes, 32u * 512 * 2);
-  EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 64));  // ids, slots, positions, 64-byte knobs
+  // ids, slots, positions, rotary positions (t, h, w), 64-byte knobs
+  EXPECT_EQ(p.buffer("step_inputs").bytes, 32u * (3 * 4 + 3 * 4 + 64));
   // The sampling histories of 32 streams: counts, prompt bits, 300 logit-bias entries.
   EXPECT_EQ(p.buffer("history_counts").bytes, 32u * 248320 * 4);
   EXPECT_EQ(p.buffer("history_prompt").bytes, 32u * (248320 / 32) * 4);
@@ -61,7 +62,8 @@ TEST(H200Plan, WorkspacesFollowTheKernelTraits) {
   EXPECT_EQ(p.max_rows, 2048);
   EXPECT_EQ(p.logit_rows, 32);
   EXPECT_EQ(p.buffer("logits").bytes, 32ull * 248320 * 4);
-  EXPECT_EQ(p.buffer("piece_inputs").bytes, (2u * 2048 + 33 * (1 + tiling::gdn_chunks(2048))) * 4);
+  // ids, positions and rotary positions (t, h, w) of 2048 rows; each slot's index and GDN captures
+  EXPECT_EQ(p.buffer("piece_inputs").bytes, (5u * 2048 + 33 * (1 + tiling::gdn_chunks(2048))) * 4);
   EXPECT_EQ(p.buffer("gdn_workspace").bytes, uint64_t(tiling::gdn_chunked_workspace_floats(16, 32, 128, 128, 2048)) * 4);
   EXPECT_EQ(p.buffer("moe_workspace").bytes,
             uint64_t(tiling::moe_piece_workspace(tiling::MoeDims{2048, 512, 512, 256, 8}, 2048).bytes));

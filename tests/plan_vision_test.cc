@@ -1,6 +1,7 @@
-// The vision tower in a plan (plan/plan_vision.h): a host plan of a fuel with a tower carries its BF16
-// tensors after the text model's, byte for byte the fuel's, with the vision config and image tokens; an
-// h200 plan may not carry one; the image tokens and mrope_section are read from config.json as the
+// The vision tower in a plan (plan/plan_vision.h): a host or h200 plan of a fuel with a tower carries its
+// BF16 tensors after the text model's, byte for byte the fuel's, with the vision config and image tokens;
+// an h200 plan also bounds one image by its prefill chunk, holds the tower's device buffers and refuses a
+// head_dim its kernels lack; the image tokens and mrope_section are read from config.json as the
 // releases write them, and the image processor from preprocessor_config.json (or the defaults, said so).
 #include <gtest/gtest.h>
 
@@ -12,10 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "boosters/profile.h"
+#include "compiler/codegen.h"
 #include "compiler/condition.h"
+#include "compiler/kernel_selection.h"
 #include "compiler/memory_map.h"
 #include "error_of.h"
 #include "fuel/fuel.h"
+#include "kernels/tiling/vision.h"
 #include "multimodal_fixtures.h"
 #include "plan/plan.h"
 #include "test_paths.h"
@@ -29,9 +34,18 @@ using test::error_of;
 
 class PlanVisionTest : public test::ForgedTinyMultimodalTest {
  protected:
-  static PlanOptions host_options(bool with_vision) {
+  // The plan `rocket build` validates: the memory map, and an h200 plan's kernel table.
+  static Plan plan_of(const PlanOptions& po) {
+    Plan p = plan_memory(fuel_->chemistry(), po);
+    p.kernels = select_kernels(p);
+    return p;
+  }
+  static PlanOptions host_options(bool with_vision) { return options("host", with_vision); }
+  // An h200 plan's options take the committed profile's limits, for its kernel table (plan_of).
+  static PlanOptions options(const std::string& booster, bool with_vision) {
     PlanOptions po;
-    po.booster = "host";
+    po.booster = booster;
+    if (booster == "h200") po.limits = booster_limits(load_profile(test::source_dir() + "/boosters/h200.json"));
     if (with_vision) {
       po.vision = plan_vision_of_config(fuel_->config(), *fuel_->vision(), fuel_->chemistry().vocab, "config.json");
       read_vision_processor((*dir_ / "tiny").string(), *po.vision);
@@ -78,27 +92,182 @@ TEST_F(PlanVisionTest, AHostPlanCarriesTheTowerAfterTheTextModel) {
 }
 
 TEST_F(PlanVisionTest, TheBlobHoldsTheFuelsTowerBytes) {
-  const Plan mm = plan_memory(fuel_->chemistry(), host_options(true));
-  const std::string blob_path = (*dir_ / "weights.blob").string();
-  condition_weights(*fuel_, mm, blob_path);
-  std::ifstream in(blob_path, std::ios::binary);
-  const std::vector<char> blob{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  ASSERT_EQ(blob.size(), mm.blob_bytes);
-  for (const TensorSpec& t : vision_tower_manifest(mm.vision->tower)) {
-    const PlanTensor& p = mm.tensor(t.name);
-    const TensorView v = fuel_->tensor(t.name);
-    ASSERT_EQ(v.nbytes, p.bytes) << t.name;
-    EXPECT_EQ(std::memcmp(blob.data() + p.offset, v.data, p.bytes), 0) << t.name;
+  for (const char* booster : {"host", "h200"}) {
+    SCOPED_TRACE(booster);
+    const Plan mm = plan_memory(fuel_->chemistry(), options(booster, true));
+    const std::string blob_path = (*dir_ / "weights.blob").string();
+    condition_weights(*fuel_, mm, blob_path);
+    std::ifstream in(blob_path, std::ios::binary);
+    const std::vector<char> blob{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    ASSERT_EQ(blob.size(), mm.blob_bytes);
+    for (const TensorSpec& t : vision_tower_manifest(mm.vision->tower)) {
+      const PlanTensor& p = mm.tensor(t.name);
+      const TensorView v = fuel_->tensor(t.name);
+      ASSERT_EQ(v.nbytes, p.bytes) << t.name;
+      EXPECT_EQ(std::memcmp(blob.data() + p.offset, v.data, p.bytes), 0) << t.name;
+    }
+    // And the text model's bytes are where the text plan puts them.
+    const PlanTensor& embed = mm.tensor("embed_tokens.weight");
+    EXPECT_EQ(std::memcmp(blob.data() + embed.offset, fuel_->tensor("embed_tokens.weight").data, embed.bytes), 0);
   }
-  // And the text model's bytes are where the text plan puts them.
-  const PlanTensor& embed = mm.tensor("embed_tokens.weight");
-  EXPECT_EQ(std::memcmp(blob.data() + embed.offset, fuel_->tensor("embed_tokens.weight").data, embed.bytes), 0);
 }
 
-TEST_F(PlanVisionTest, OnlyAHostPlanMayCarryIt) {
-  Plan mm = plan_memory(fuel_->chemistry(), host_options(true));
-  mm.booster = "h200";
-  EXPECT_NE(error_of([&] { mm.validate("plan.json"); }).find("only the host engine runs one"), std::string::npos);
+// An h200 plan carries the tower as a host plan does (after the text model, BF16, the same names), lowers
+// the processor's max_pixels to what one prefill piece holds, and holds the tower's three buffers.
+TEST_F(PlanVisionTest, AnH200PlanCarriesTheTowerAndItsBuffers) {
+  const Plan text = plan_of(options("h200", false));
+  const Plan mm = plan_of(options("h200", true));
+  mm.validate("plan");
+  ASSERT_TRUE(mm.vision);
+  for (const PlanTensor& t : text.tensors) EXPECT_EQ(mm.tensor(t.name).offset, t.offset) << t.name;
+  for (const TensorSpec& t : vision_tower_manifest(mm.vision->tower)) {
+    const PlanTensor& m = mm.tensor(t.name);
+    EXPECT_GE(m.offset, text.blob_bytes) << t.name;
+    EXPECT_EQ(m.dtype, DType::kBF16) << t.name;
+    EXPECT_EQ(m.bytes, t.nbytes()) << t.name;
+  }
+  // The bound: the fuel's 4096² lowered to 2048 merged tokens of 32² pixels (~1448²), the fuel's kept.
+  EXPECT_EQ(mm.prefill_chunk, 2048);
+  EXPECT_EQ(mm.vision->processor.max_pixels, 2048u * 32 * 32);
+  EXPECT_EQ(mm.vision->max_pixels_requested, 16777216u);
+  EXPECT_EQ(mm.vision->processor.min_pixels, 65536u);
+  const json processor = mm.to_json()["vision"]["processor"];
+  EXPECT_EQ(processor["max_pixels"], 2097152);
+  EXPECT_EQ(processor["max_pixels_requested"], 16777216);
+  const Plan back = Plan::from_json(mm.to_json(), "plan.json");
+  back.validate("plan.json");
+  EXPECT_TRUE(back.vision && *back.vision == *mm.vision);
+  EXPECT_EQ(back.vision->max_pixels_requested, 16777216u);
+  EXPECT_EQ(back.to_json(), mm.to_json());
+  // A host plan keeps the fuel's bound and records no request.
+  const Plan host = plan_memory(fuel_->chemistry(), host_options(true));
+  EXPECT_EQ(host.vision->processor.max_pixels, 16777216u);
+  EXPECT_EQ(host.vision->max_pixels_requested, 0u);
+  EXPECT_FALSE(host.to_json()["vision"]["processor"].contains("max_pixels_requested"));
+  for (const char* name : {"vision_inputs", "vision_scratch", "image_rows"})
+    EXPECT_FALSE(std::any_of(host.buffers.begin(), host.buffers.end(), [&](const PlanBuffer& b) { return b.name == name; }))
+        << name;
+
+  // The buffers, for one image of 2048 · 2² = 8192 patches (the tiny tower: hidden 64, 4 heads of 16,
+  // intermediate 128, 1536 values a patch, 2×2 merge into the text width), worked by hand:
+  EXPECT_EQ(mm.vision->max_patches(), 8192);
+  const uint64_t P = 8192, H = uint64_t(fuel_->chemistry().hidden);
+  // pixels fp32 [P][1536]; taps int4 and float4 [P]; cos and sin fp32 [P][8]; tiles int4 [64 + 2048].
+  EXPECT_EQ(mm.buffer("vision_inputs").bytes, P * 1536 * 4 + 2 * P * 16 + 2 * P * 8 * 4 + (64 + 2048) * 16);
+  // act bf16 [P][1536]; normed bf16 [P][64]; wide fp32 [P][192]; q, k, v bf16 [4][P][16]; attn bf16
+  // [P][64]; hidden fp32 [P][64]; merged fp32 [P/4][H] (every part a 256 multiple here).
+  EXPECT_EQ(mm.buffer("vision_scratch").bytes,
+            P * 1536 * 2 + P * 64 * 2 + P * 192 * 4 + 3 * (4 * P * 16 * 2) + P * 64 * 2 + P * 64 * 4 + P / 4 * H * 4);
+  EXPECT_EQ(mm.buffer("image_rows").bytes, 2048 * H * 2);  // a piece's merged rows, bf16
+  // The engine's constants: the patch bound next to the tower's shapes.
+  const std::string header = generate_engine_header(mm);
+  EXPECT_NE(header.find("constexpr int64_t kVisionMaxPatches = 8192;"), std::string::npos);
+  EXPECT_NE(generate_engine_header(text).find("constexpr int64_t kVisionMaxPatches = 0;"), std::string::npos);
+  EXPECT_NE(header.find("kBufBytes_vision_scratch"), std::string::npos);
+
+  // A smaller chunk lowers it further; a fuel bound already under the chunk's is kept as it is.
+  PlanOptions po = options("h200", true);
+  po.prefill_chunk = 128;
+  const Plan small = plan_memory(fuel_->chemistry(), po);
+  EXPECT_EQ(small.vision->processor.max_pixels, 128u * 1024);
+  EXPECT_EQ(small.vision->max_patches(), 512);
+  EXPECT_EQ(small.buffer("image_rows").bytes, 128 * H * 2);
+  po = options("h200", true);
+  po.vision->processor.max_pixels = 1048576;
+  const Plan under = plan_memory(fuel_->chemistry(), po);
+  EXPECT_EQ(under.vision->processor.max_pixels, 1048576u);
+  EXPECT_EQ(under.vision->max_pixels_requested, 0u);
+  EXPECT_EQ(under.vision->max_patches(), 4096);
+  // Lowering is idempotent: the carried plan's vision gives the same plan (build --weights-only).
+  po = options("h200", true);
+  po.vision = mm.vision;
+  EXPECT_EQ(plan_of(po).to_json(), mm.to_json());
+}
+
+TEST_F(PlanVisionTest, AnH200PlanRefusesWhatItsEngineCannotRun) {
+  // A minimum over the chunk's bound: the releases' 256² with 32-token pieces (32 · 32² = 32768 pixels).
+  PlanOptions po = options("h200", true);
+  po.prefill_chunk = 32;
+  std::string e = error_of([&] { plan_memory(fuel_->chemistry(), po); });
+  EXPECT_NE(e.find("under the image processor's min_pixels 65536"), std::string::npos) << e;
+  EXPECT_NE(e.find("raise --prefill-chunk to 64 or more"), std::string::npos) << e;
+  // A head_dim the h200 vision attention is not instantiated for (64 / 2 heads = 32); the host runs it.
+  po = options("h200", true);
+  po.vision->tower.heads = 2;
+  e = error_of([&] { plan_memory(fuel_->chemistry(), po); });
+  EXPECT_NE(e.find("head_dim 32 (vision_config hidden_size 64 / num_heads 2) has no h200 vision attention kernel"),
+            std::string::npos) << e;
+  PlanOptions host = host_options(true);
+  host.vision->tower.heads = 2;
+  plan_memory(fuel_->chemistry(), host).validate("plan");
+  EXPECT_TRUE(tiling::vision_attention_head_dim(16) && tiling::vision_attention_head_dim(72));
+  EXPECT_FALSE(tiling::vision_attention_head_dim(32) || tiling::vision_attention_head_dim(80));
+
+  // A plan.json whose bound is over its chunk, whose buffers are not the tower's, or whose record of the
+  // lowered bound is not over it, is refused when read.
+  const Plan mm = plan_of(options("h200", true));
+  json j = mm.to_json();
+  j["vision"]["processor"]["max_pixels"] = 4194304;
+  e = error_of([&] { Plan::from_json(j, "plan.json").validate("plan.json"); });
+  EXPECT_NE(e.find("max_pixels 4194304 is over the prefill chunk's 2097152"), std::string::npos) << e;
+  Plan wrong = mm;
+  for (PlanBuffer& b : wrong.buffers)
+    if (b.name == "vision_scratch") b.bytes -= 256;
+  e = error_of([&] { wrong.validate("plan.json"); });
+  EXPECT_NE(e.find("needs buffer vision_scratch of"), std::string::npos) << e;
+  j = mm.to_json();
+  j["vision"]["processor"]["max_pixels_requested"] = 2097152;
+  e = error_of([&] { Plan::from_json(j, "plan.json"); });
+  EXPECT_NE(e.find("max_pixels_requested 2097152 is not over max_pixels 2097152"), std::string::npos) << e;
+  // A host plan made an h200 one: its processor's bound and buffers are not the h200 engine's.
+  Plan relabelled = plan_memory(fuel_->chemistry(), host_options(true));
+  relabelled.booster = "h200";
+  EXPECT_NE(error_of([&] { relabelled.validate("plan.json"); }).find("within one prefill piece"), std::string::npos);
+}
+
+// The tiling's layouts (kernels/tiling/vision.h): parts in order, each 256-byte aligned, tiles bounded.
+TEST(VisionTiling, LayoutsAreAlignedPartsInOrder) {
+  const tiling::VisionDims releases{.hidden = 1152, .heads = 16, .head_dim = 72, .intermediate = 4304, .patch_dim = 1536,
+                                    .merge = 2, .out_hidden = 2048};
+  for (int64_t patches : {4, 36, 100, 4096, 8192}) {
+    const tiling::VisionScratchLayout s = tiling::vision_scratch_layout(releases, patches);
+    const uint64_t parts[] = {s.act, s.normed, s.wide, s.q, s.k, s.v, s.attn, s.hidden, s.merged, s.bytes};
+    for (size_t i = 0; i + 1 < std::size(parts); ++i) {
+      EXPECT_EQ(parts[i] % 256, 0u);
+      EXPECT_LT(parts[i], parts[i + 1]);
+    }
+    const uint64_t n = uint64_t(patches);
+    EXPECT_EQ(s.normed - s.act, (n * 4304 * 2 + 255) / 256 * 256);
+    EXPECT_EQ(s.k - s.q, (16 * n * 80 * 2 + 255) / 256 * 256);  // head_dim 72 padded to 80
+    EXPECT_EQ(s.bytes - s.merged, (n / 4 * 2048 * 4 + 255) / 256 * 256);
+    const tiling::VisionInputsLayout in = tiling::vision_inputs_layout(patches, 1536, 72, 2);
+    const uint64_t at[] = {in.pixels, in.tap_rows, in.tap_weights, in.cos, in.sin, in.tiles, in.bytes};
+    EXPECT_EQ(in.pixels, 0u);
+    for (size_t i = 0; i + 1 < std::size(at); ++i) {
+      EXPECT_EQ(at[i] % 256, 0u);
+      EXPECT_LT(at[i], at[i + 1]);
+    }
+    EXPECT_EQ(in.tap_rows, (n * 1536 * 4 + 255) / 256 * 256);
+    EXPECT_EQ(in.sin - in.cos, (n * 36 * 4 + 255) / 256 * 256);
+    EXPECT_EQ(in.max_tiles, int((patches + 127) / 128 + patches / 4));
+    EXPECT_EQ(in.bytes - in.tiles, (uint64_t(in.max_tiles) * 16 + 255) / 256 * 256);
+    EXPECT_EQ(tiling::vision_inputs_bytes(patches, 1536, 72, 2), in.bytes);
+  }
+  // The tile bound holds for every split of 8192 patches into frames of merge² or more: the worst is one
+  // frame of 4 patches after another (2048 tiles), or frames of 132 (2 tiles each for 132 patches).
+  const auto tiles = [](const std::vector<int64_t>& frames) {
+    int64_t n = 0;
+    for (int64_t f : frames) n += (f + 127) / 128;
+    return n;
+  };
+  EXPECT_LE(tiles(std::vector<int64_t>(2048, 4)), tiling::vision_max_tiles(8192, 2));
+  std::vector<int64_t> frames(62, 132);
+  frames.push_back(8192 - 62 * 132);
+  EXPECT_LE(tiles(frames), tiling::vision_max_tiles(8192, 2));
+  EXPECT_LE(tiles({8192}), tiling::vision_max_tiles(8192, 2));
+}
+
+TEST_F(PlanVisionTest, AMissingTowerTensorIsRefused) {
   // A tower tensor missing from the memory map.
   Plan missing = plan_memory(fuel_->chemistry(), host_options(true));
   std::erase_if(missing.tensors, [](const PlanTensor& t) { return t.name == "visual.merger.linear_fc2.bias"; });

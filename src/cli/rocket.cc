@@ -201,6 +201,9 @@ int cmd_inspect(const std::vector<std::string>& args) {
     const VisionProcessorConfig& q = p.vision->processor;
     std::printf("processor   %llu to %llu pixels an image, patch %d, merge %d (%s)\n", (unsigned long long)q.min_pixels,
                 (unsigned long long)q.max_pixels, q.patch_size, q.merge_size, p.vision->processor_source.c_str());
+    if (p.vision->max_pixels_requested)
+      std::printf("            max_pixels lowered from %llu: one image's tokens fit one prefill piece of %d\n",
+                  (unsigned long long)p.vision->max_pixels_requested, p.prefill_chunk);
   }
   std::printf("format      %s\nprecision  ", format_name(c.format));
   for (int r = 0; r < int(Role::kCount); ++r) std::printf(" %s=%s", role_name(Role(r)), precision_name(c.precision(Role(r))));

@@ -96,7 +96,7 @@ std::string generate_engine_header(const Plan& p) {
   line("// full-attention layers with KV in a cache page: the model's, then a drafting plan's MTP layer");
   i("kKvLayers", p.kv_layers());
   i("kDraftTokens", p.draft_tokens);
-  line("// the vision tower the blob carries (plan_vision.h): the host engine runs it in prefill");
+  line("// the vision tower the blob carries (plan_vision.h), run in prefill");
   line(fmt::format("constexpr bool kVisionTower = {};", p.vision ? "true" : "false"));
   // Without a tower: no image token (-1), and the reference's default section (text rows' positions
   // are equal on every axis, so it changes no bit).
@@ -104,6 +104,8 @@ std::string generate_engine_header(const Plan& p) {
   const PlanVision& pv = p.vision ? *p.vision : none;
   i("kImageToken", pv.image_token); i("kVisionStartToken", pv.vision_start_token);
   i("kVisionEndToken", pv.vision_end_token); i("kVisionMerge", p.vision ? pv.tower.merge : 1);
+  line("// the most patches of one image under the plan's max_pixels (the vision buffers are sized for it)");
+  i("kVisionMaxPatches", p.vision ? pv.max_patches() : 0);
   line(fmt::format("constexpr int kTextMropeSection[3] = {{{}, {}, {}}};", pv.mrope_section[0], pv.mrope_section[1],
                    pv.mrope_section[2]));
   if (p.vision) {

@@ -110,14 +110,32 @@ void write_text(const fs::path& p, const std::string& s) {
   if (!f) fail("{}: write failed", p.string());
 }
 
-// The chemistry of a fuel directory from its config.json and quantisation files alone.
-Chemistry chemistry_of_config(const std::string& dir) {
+nlohmann::json read_config(const std::string& dir) {
   const fs::path path = fs::path(dir) / "config.json";
   std::ifstream f(path);
   if (!f) fail("{}: missing (a fuel directory needs an HF config.json)", path.string());
   const auto config = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded()) fail("{}: not valid JSON", path.string());
-  return chemistry_from_config(config, detect_weight_format(dir, config), path.string());
+  return config;
+}
+
+// The chemistry of a fuel directory from its config.json and quantisation files alone.
+Chemistry chemistry_of_config(const std::string& dir) {
+  const nlohmann::json config = read_config(dir);
+  return chemistry_from_config(config, detect_weight_format(dir, config), (fs::path(dir) / "config.json").string());
+}
+
+// The vision tower a build carries: the fuel's, where its checkpoint holds one; under --no-weights the
+// one config.json declares (the --weights-only build after it refuses a fuel without it: its plan would
+// differ). Recorded with the config's image tokens and the fuel's image processor.
+std::optional<PlanVision> plan_vision_of(const BuildOptions& opt, const Fuel* fuel, const Chemistry& chem) {
+  const std::string path = (fs::path(opt.fuel_dir) / "config.json").string();
+  const nlohmann::json config = fuel ? fuel->config() : read_config(opt.fuel_dir);
+  const std::optional<VisionTowerConfig> tower = fuel ? fuel->vision() : vision_tower_config(config, path);
+  if (!tower) return std::nullopt;
+  PlanVision v = plan_vision_of_config(config, *tower, chem.vocab, path);
+  read_vision_processor(opt.fuel_dir, v);
+  return v;
 }
 
 // --draft K: the checkpoint's MTP layer drafts K tokens per step (docs/speculative.md), on the
@@ -145,10 +163,14 @@ void build_weights(const BuildOptions& opt) {
   Fuel fuel = Fuel::open(opt.fuel_dir);
   Chemistry chem = fuel.chemistry();
   chem.precision_overrides = carried.chemistry.precision_overrides;  // the carried plan's map
+  // The carried plan's tower as it records it (an h200 plan's lowered pixel bound stays as it is).
   PlanOptions po{.booster = carried.booster, .buckets = carried.buckets, .max_context = carried.max_context,
                  .prefill_chunk = carried.prefill_chunk, .state_snapshots = carried.state_snapshots,
                  .draft_tokens = carried.draft_tokens, .limits = carried.limits,
-                 .expert_units = carried.expert_order.units};
+                 .expert_units = carried.expert_order.units, .vision = carried.vision};
+  if (carried.vision && !fuel.vision())
+    fail("build --weights-only: {} carries a vision tower, {} holds none: build the engine from this fuel", opt.out,
+         opt.fuel_dir);
   const Plan plan = plan_memory(chem, po);
   if (const std::string d = memory_map_difference(plan, carried); !d.empty())
     fail("build --weights-only: the plan of {} differs from {}/plan.json ({}): build the engine from this fuel", opt.fuel_dir,
@@ -266,13 +288,11 @@ void build(const BuildOptions& opt) {
            opt.booster, kernel_rows);
     po.buckets = buckets_up_to(opt.max_streams);
   }
-  // The host engine runs a fuel's vision tower (BF16, after the text model in the blob); the h200
-  // engine has no vision kernels yet, so its plan leaves the tower among the unused tensors.
-  if (fuel && fuel->vision() && opt.booster == "host") {
-    po.vision = plan_vision_of_config(fuel->config(), *fuel->vision(), chem.vocab,
-                                      (fs::path(opt.fuel_dir) / "config.json").string());
-    read_vision_processor(opt.fuel_dir, *po.vision);
-  }
+  // Both engines run a fuel's vision tower (BF16, after the text model in the blob). The h200 one
+  // only at the head dims its vision attention is instantiated for, and one image within one prefill
+  // piece: plan_memory lowers the processor's max_pixels to the chunk and sizes the tower's buffers.
+  po.vision = plan_vision_of(opt, fuel ? &*fuel : nullptr, chem);
+  if (po.vision && opt.booster == "h200") check_h200_vision(*po.vision, (fs::path(opt.fuel_dir) / "config.json").string());
   const Placement placement = place(opt, chem, fuel ? &*fuel : nullptr, hw);
   po.expert_units = placement.units;
   // Only the h200 kernels are tiled; a host plan records no limits, so it does not depend on the

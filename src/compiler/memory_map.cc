@@ -100,6 +100,14 @@ void add_h200_buffers(Region& act, const Chemistry& c, const Plan& p) {
   if (c.precision(Role::kLmHead) == Precision::kFP8Block)
     dequant = std::max(dequant, uint64_t(std::min<int64_t>(c.vocab, tiling::kLmHeadSliceRows)) * c.hidden * 2);
   act.add("dequant", dequant);
+  // The vision tower (plan_vision.h h200_vision_buffer_bytes): one image's inputs and the tower's
+  // scratch, for the largest image the plan's processor admits, and the bf16 merged rows of a piece.
+  if (p.vision) {
+    const VisionBufferBytes v = h200_vision_buffer_bytes(*p.vision, p.prefill_chunk, int(c.hidden));
+    act.add("vision_inputs", v.inputs);
+    act.add("vision_scratch", v.scratch);
+    act.add("image_rows", v.image_rows);
+  }
 }
 
 // The host engine's MoE staging: routed rows gathered per expert, their gate, up and down outputs,
@@ -176,6 +184,12 @@ Plan plan_memory(const Chemistry& c, const PlanOptions& opt) {
   p.kv_bytes = opt.booster == "host" ? 4 : 2;
   p.draft_tokens = opt.draft_tokens;
   p.vision = opt.vision;
+  // The h200 engine runs the tower's attention at two head dims, and one image within one prefill
+  // piece: its pixel bound follows the chunk (plan_vision.h).
+  if (p.vision && p.booster == "h200") {
+    check_h200_vision(*p.vision, "plan");
+    bound_pixels_by_prefill_chunk(*p.vision, p.prefill_chunk, "plan");
+  }
 
   // Weights: the manifest order, one 64 KiB-aligned unit per linear / expert / vector; a layer's
   // routed experts in their units' order (the MTP layer's in their own).

@@ -16,7 +16,9 @@ struct PlanOptions {
   // [layer][expert] = the unit the expert's weights take within its layer (compiler/placement.h);
   // empty: the identity, every expert at its own id. Recorded as the plan's expert_order.units.
   std::vector<std::vector<int>> expert_units;
-  std::optional<PlanVision> vision;  // Plan::vision: the tower the blob carries (host plans only)
+  // Plan::vision: the tower the blob carries. An h200 plan lowers its processor's max_pixels to what one
+  // prefill piece holds (bound_pixels_by_prefill_chunk) and refuses a head_dim its kernels lack.
+  std::optional<PlanVision> vision;
 };
 
 // Lays out the blob and the runtime buffers. Pure function of the chemistry and the options.

@@ -1,7 +1,7 @@
 // The vision tower of a multimodal qwen3_5_moe checkpoint: its shapes, as the config's `vision_config`
 // declares them, and its tensors, as the official releases store them under `model.visual.`
 // (docs/vision-tower.md). Read by the fuel loader (which checks the tensors), written by forge, and
-// run by the host reference forward (src/vision/tower.h). No plan builds it yet.
+// run by the host reference forward (src/vision/tower.h); a plan carries it (plan/plan_vision.h).
 #pragma once
 
 #include <optional>

@@ -259,9 +259,22 @@ void Plan::validate(const std::string& path) const {
     if (t.offset % 256 != 0 || t.offset + t.bytes > blob_bytes)
       fail("{}: tensor {} at {} (+{}) misaligned or outside the weights region", path, t.name, t.offset, t.bytes);
   if (vision) {
-    if (booster != "host")
-      fail("{}: a {} plan carries a vision tower; only the host engine runs one (no {} vision kernels yet)", path, booster,
-           booster);
+    // The h200 engine runs the tower at the head dims its attention is built for, one image per prefill
+    // piece (bound_pixels_by_prefill_chunk), in the buffers the compiler sized for that image.
+    if (booster == "h200") {
+      check_h200_vision(*vision, path);
+      PlanVision bounded = *vision;
+      bound_pixels_by_prefill_chunk(bounded, prefill_chunk, path);
+      if (bounded.processor.max_pixels != vision->processor.max_pixels)
+        fail("{}: vision.processor.max_pixels {} is over the prefill chunk's {} (an h200 engine encodes an image within "
+             "one prefill piece)", path, vision->processor.max_pixels, bounded.processor.max_pixels);
+      const VisionBufferBytes need = h200_vision_buffer_bytes(*vision, prefill_chunk, chemistry.hidden);
+      for (const auto& [name, bytes] : {std::pair{"vision_inputs", need.inputs}, std::pair{"vision_scratch", need.scratch},
+                                        std::pair{"image_rows", need.image_rows}})
+        if (const auto b = std::find_if(buffers.begin(), buffers.end(), [&](const PlanBuffer& x) { return x.name == name; });
+            b == buffers.end() || b->bytes != bytes)
+          fail("{}: an h200 plan with a vision tower needs buffer {} of {} bytes", path, name, bytes);
+    }
     if (vision->tower.out_hidden != chemistry.hidden)
       fail("{}: vision out_hidden_size {} differs from hidden_size {}", path, vision->tower.out_hidden, chemistry.hidden);
     for (int32_t id : {vision->image_token, vision->vision_start_token, vision->vision_end_token})

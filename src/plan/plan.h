@@ -145,8 +145,8 @@ struct Plan {
   // carries the MTP layer in its blob and gives it a KV layer of its own (kv_layers()).
   int draft_tokens = 0;
   // The vision tower the blob carries, after the text model and a drafting plan's MTP layer
-  // (plan_vision.h): host plans of a fuel that holds one; absent otherwise (an h200 plan records it
-  // under unused_tensors: no vision kernels yet).
+  // (plan_vision.h): plans of a fuel that holds one, host or h200 (an h200 one with its pixel bound
+  // lowered to one prefill piece and the tower's buffers); absent otherwise.
   std::optional<PlanVision> vision;
   uint64_t blob_bytes = 0;             // weights region = weights.blob size
   uint64_t arena_bytes = 0;            // whole arena (weights + runtime), the plan's residency

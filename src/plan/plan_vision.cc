@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "kernels/tiling/vision.h"
 
 namespace rocket {
 
@@ -80,15 +81,56 @@ void check_processor(const VisionProcessorConfig& p, const VisionTowerConfig& to
 }  // namespace
 
 json PlanVision::processor_json() const {
-  return json{{"source", processor_source},
-              {"patch_size", processor.patch_size},
-              {"temporal_patch_size", processor.temporal_patch_size},
-              {"merge_size", processor.merge_size},
-              {"min_pixels", processor.min_pixels},
-              {"max_pixels", processor.max_pixels},
-              {"image_mean", processor.image_mean},
-              {"image_std", processor.image_std},
-              {"rescale_factor", processor.rescale_factor}};
+  json j{{"source", processor_source},
+         {"patch_size", processor.patch_size},
+         {"temporal_patch_size", processor.temporal_patch_size},
+         {"merge_size", processor.merge_size},
+         {"min_pixels", processor.min_pixels},
+         {"max_pixels", processor.max_pixels},
+         {"image_mean", processor.image_mean},
+         {"image_std", processor.image_std},
+         {"rescale_factor", processor.rescale_factor}};
+  if (max_pixels_requested) j["max_pixels_requested"] = max_pixels_requested;  // absent: the fuel's bound, kept
+  return j;
+}
+
+int64_t PlanVision::max_patches() const {
+  const uint64_t token = uint64_t(processor.patch_size) * processor.merge_size;  // pixels per side of a merged token
+  return int64_t(processor.max_pixels / (token * token)) * processor.merge_size * processor.merge_size;
+}
+
+void bound_pixels_by_prefill_chunk(PlanVision& v, int prefill_chunk, const std::string& where) {
+  VisionProcessorConfig& p = v.processor;
+  const uint64_t token = uint64_t(p.patch_size) * p.merge_size;
+  const uint64_t bound = uint64_t(prefill_chunk) * token * token;
+  if (bound >= p.max_pixels) return;
+  if (!v.max_pixels_requested) v.max_pixels_requested = p.max_pixels;
+  p.max_pixels = bound;
+  if (p.min_pixels > p.max_pixels)
+    fail("{}: the h200 engine encodes an image within one prefill piece, so an image's pixels are at most prefill_chunk "
+         "{} x (patch {} x merge {})² = {}, under the image processor's min_pixels {} (from {}): no image fits "
+         "both; raise --prefill-chunk to {} or more, or lower min_pixels",
+         where, prefill_chunk, p.patch_size, p.merge_size, p.max_pixels, p.min_pixels, v.processor_source,
+         (p.min_pixels + token * token - 1) / (token * token));
+}
+
+VisionBufferBytes h200_vision_buffer_bytes(const PlanVision& v, int prefill_chunk, int text_hidden) {
+  const VisionTowerConfig& t = v.tower;
+  const int64_t patches = v.max_patches();
+  const tiling::VisionDims dims{.hidden = t.hidden, .heads = t.heads, .head_dim = t.head_dim(), .intermediate = t.intermediate,
+                                .patch_dim = t.patch_dim(), .merge = t.merge, .out_hidden = t.out_hidden};
+  return {.inputs = tiling::vision_inputs_bytes(patches, t.patch_dim(), t.head_dim(), t.merge),
+          .scratch = tiling::vision_scratch_layout(dims, patches).bytes,
+          .image_rows = uint64_t(prefill_chunk) * uint64_t(text_hidden) * 2};
+}
+
+void check_h200_vision(const PlanVision& v, const std::string& where) {
+  const VisionTowerConfig& t = v.tower;
+  if (!tiling::vision_attention_head_dim(t.head_dim()))
+    fail("{}: the vision tower's head_dim {} (vision_config hidden_size {} / num_heads {}) has no h200 vision attention "
+         "kernel (instantiated for head_dim 16 and 72: kernels/cuda/vision_tower.cuh); build for the host booster, "
+         "which runs any head_dim",
+         where, t.head_dim(), t.hidden, t.heads);
 }
 
 json PlanVision::to_json() const {
@@ -123,6 +165,12 @@ PlanVision PlanVision::from_json(const json& j, const std::string& path) {
   v.processor.image_mean = triple(p.at("image_mean"), "image_mean", false, where);
   v.processor.image_std = triple(p.at("image_std"), "image_std", true, where);
   v.processor.rescale_factor = p.at("rescale_factor").get<double>();
+  if (p.contains("max_pixels_requested")) {
+    v.max_pixels_requested = bounded_integer(p, "max_pixels_requested", kMaxProcessorPixels, where);
+    if (v.max_pixels_requested <= v.processor.max_pixels)
+      fail("{}: max_pixels_requested {} is not over max_pixels {} (it records a bound the plan lowered)", where,
+           v.max_pixels_requested, v.processor.max_pixels);
+  }
   check_processor(v.processor, v.tower, where);
   return v;
 }

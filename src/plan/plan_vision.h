@@ -1,8 +1,9 @@
-// The vision tower a plan carries (docs/vision-tower.md, "In a plan"): its shapes, the tokens a prompt
-// places images with, and the text rotary's multimodal section. Only host plans carry one today (the
-// h200 engine has no vision kernels: an h200 plan records the tower under unused_tensors); its BF16
-// tensors, named `visual.*` as vision_tower_manifest lists them, follow the text model's (and a drafting
-// plan's MTP layer) in the blob.
+// The vision tower a plan carries (docs/vision-tower.md, "In Rocket"): its shapes, the tokens a prompt
+// places images with, the text rotary's multimodal section and the image processor. A host or h200 plan
+// of a fuel that holds a tower carries it: its BF16 tensors, named `visual.*` as vision_tower_manifest
+// lists them, follow the text model's (and a drafting plan's MTP layer) in the blob. An h200 plan also
+// bounds one image by its prefill chunk (bound_pixels_by_prefill_chunk) and holds the tower's device
+// buffers (compiler/memory_map.cc: vision_inputs, vision_scratch, image_rows).
 #pragma once
 
 #include <array>
@@ -29,6 +30,14 @@ struct PlanVision {
   // fuel has none. `processor_source` says which ("preprocessor_config.json" or "defaults").
   VisionProcessorConfig processor;
   std::string processor_source;
+  // The fuel's max_pixels where the plan lowered processor.max_pixels below it (an h200 plan: one image's
+  // merged tokens fit its prefill chunk, bound_pixels_by_prefill_chunk); 0 where the plan kept the fuel's.
+  // plan.json: vision.processor.max_pixels_requested, present only when lowered.
+  uint64_t max_pixels_requested = 0;
+
+  // The most patches one still image takes under processor.max_pixels: its resized size is a multiple
+  // of patch · merge on each side (smart_resize), so merge² · floor(max_pixels / (patch · merge)²).
+  int64_t max_patches() const;
 
   nlohmann::json to_json() const;
   // Error naming the field on a malformed section, or a processor whose patch geometry is not the tower's.
@@ -40,6 +49,29 @@ struct PlanVision {
   }
   nlohmann::json processor_json() const;  // the plan's `processor` object
 };
+
+// The H200 engine encodes an image inside one prefill piece, so one image's merged tokens must fit
+// `prefill_chunk`: lowers processor.max_pixels to prefill_chunk · (patch · merge)² where it is larger,
+// keeping the fuel's in max_pixels_requested (the server then resizes images within the lowered bound,
+// as the reference does within its max_pixels). Idempotent. Error naming `where` when min_pixels is then
+// over the maximum (no image could be resized within both).
+void bound_pixels_by_prefill_chunk(PlanVision& v, int prefill_chunk, const std::string& where);
+
+// Error naming `where` when the H200 engine cannot run the tower: its head_dim has no instantiation of
+// the vision attention (kernels/tiling/vision.h vision_attention_head_dim: 16 and 72).
+void check_h200_vision(const PlanVision& v, const std::string& where);
+
+// The device buffers an h200 plan that carries a tower holds for the engine (compiler/memory_map.cc
+// add_h200_buffers, kernels/tiling/vision.h), each for one image of max_patches() patches:
+//   vision_inputs   one forward's inputs (pixels, position taps, rotary cos / sin, attention tiles):
+//                   vision_inputs_layout(max_patches, patch_dim, head_dim, merge).bytes
+//   vision_scratch  the tower's activations and outputs: vision_scratch_layout(..., max_patches).bytes
+//   image_rows      bf16 [prefill_chunk][text hidden]: a piece's merged rows, which the embedding
+//                   kernel takes in place of its image tokens' embeddings
+struct VisionBufferBytes {
+  uint64_t inputs = 0, scratch = 0, image_rows = 0;
+};
+VisionBufferBytes h200_vision_buffer_bytes(const PlanVision& v, int prefill_chunk, int text_hidden);
 
 // What a multimodal config.json declares for `tower`: its image token ids (top level, or under
 // text_config) and the text rotary's mrope_section. Error naming the field when a token id is missing

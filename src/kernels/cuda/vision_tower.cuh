@@ -37,6 +37,7 @@
 #include "kernels/cuda/primitives/gemm.cuh"
 #include "kernels/cuda/primitives/smem_limit.cuh"
 #include "kernels/cuda/primitives/weight_tile.cuh"
+#include "kernels/tiling/vision.h"
 
 namespace rocket::cuda {
 
@@ -355,12 +356,8 @@ inline unsigned blocks_for(int64_t count, int threads) { return unsigned((count 
 // Device bytes of VisionTowerBuffers for `patches` patches, each buffer 256-byte aligned, in the order
 // vision_tower_buffers carves them.
 inline size_t vision_tower_scratch_bytes(const VisionTowerShape& s, int64_t patches) {
-  const auto a = [](size_t b) { return (b + 255) / 256 * 256; };
-  const int64_t hdp = vision_padded_head_dim(s.head_dim);
-  const int64_t act = std::max<int64_t>({s.patch_dim, s.intermediate, s.hidden});
-  const int64_t wide = std::max<int64_t>(3 * int64_t(s.hidden), s.intermediate);
-  return a(patches * act * 2) + a(patches * s.hidden * 2) + a(patches * wide * 4) + 3 * a(s.heads * patches * hdp * 2) +
-         a(patches * s.hidden * 2) + a(patches * s.hidden * 4) + a(patches / (s.merge * s.merge) * s.out_hidden * 4);
+  return tiling::vision_scratch_layout({s.hidden, s.heads, s.head_dim, s.intermediate, s.patch_dim, s.merge, s.out_hidden},
+                                       patches).bytes;
 }
 
 inline VisionTowerBuffers vision_tower_buffers(const VisionTowerShape& s, int64_t patches, void* base) {
