@@ -158,7 +158,7 @@ TEST_F(PlanVisionTest, AnH200PlanCarriesTheTowerAndItsBuffers) {
   // [P][64]; hidden fp32 [P][64]; merged fp32 [P/4][H] (every part a 256 multiple here).
   EXPECT_EQ(mm.buffer("vision_scratch").bytes,
             P * 1536 * 2 + P * 64 * 2 + P * 192 * 4 + 3 * (4 * P * 16 * 2) + P * 64 * 2 + P * 64 * 4 + P / 4 * H * 4);
-  EXPECT_EQ(mm.buffer("image_rows").bytes, 2048 * H * 2);  // a piece's merged rows, bf16
+  EXPECT_EQ(mm.buffer("image_rows").bytes, 5 * 2048 * H * 2);  // a call's staging rows + the encoder cache, bf16
   // The engine's constants: the patch bound next to the tower's shapes.
   const std::string header = generate_engine_header(mm);
   EXPECT_NE(header.find("constexpr int64_t kVisionMaxPatches = 8192;"), std::string::npos);
@@ -171,7 +171,7 @@ TEST_F(PlanVisionTest, AnH200PlanCarriesTheTowerAndItsBuffers) {
   const Plan small = plan_memory(fuel_->chemistry(), po);
   EXPECT_EQ(small.vision->processor.max_pixels, 128u * 1024);
   EXPECT_EQ(small.vision->max_patches(), 512);
-  EXPECT_EQ(small.buffer("image_rows").bytes, 128 * H * 2);
+  EXPECT_EQ(small.buffer("image_rows").bytes, 5 * 128 * H * 2);
   po = options("h200", true);
   po.vision->processor.max_pixels = 1048576;
   const Plan under = plan_memory(fuel_->chemistry(), po);

@@ -121,7 +121,7 @@ VisionBufferBytes h200_vision_buffer_bytes(const PlanVision& v, int prefill_chun
                                 .patch_dim = t.patch_dim(), .merge = t.merge, .out_hidden = t.out_hidden};
   return {.inputs = tiling::vision_inputs_bytes(patches, t.patch_dim(), t.head_dim(), t.merge),
           .scratch = tiling::vision_scratch_layout(dims, patches).bytes,
-          .image_rows = uint64_t(prefill_chunk) * uint64_t(text_hidden) * 2};
+          .image_rows = uint64_t(kImageRowsPerChunk) * uint64_t(prefill_chunk) * uint64_t(text_hidden) * 2};
 }
 
 void check_h200_vision(const PlanVision& v, const std::string& where) {

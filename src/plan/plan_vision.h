@@ -66,8 +66,11 @@ void check_h200_vision(const PlanVision& v, const std::string& where);
 //   vision_inputs   one forward's inputs (pixels, position taps, rotary cos / sin, attention tiles):
 //                   vision_inputs_layout(max_patches, patch_dim, head_dim, merge).bytes
 //   vision_scratch  the tower's activations and outputs: vision_scratch_layout(..., max_patches).bytes
-//   image_rows      bf16 [prefill_chunk][text hidden]: a piece's merged rows, which the embedding
-//                   kernel takes in place of its image tokens' embeddings
+//   image_rows      bf16 [kImageRowsPerChunk · prefill_chunk][text hidden]: merged rows the embedding
+//                   kernel takes in place of image tokens' embeddings: a call's staging rows (one
+//                   chunk), then the engine's encoder cache (engine/h200/h200_images.h: keyed images
+//                   encoded once, read by every call that reaches them)
+inline constexpr int kImageRowsPerChunk = 5;
 struct VisionBufferBytes {
   uint64_t inputs = 0, scratch = 0, image_rows = 0;
 };

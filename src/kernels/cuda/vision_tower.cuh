@@ -85,6 +85,7 @@ struct VisionTowerBuffers {
 __host__ __device__ constexpr int vision_padded_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
 constexpr int kVisionAttentionWarps = 8;                     // 16 query rows each
 constexpr int kVisionQueryTile = 16 * kVisionAttentionWarps;  // query rows of one attention block
+static_assert(kVisionQueryTile == tiling::kVisionQueryRows, "the plan bounds the attention's tiles with tiling's query rows");
 
 // The attention's query tiles for the frames of a TowerLayout (segment boundaries): (first patch of the
 // segment, its length, first query row in it, 0), `rows` rows each.
