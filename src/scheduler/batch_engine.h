@@ -130,6 +130,9 @@ class BatchEngine {
       throw Error("image input: the " + plan().booster + " engine runs no vision tower (no " + plan().booster +
                   " vision kernels yet; a host engine built from a fuel with a tower runs images)");
   }
+  // The rope delta of the sequence in `slot` (docs/vision-tower.md, "The text side"): every token after
+  // its prompt rotates at index + delta. 0 for a text sequence, and on an engine that runs no images.
+  virtual int64_t rope_delta(int slot) const { return 0; }
   // A fresh sequence in `slot`: zero conv and recurrent state.
   virtual void reset_state(int slot) = 0;
   // The slot's KV page table from now on: logical page j is cache page pages[j].

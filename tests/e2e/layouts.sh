@@ -47,7 +47,7 @@ done
 # The same HF parity as the fixture's engine, on the engine built from the fused multimodal fuel: it
 # carries the tower, and its text rows run the multimodal rotary at text positions.
 "$work/engine-bf16/bin/rocket-engine" parity --golden "$golden/tiny_bf16.json" --tolerance "$(cat "$golden/tiny.tolerance")"
-# Images in prefill on it (engine/host/image_check.cc), and the HF reference's logits of prompts with
+# Images in prefill on it (engine/image_check.cc), and the HF reference's logits of prompts with
 # images once tests/golden/image_prompts_tiny.json is committed (it says it skips until then); the
 # fixture's text engine refuses images.
 "$work/engine-bf16/bin/rocket-engine" imagecheck --golden "$golden/image_prompts_tiny.json" \

@@ -1,4 +1,4 @@
-// The H200 engine's binary (engine/engine_binary.h): its own commands parity, replay, bench,
+// The H200 engine's binary (engine/engine_binary.h): its own commands parity, score, imagecheck, replay, bench,
 // prefill-check, mixed-bench and prefill-bench, and its countdown steps; cli/rocket_engine.cc adds
 // launch (also spelled serve) and front and dispatches. `rocket-engine COMMAND --help` lists each
 // one's flags. Every command runs the countdown first (upright, fuel, static fire). The diagnostic
@@ -16,6 +16,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "engine/engine_binary.h"
+#include "engine/image_check.h"
 #include "engine/parity.h"
 #include "engine/score.h"
 #include "fuel/golden.h"
@@ -87,6 +88,23 @@ int cmd_parity(const fs::path& dir, const std::vector<std::string>& args) {
   r.ok = r.ok && e.static_fire_passed();
   std::printf("%s; static fire %s\n", r.summary().c_str(), e.static_fire_passed() ? "passed" : "FAILED");
   return r.ok ? 0 : 1;
+}
+
+// Prompts with images (engine/image_check.h), as the host engine's imagecheck, on an engine that is not
+// exact: BF16 activations, so only the same calls repeated are bitwise; a decode of 2 rows against 1,
+// decode against prefill and other prefill pieces agree within the tolerance, which defaults to parity's
+// (5x the bf16 estimate, above) because the golden is compared as parity compares the text goldens.
+int cmd_imagecheck(const fs::path& dir, const std::vector<std::string>& args) {
+  ImageCheckOptions o{.tolerance = 5.0 * std::sqrt(4.0 * engine::kLayers) * std::ldexp(1.0, -8), .exact = false};
+  if (const auto rc = parse_image_check_command(args, o, "largest logit gap over the largest reference logit, from the "
+                                                         "golden and between two paths (default: parity's, 5x the bf16 estimate)"))
+    return *rc;
+  const std::unique_ptr<H200Engine> engine = countdown(dir);
+  H200Engine& e = *engine;
+  H200BatchEngine be(e);
+  const int rc = run_image_check(be, o);
+  std::printf("%s static fire %s\n", e.static_fire_passed() ? "ok  " : "FAIL", e.static_fire_passed() ? "passed" : "FAILED");
+  return rc == 0 && e.static_fire_passed() ? 0 : 1;
 }
 
 // Next-token distributions or greedy continuations for the quality gate (engine/score.h), as the host
@@ -262,6 +280,7 @@ EngineBinary engine_binary() {
   return EngineBinary{
       .commands = {{"parity", "logits and greedy tokens against the HF reference's goldens", cmd_parity},
                    {"score", "next-token log-probabilities over token windows, for rocket gate", cmd_score},
+                   {"imagecheck", "prompts with images run in prefill, batched as alone, at the rope delta", cmd_imagecheck},
                    {"replay", "every bucket's logits and tokens repeat bitwise", cmd_replay},
                    {"bench", "decode time at every bucket against the roofline", cmd_bench},
                    {"prefill-check", "the prefill token path against bucket-sized pieces", cmd_prefill_check},

@@ -120,6 +120,7 @@ class HostBatchEngine final : public BatchEngine {
                   int64_t computed) override {
     e_.set_images(slot, prompt, images, computed);
   }
+  int64_t rope_delta(int slot) const override { return e_.rope_delta(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }
   void bind_pad_page(int page) override { e_.bind_pages(HostEngine::kPadSlot, &page, 1); }

@@ -1,5 +1,5 @@
 // The host engine's binary (engine/engine_binary.h): its own commands generate, parity, bench,
-// score, buckets, cachecheck, speculate and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
+// score, buckets, cachecheck, imagecheck, speculate and profile, and its countdown steps; cli/rocket_engine.cc adds launch (also
 // spelled serve) and front and dispatches. `rocket-engine COMMAND --help` lists each one's flags.
 #include <algorithm>
 #include <chrono>
@@ -19,11 +19,11 @@
 #include "core/read_file.h"
 #include "engine/engine_binary.h"
 #include "engine/generate_options.h"
+#include "engine/image_check.h"
 #include "fuel/golden.h"
 #include "engine/parity.h"
 #include "engine/score.h"
 #include "engine/host/cache_check.h"
-#include "engine/host/image_check.h"
 #include "engine/host/host_batch_engine.h"
 #include "engine/host/host_engine.h"
 #include "engine/host/profile_run.h"
@@ -271,19 +271,15 @@ int cmd_cachecheck(const fs::path& dir, const std::vector<std::string>& args) {
   return cmd_cache_check(e);
 }
 
+// Prompts with images (engine/image_check.h): FP32, so every comparison but decode against prefill is
+// bit for bit; the tolerance bounds the golden's.
 int cmd_imagecheck(const fs::path& dir, const std::vector<std::string>& args) {
-  CLI::App cli("Prompts with images: deterministic, the image counts, batched as alone, decoded tokens at the rope "
-               "delta; a plan without a tower refuses them.",
-               "rocket-engine imagecheck");
-  std::string golden;
-  double tolerance = 0;
-  cli.add_option("--golden", golden,
-                 "the HF reference's logits of prompts with images (tools/reference/prompt_image_golden.py); a missing file "
-                 "skips that check, saying so");
-  cli.add_option("--tolerance", tolerance, "largest logit gap over the largest reference logit")->check(CLI::Range(0.0, 1.0));
-  if (const auto rc = parse_command(cli, args)) return *rc;
+  ImageCheckOptions o{.exact = true};
+  if (const auto rc = parse_image_check_command(args, o, "largest logit gap from the golden over the largest reference logit"))
+    return *rc;
   HostEngine e(dir.string());
-  return cmd_image_check(e, golden, tolerance);
+  HostBatchEngine batch(e);
+  return run_image_check(batch, o);
 }
 
 int cmd_speculate(const fs::path& dir, const std::vector<std::string>& args) {
