@@ -39,6 +39,8 @@
 //     replaced (set_images encodes no image wholly before the resume point, and no row reads one),
 //     inside one with the rows after the boundary read from the tower (another image there, resumed
 //     the same way, gives other logits).
+//  8. Keyed images (with the scheduler's digests) give the unkeyed logits bit for bit on every engine:
+//     in one call, again from another slot, and split over two calls (the H200 engine's encoder cache).
 // On a plan without a tower: image input is refused, naming the vision tower.
 #include "engine/image_check.h"
 
@@ -453,6 +455,38 @@ int run_image_check(BatchEngine& e, const ImageCheckOptions& o) {
                        fmt::format("a prompt resumed past its first image gives the logits of computing it whole with "
                                    "that image's patches replaced (no row reads them), the second image's rows read ({})",
                                    past_ok.said()));
+  }
+  // 8. Keyed images (PromptImages::digests, as the scheduler hands them): the logits of the same
+  // images unkeyed, bit for bit, on every engine: the H200 engine encodes a keyed image once into its
+  // encoder cache and reads its rows there (vision-tower.md, "In the H200 engine"), which must not
+  // change a bit. Three ways: one call; the same prompt again in another slot (read from the cache);
+  // the 64-token image of check 7 prefilled in two calls that split it (the second call reads the
+  // rows the first one cached).
+  {
+    const auto keyed = [](PromptImages im, uint8_t tag) {
+      for (size_t i = 0; i < im.grids.size(); ++i) {
+        ImageDigest d;
+        d.bytes.fill(tag);
+        d.bytes[0] = uint8_t(i);
+        im.digests.push_back(d);
+      }
+      return im;
+    };
+    Agreement cached(true, 0);
+    cached.add(run.start(0, one, keyed(im1, 0xa1)), a[0]);
+    cached.add(run.start(2, one, keyed(im1, 0xa1)), a[0]);
+    const std::vector<int32_t> split = cat({words(20), {vs}, pads(64), {ve}, words(3)});
+    const PromptImages im8 = images(81, {{1, 16, 16}}, patch_dim);
+    const int cut = 20 + 1 + 30;  // the first call ends 30 tokens into the image
+    const auto in_two = [&](const PromptImages& im) {
+      e.reset_state(1);
+      e.set_images(1, split, im, 0);
+      return run.prefill(1, split, 0, cut);
+    };
+    cached.add(in_two(keyed(im8, 0xa2)), in_two(im8));
+    failures += report(cached.ok(), fmt::format("keyed images (the encoder cache where the engine keeps one) give the "
+                                                "logits of unkeyed ones: one call, again from another slot, an image "
+                                                "split over two calls ({})", cached.said()));
   }
   if (!o.golden.empty()) failures += compare_golden(e, run, o.golden, o.tolerance);
   return failures ? 1 : 0;

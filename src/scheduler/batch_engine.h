@@ -113,22 +113,23 @@ class BatchEngine {
   // pos + row + 1, into snapshot `snapshot` (the prefix cache's boundary inside a step).
   virtual void capture_verified(int row, int snapshot) { CHECK(false, "this engine does not draft"); }
 
-  // Image input (docs/vision-tower.md, "In the host engine"): the sequence in `slot` runs the prompt
-  // `prompt`, whose image_pad runs are `images` in order. Call after reset_state or restore_state
-  // (which forget a slot's images) and before the slot's prefill. The engine encodes the images; the
-  // prompt's image tokens take their embeddings, the prompt the multimodal rotary positions, and every
-  // token after it the rope delta (KV positions stay token indices). Empty images: a text sequence.
+  // Image input (docs/vision-tower.md, "In the host engine", "In the H200 engine"): the sequence in
+  // `slot` runs the prompt `prompt`, whose image_pad runs are `images` in order. Call after
+  // reset_state or restore_state (which forget a slot's images) and before the slot's prefill. The
+  // engine encodes the images; the prompt's image tokens take their embeddings, the prompt the
+  // multimodal rotary positions, and every token after it the rope delta (KV positions stay token
+  // indices). Empty images: a text sequence.
   // `computed`: the prompt's tokens the slot's state holds already (restored from the prefix cache, 0
   // after reset_state), which it never runs again; an image wholly before it need not be encoded,
   // and a resume inside an image reads that image's rows from `computed` on.
-  // Error where this engine runs no vision tower (every engine but a host one whose plan carries it:
-  // the H200 engine has no vision kernels yet) or the images do not match the prompt's image tokens.
+  // `images.digests` (where given) key the images' encoded rows in an engine that keeps them (the
+  // H200's encoder cache). Error where this engine runs no vision tower (its plan carries none; this
+  // default: an engine without image input) or the images do not match the prompt's image tokens.
   virtual void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images,
                           int64_t computed) {
     // NOTE: Error composed by hand: this header is compiled by nvcc too, which has no fail().
     if (!images.empty())
-      throw Error("image input: the " + plan().booster + " engine runs no vision tower (no " + plan().booster +
-                  " vision kernels yet; a host engine built from a fuel with a tower runs images)");
+      throw Error("image input: this " + plan().booster + " engine takes no images");
   }
   // The rope delta of the sequence in `slot` (docs/vision-tower.md, "The text side"): every token after
   // its prompt rotates at index + delta. 0 for a text sequence, and on an engine that runs no images.

@@ -56,6 +56,7 @@ class H200BatchEngine final : public BatchEngine {
   void set_images(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images, int64_t computed) override {
     e_.set_images(slot, prompt, images, computed);
   }
+  int64_t rope_delta(int slot) const override { return e_.rope_delta(slot); }
   void reset_state(int slot) override { e_.reset_slot(slot); }
   void bind_pages(int slot, std::span<const int> pages) override { e_.bind_pages(slot, pages.data(), int(pages.size())); }
   void copy_page(int src, int dst, int tokens) override { e_.copy_page(src, dst, tokens); }
