@@ -212,8 +212,13 @@ std::vector<PromptImage> expand_image_pads(std::vector<int32_t>& ids, int32_t im
   out.reserve(images.size());
   for (const ImageInput& image : images) {
     try {
-      const RgbImage rgb = decode_image(image.bytes, rules.limits);
-      out.push_back({.pixels = preprocess_image(rgb, rules.processor), .digest = hash_image_bytes(image.bytes)});
+      const ImageDigest digest = hash_image_bytes(image.bytes);
+      std::optional<PixelPatches> seen = rules.seen ? rules.seen->find(digest) : std::nullopt;
+      if (!seen) {
+        seen = preprocess_image(decode_image(image.bytes, rules.limits), rules.processor);
+        if (rules.seen) rules.seen->insert(digest, *seen);
+      }
+      out.push_back({.pixels = std::move(*seen), .digest = digest});
     } catch (const ImageError& e) {
       throw ProtocolError(e.http_status(), fmt::format("Invalid image in '{}': {}.", image.param, e.what()), image.param,
                           "invalid_request_error", e.http_status() == 413 ? "image_too_large" : "invalid_image");

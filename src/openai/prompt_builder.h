@@ -24,6 +24,7 @@
 #include "vision/image_decode.h"
 #include "vision/image_hash.h"
 #include "vision/image_processor.h"
+#include "vision/patch_cache.h"
 
 namespace rocket {
 
@@ -51,10 +52,13 @@ struct ImagePrompt {
   std::vector<PromptImage> images;
 };
 
-// Image input's pixel rules: the processor's (the plan's pixel bounds) and the decoder's bounds.
+// Image input's pixel rules: the processor's (the plan's pixel bounds) and the decoder's bounds; and
+// where given, the patches of images seen before under these rules, by their bytes' digest
+// (vision/patch_cache.h), which a resent image takes instead of being decoded and preprocessed again.
 struct ImageRules {
   VisionProcessorConfig processor;
   ImageLimits limits;
+  PatchCache* seen = nullptr;
 };
 
 class PromptBuilder {

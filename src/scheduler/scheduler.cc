@@ -29,14 +29,17 @@ void refuse(uint64_t id, RequestSink& sink, std::string_view why) {
 }
 
 // An ImagePrompt's images as the engine takes them: every image's patches, one after another, each
-// grid and each digest.
-vision::PromptImages engine_images(const std::vector<PromptImage>& images) {
+// grid and each digest. The patches are moved out of `images` (a 1,024² image's are 25 MB; one image,
+// the common case, is not copied at all).
+vision::PromptImages engine_images(std::vector<PromptImage>& images) {
   vision::PromptImages out;
   size_t values = 0;
   for (const PromptImage& im : images) values += im.pixels.values.size();
-  out.patches.reserve(values);
-  for (const PromptImage& im : images) {
-    out.patches.insert(out.patches.end(), im.pixels.values.begin(), im.pixels.values.end());
+  if (images.size() == 1) out.patches = std::move(images[0].pixels.values);
+  else out.patches.reserve(values);
+  for (PromptImage& im : images) {
+    if (images.size() > 1) out.patches.insert(out.patches.end(), im.pixels.values.begin(), im.pixels.values.end());
+    im.pixels.values = {};
     out.grids.push_back({int(im.pixels.grid_t), int(im.pixels.grid_h), int(im.pixels.grid_w)});
     out.digests.push_back(im.digest);
   }
@@ -179,7 +182,7 @@ ImagePrompt Scheduler::prompt_of(const CompletionRequest& r) const {
   }
   // The plan's processor: the fuel's preprocessor_config.json (pixel bounds, geometry checked against
   // the tower at build time), or the releases' defaults it recorded.
-  const ImageRules rules{.processor = plan.vision->processor, .limits = options_.image_limits};
+  const ImageRules rules{.processor = plan.vision->processor, .limits = options_.image_limits, .seen = &seen_images_};
   return prompts_.build_with_images(r, engine_.vocab(), plan.max_context, rules);
 }
 

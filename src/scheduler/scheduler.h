@@ -276,6 +276,10 @@ class Scheduler : public EngineLoop {
   std::once_flag grammars_once_;
   std::unique_ptr<grammar::GrammarCache> grammars_;
   std::optional<int32_t> think_close_;  // the </think> token, after which a grammar starts
+  // Images seen before, preprocessed (vision/patch_cache.h): an agent's resent screenshot is neither
+  // decoded nor resampled again. 512 MiB: about 20 images of 1,024² (25 MB of float patches each).
+  static constexpr size_t kSeenImageBytes = size_t(512) << 20;
+  mutable PatchCache seen_images_{kSeenImageBytes};
   CacheGeometry geometry_;
   RadixCache cache_;
   int pad_page_ = -1;

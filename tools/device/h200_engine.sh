@@ -291,7 +291,12 @@ step wait_forge_a3b8_mm 0 60 "test -f '$FUELS/forge_a3b8_mm.pid' || exit 90; \
   tail -2 '$FUELS/forge_a3b8_mm.log'; test \"\$(cat '$FUELS/forge_a3b8_mm.rc' 2>/dev/null)\" = 0"
 step weights_a3b8_mm 0 120 "$(weights a3b8-mm)"
 step imagecheck_a3b8_mm 0 120 "$(engine a3b8-mm imagecheck)"
-step image_serve_a3b8_mm 0 200 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; SERVE_LOG='$OUT/image_serve_a3b8_mm.log' \
+# The carried tokenizer's chat template (Qwen3's) reads text only: the server gets the Qwen3.5-shaped one
+# that places images (tests/fixtures/xml_tools, as tests/e2e/images.sh serves).
+step image_serve_a3b8_mm 0 200 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; \
+  python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c[\"chat_template\"] = open(sys.argv[2]).read(); \
+json.dump(c, open(sys.argv[1], \"w\"), ensure_ascii=False)' '$ENGINES/a3b8-mm/tokenizer_config.json' \
+  '$ROOT/tests/fixtures/xml_tools/chat_template.jinja' && SERVE_LOG='$OUT/image_serve_a3b8_mm.log' \
   bash '$ROOT/bench/image_serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-image-serve-a3b8.md'"
 step serve_a3b8_mm 0 150 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b8_mm.log' \
   bash '$ROOT/bench/serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-serve-agents-a3b8-mm.md' --concurrency 1,16,32,64 --max-tokens 64"

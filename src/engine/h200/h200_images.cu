@@ -28,7 +28,31 @@ H200Images::H200Images(H200Runner& run) : run_(run), slots_(size_t(H200Runner::k
 
 H200Images::~H200Images() = default;
 
-void H200Images::forget(int slot) { slots_.at(size_t(slot)) = Slot{}; }
+void H200Images::forget(int slot) {
+  pin(slots_.at(size_t(slot)), -1);
+  slots_[size_t(slot)] = Slot{};
+}
+
+void H200Images::copy(int from_slot, int to_slot) {
+  forget(to_slot);
+  slots_.at(size_t(to_slot)) = slots_.at(size_t(from_slot));
+  pin(slots_[size_t(to_slot)], +1);
+}
+
+H200Images::Cached* H200Images::find_cached(const ImageDigest& digest, int64_t tokens) {
+  for (Cached& c : cache_)
+    if (c.digest == digest && c.tokens == tokens) return &c;
+  return nullptr;
+}
+
+void H200Images::pin(const Slot& s, int delta) {
+  for (const Image& im : s.images)
+    if (im.pinned) {
+      Cached* c = find_cached(im.digest, im.tokens);
+      CHECK(c && c->pins + delta >= 0, "a pinned image's encoder cache entry is gone");
+      c->pins += delta;
+    }
+}
 
 int64_t H200Images::rope_delta(int slot) const { return slots_.at(size_t(slot)).delta; }
 
@@ -73,9 +97,13 @@ void H200Images::set(int slot, std::span<const int32_t> prompt, const vision::Pr
              .keyed = index < images.digests.size(), .digest = index < images.digests.size() ? images.digests[index] : ImageDigest{}};
     i += size_t(im.tokens);
     if (im.first + im.tokens > computed) {
-      im.patch0 = int64_t(s.patches.size()) / kVisionPatchDim;
-      s.patches.insert(s.patches.end(), images.patches.begin() + patch * kVisionPatchDim,
-                       images.patches.begin() + (patch + g.patches()) * kVisionPatchDim);
+      // An image the encoder cache holds is read from there: its entry pinned, no patches kept.
+      im.pinned = im.keyed && find_cached(im.digest, im.tokens);
+      if (!im.pinned) {
+        im.patch0 = int64_t(s.patches.size()) / kVisionPatchDim;
+        s.patches.insert(s.patches.end(), images.patches.begin() + patch * kVisionPatchDim,
+                         images.patches.begin() + (patch + g.patches()) * kVisionPatchDim);
+      }
       s.images.push_back(im);
     }
     token += im.tokens;
@@ -84,6 +112,7 @@ void H200Images::set(int slot, std::span<const int32_t> prompt, const vision::Pr
   s.positions.reserve(m.positions.size());
   for (const host::MropePosition& p : m.positions) s.positions.push_back({int32_t(p.t), int32_t(p.h), int32_t(p.w)});
   s.delta = m.delta;
+  pin(s, +1);
   slots_[size_t(slot)] = std::move(s);
 #endif
 }
@@ -115,11 +144,11 @@ void H200Images::stage(int slot, int64_t pos0, int n, int row0, int32_t* ids, cu
 
 const H200Images::Cached* H200Images::cached(const Slot& s, const Image& im) {
   if (!im.keyed) return nullptr;
-  for (Cached& c : cache_)
-    if (c.digest == im.digest && c.tokens == im.tokens) {
-      c.used = call_;
-      return &c;
-    }
+  if (Cached* c = find_cached(im.digest, im.tokens)) {
+    c->used = call_;
+    return c;
+  }
+  CHECK(!im.pinned, "a pinned image's encoder cache entry is gone");
 #ifdef ROCKET_VISION_TOWER
   // Room: the first gap of im.tokens rows between the entries (in row order), evicting the least
   // recently used entry no call in flight reads until one opens.
@@ -137,7 +166,7 @@ const H200Images::Cached* H200Images::cached(const Slot& s, const Image& im) {
   while ((at = gap()) < 0) {
     auto victim = cache_.end();
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
-      if (it->used != call_ && (victim == cache_.end() || it->used < victim->used)) victim = it;
+      if (it->used != call_ && it->pins == 0 && (victim == cache_.end() || it->used < victim->used)) victim = it;
     if (victim == cache_.end()) return nullptr;
     cache_.erase(victim);
   }
@@ -188,8 +217,8 @@ const float* H200Images::encode(const Slot& s, const Image& im) {
   // patches into the plan's vision_inputs, at the offsets laid out for the plan's largest image.
   const int64_t patches = im.grid.patches();
   const vision::TowerLayout l = vision::tower_layout({&im.grid, 1}, c.grid_side(), c.merge, c.head_dim(), c.rope_theta);
-  std::vector<int4> taps(size_t(patches));
-  std::vector<float4> weights(size_t(patches));
+  std::vector<int4> taps(static_cast<size_t>(patches));
+  std::vector<float4> weights(static_cast<size_t>(patches));
   for (int64_t p = 0; p < patches; ++p) {
     const vision::PositionTaps& t = l.taps[size_t(p)];
     taps[size_t(p)] = make_int4(t.row[0], t.row[1], t.row[2], t.row[3]);

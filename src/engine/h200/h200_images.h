@@ -12,8 +12,9 @@
 // call's staging rows (the prefill chunk's, at the call's row index) and the encoder cache after them:
 // an image whose digest is known (PromptImages::digests, the client's bytes) is encoded once into the
 // cache and its rows read from there by every call that reaches it while it stays (least recently
-// used goes first; never one a call in flight reads), so an agent resending a screenshot whose
-// prompt the prefix cache holds up to a page inside the image does not run the tower again. An image
+// used goes first; never one a call in flight reads, nor one a slot's images pin: an image set while
+// its entry is there pins it and keeps no patches), so an agent resending a screenshot whose prompt
+// the prefix cache holds up to a page inside the image neither runs the tower nor copies its patches. An image
 // without a digest, or one the cache cannot take, is encoded by each call whose rows reach it into
 // the staging rows (the plan bounds an image's tokens by the prefill chunk: at most two encodes).
 //
@@ -45,7 +46,7 @@ class H200Images {
   void set(int slot, std::span<const int32_t> prompt, const vision::PromptImages& images, int64_t computed);
   // A text sequence in `slot` from now on (reset, restore: BatchEngine::set_images follows).
   void forget(int slot);
-  void copy(int from_slot, int to_slot) { slots_.at(size_t(to_slot)) = slots_.at(size_t(from_slot)); }
+  void copy(int from_slot, int to_slot);
   int64_t rope_delta(int slot) const;
 
   // The rotary position of the token at KV index `pos` of the sequence in `slot`.
@@ -63,6 +64,7 @@ class H200Images {
     int64_t patch0 = 0;             // its first patch in Slot::patches
     vision::ImageGrid grid;
     bool keyed = false;             // digest known: the encoder cache may hold its rows
+    bool pinned = false;            // in the encoder cache when set: its entry is kept, its patches are not
     ImageDigest digest;
   };
   // An image's merged rows in the encoder cache: image_rows rows [kPrefillChunk + row0, + tokens).
@@ -70,6 +72,7 @@ class H200Images {
     ImageDigest digest;
     int64_t row0 = 0, tokens = 0;
     uint64_t used = 0;  // the last call that read it
+    int pins = 0;       // slots whose images rely on it (never evicted while pinned)
   };
   struct Slot {
     std::vector<cuda::RopePosition> positions;  // the prompt's, one per token; empty: text
@@ -82,8 +85,11 @@ class H200Images {
   // [tokens][hidden]) there.
   const float* encode(const Slot& s, const Image& im);
   // The cache's entry for `im`, encoded now where it is not there yet; nullptr where the image has no
-  // digest or the cache has no room that no call in flight reads.
+  // digest or the cache has no room that no call in flight reads and no slot pins.
   const Cached* cached(const Slot& s, const Image& im);
+  Cached* find_cached(const ImageDigest& digest, int64_t tokens);
+  // Each pinned image of `s` pins (+1) or releases (-1) its entry.
+  void pin(const Slot& s, int delta);
 
   struct Tower;  // the tower's shape and weights in the arena, found on the first encode
 
