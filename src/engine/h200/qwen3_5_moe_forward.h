@@ -123,7 +123,7 @@ class Qwen35MoeForward {
   // The merged image embeddings a prompt's image tokens read (H200Engine stages them); none without a tower.
   const bf16* image_rows() const {
 #ifdef ROCKET_VISION_TOWER
-    return run_.buf<const bf16>(kBuf_image_rows);
+    return run_.buf<const bf16>(engine::kBuf_image_rows);
 #else
     return nullptr;
 #endif
