@@ -300,6 +300,9 @@ json.dump(c, open(sys.argv[1], \"w\"), ensure_ascii=False)' '$ENGINES/a3b8-mm/to
   bash '$ROOT/bench/image_serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-image-serve-a3b8.md'"
 step serve_a3b8_mm 0 150 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; SERVE_LOG='$OUT/serve_a3b8_mm.log' \
   bash '$ROOT/bench/serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-serve-agents-a3b8-mm.md' --concurrency 1,16,32,64 --max-tokens 64"
+step random_a3b8_mm 0 150 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; SERVE_LOG='$OUT/random_a3b8_mm.log' \
+  bash '$ROOT/bench/random_serve.sh' '$ENGINES/a3b8-mm' '$OUT/h200-random-a3b8-mm.md' --input-len 8192 --output-len 256 \
+  --concurrency 1,16,64"
 step soak_a3b8_mm 0 200 "test -f '$ENGINES/a3b8-mm/weights.blob' || exit 90; \
   python3 '$ROOT/bench/soak.py' --engine '$ENGINES/a3b8-mm' --minutes \${SOAK_MINUTES_A3B8:-2} --clients 64 --hangup 0.3 \
   --pool 4 --mismatch-ok --log '$OUT/soak_a3b8_mm.log' --markdown '$OUT/h200-soak-a3b8-mm.md'"
