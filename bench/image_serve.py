@@ -20,7 +20,6 @@ image again for it).
 """
 import argparse
 import base64
-import json
 import random
 import statistics
 import struct
@@ -30,9 +29,8 @@ import time
 import zlib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "client"))
-from server import Server  # noqa: E402 - tools/client is not a package
-from sse import SseStream  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serve_agents import Client, pct  # noqa: E402 - the agent workload's streaming client
 
 
 def screenshot_png(side, seed):
@@ -73,29 +71,12 @@ def data_url(png):
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
-class Client(Server):
-    def chat_stream(self, body):
-        t0 = time.perf_counter()
-        c, r = self.post("/v1/chat/completions", body)
-        if r.status != 200:
-            err = r.read().decode(errors="replace")
-            c.close()
-            return {"error": f"HTTP {r.status}: {err[:300]}"}
-        first, text, usage = None, [], None
-        for chunk in SseStream(r):
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            for ch in chunk.get("choices", []):
-                piece = (ch.get("delta") or {}).get("content") or ""
-                piece += (ch.get("delta") or {}).get("reasoning_content") or ""
-                if piece and first is None:
-                    first = time.perf_counter()
-                text.append((ch.get("delta") or {}).get("content") or "")
-        c.close()
-        if usage is None:
-            return {"error": "no usage chunk"}
-        end = time.perf_counter()
-        return {"ttft": (first or end) - t0, "text": "".join(text), "usage": usage}
+def ttft_of(res):
+    """serve_agents' streamed result with its time to the first token; errors pass through."""
+    if "error" in res:
+        return res
+    first = res["stamps"][0] if res["stamps"] else res["end"]
+    return dict(res, ttft=first - res["t0"])
 
 
 def cached(res):
@@ -117,7 +98,7 @@ def session_turns(client, args, png, seed, rows, errors, lock):
                 {"role": "user", "content": [{"type": "text", "text": rng.choice(QUESTIONS)},
                                              {"type": "image_url", "image_url": {"url": data_url(png)}}]}]
     for turn in range(args.turns):
-        res = client.chat_stream(body(messages, args))
+        res = ttft_of(client.chat_stream(body(messages, args)))
         with lock:
             if "error" in res:
                 errors.append(res["error"])
@@ -160,13 +141,6 @@ def run_level(client, args, concurrency, level):
             "hit": sum(r["cached"] for r in later) / max(1, sum(r["prompt"] for r in later))}
 
 
-def pct(xs, p):
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
 def probe(client, args):
     """Cold image turn, its resend, and a text-only session's resend of about the same length."""
     out = {"cold": [], "resent": [], "text_resent": []}
@@ -174,22 +148,22 @@ def probe(client, args):
         png = screenshot_png(args.side, 900000 + i)
         messages = [{"role": "user", "content": [{"type": "text", "text": "What does this screenshot show?"},
                                                  {"type": "image_url", "image_url": {"url": data_url(png)}}]}]
-        cold = client.chat_stream(body(messages, args))
+        cold = ttft_of(client.chat_stream(body(messages, args)))
         if "error" in cold:
             return {"error": cold["error"]}
         messages += [{"role": "assistant", "content": cold["text"]}, {"role": "user", "content": "Where would you click next?"}]
-        resent = client.chat_stream(body(messages, args))
+        resent = ttft_of(client.chat_stream(body(messages, args)))
         if "error" in resent:
             return {"error": resent["error"]}
         # The text-only twin: the image's tokens as words (one token each, about), distinct per probe.
         rng = random.Random(i)
         words = " ".join(rng.choice(["screen", "panel", "button", "error", "window", "menu"]) for _ in range(cold["usage"]["prompt_tokens"]))
         text_msgs = [{"role": "user", "content": "What does this describe? " + words}]
-        text_cold = client.chat_stream(body(text_msgs, args))
+        text_cold = ttft_of(client.chat_stream(body(text_msgs, args)))
         if "error" in text_cold:
             return {"error": text_cold["error"]}
         text_msgs += [{"role": "assistant", "content": cold["text"]}, {"role": "user", "content": "Where would you click next?"}]
-        text_resent = client.chat_stream(body(text_msgs, args))
+        text_resent = ttft_of(client.chat_stream(body(text_msgs, args)))
         if "error" in text_resent:
             return {"error": text_resent["error"]}
         out["cold"].append(cold["ttft"])

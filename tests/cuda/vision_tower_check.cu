@@ -53,24 +53,7 @@ struct DeviceTower {
       tensors.push_back(std::make_unique<DeviceBuffer<uint16_t>>(t.bits[i]));
       by_name[t.names[i]] = reinterpret_cast<const __nv_bfloat16*>(tensors.back()->ptr);
     }
-    const auto at = [&](const std::string& n) { return by_name.at(n); };
-    weights.patch_w = at("visual.patch_embed.proj.weight");
-    weights.patch_b = at("visual.patch_embed.proj.bias");
-    weights.pos_table = at("visual.pos_embed.weight");
-    for (int b = 0; b < shape.depth; ++b) {
-      const std::string p = "visual.blocks." + std::to_string(b) + ".";
-      weights.blocks.push_back(cuda::VisionBlockWeights{
-          at(p + "norm1.weight"), at(p + "norm1.bias"), at(p + "attn.qkv.weight"), at(p + "attn.qkv.bias"),
-          at(p + "attn.proj.weight"), at(p + "attn.proj.bias"), at(p + "norm2.weight"), at(p + "norm2.bias"),
-          at(p + "mlp.linear_fc1.weight"), at(p + "mlp.linear_fc1.bias"), at(p + "mlp.linear_fc2.weight"),
-          at(p + "mlp.linear_fc2.bias")});
-    }
-    weights.merger_norm_w = at("visual.merger.norm.weight");
-    weights.merger_norm_b = at("visual.merger.norm.bias");
-    weights.merger_fc1_w = at("visual.merger.linear_fc1.weight");
-    weights.merger_fc1_b = at("visual.merger.linear_fc1.bias");
-    weights.merger_fc2_w = at("visual.merger.linear_fc2.weight");
-    weights.merger_fc2_b = at("visual.merger.linear_fc2.bias");
+    weights = cuda::vision_tower_weights(shape.depth, [&](const std::string& n) { return by_name.at(n); });
   }
 };
 

@@ -193,23 +193,7 @@ const float* H200Images::encode(const Slot& s, const Image& im) {
     tower_->shape = {.hidden = c.hidden, .heads = c.heads, .head_dim = c.head_dim(), .intermediate = c.intermediate,
                      .depth = c.depth, .patch_dim = c.patch_dim(), .merge = c.merge, .out_hidden = c.out_hidden,
                      .tanh_gelu = c.hidden_act == "gelu_pytorch_tanh"};
-    cuda::VisionTowerWeights& w = tower_->weights;
-    w.patch_w = at("visual.patch_embed.proj.weight");
-    w.patch_b = at("visual.patch_embed.proj.bias");
-    w.pos_table = at("visual.pos_embed.weight");
-    for (int b = 0; b < c.depth; ++b) {
-      const std::string p = "visual.blocks." + std::to_string(b) + ".";
-      w.blocks.push_back({at(p + "norm1.weight"), at(p + "norm1.bias"), at(p + "attn.qkv.weight"), at(p + "attn.qkv.bias"),
-                          at(p + "attn.proj.weight"), at(p + "attn.proj.bias"), at(p + "norm2.weight"), at(p + "norm2.bias"),
-                          at(p + "mlp.linear_fc1.weight"), at(p + "mlp.linear_fc1.bias"), at(p + "mlp.linear_fc2.weight"),
-                          at(p + "mlp.linear_fc2.bias")});
-    }
-    w.merger_norm_w = at("visual.merger.norm.weight");
-    w.merger_norm_b = at("visual.merger.norm.bias");
-    w.merger_fc1_w = at("visual.merger.linear_fc1.weight");
-    w.merger_fc1_b = at("visual.merger.linear_fc1.bias");
-    w.merger_fc2_w = at("visual.merger.linear_fc2.weight");
-    w.merger_fc2_b = at("visual.merger.linear_fc2.bias");
+    tower_->weights = cuda::vision_tower_weights(c.depth, at);
   }
   const cuda::VisionTowerShape& shape = tower_->shape;
 

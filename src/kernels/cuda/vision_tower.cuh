@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/primitives/cp_async.cuh"
@@ -58,6 +59,29 @@ struct VisionTowerWeights {
   std::vector<VisionBlockWeights> blocks;
   const __nv_bfloat16 *merger_norm_w, *merger_norm_b, *merger_fc1_w, *merger_fc1_b, *merger_fc2_w, *merger_fc2_b;
 };
+
+// The tower's weights by their names (vision_tower_manifest's `visual.*`): `at(name)` is the named
+// tensor's device pointer (an engine's arena, a check's buffers).
+template <class At>
+VisionTowerWeights vision_tower_weights(int depth, At&& at) {
+  VisionTowerWeights w{.patch_w = at("visual.patch_embed.proj.weight"),
+                       .patch_b = at("visual.patch_embed.proj.bias"),
+                       .pos_table = at("visual.pos_embed.weight")};
+  for (int b = 0; b < depth; ++b) {
+    const std::string p = "visual.blocks." + std::to_string(b) + ".";
+    w.blocks.push_back({at(p + "norm1.weight"), at(p + "norm1.bias"), at(p + "attn.qkv.weight"), at(p + "attn.qkv.bias"),
+                        at(p + "attn.proj.weight"), at(p + "attn.proj.bias"), at(p + "norm2.weight"), at(p + "norm2.bias"),
+                        at(p + "mlp.linear_fc1.weight"), at(p + "mlp.linear_fc1.bias"), at(p + "mlp.linear_fc2.weight"),
+                        at(p + "mlp.linear_fc2.bias")});
+  }
+  w.merger_norm_w = at("visual.merger.norm.weight");
+  w.merger_norm_b = at("visual.merger.norm.bias");
+  w.merger_fc1_w = at("visual.merger.linear_fc1.weight");
+  w.merger_fc1_b = at("visual.merger.linear_fc1.bias");
+  w.merger_fc2_w = at("visual.merger.linear_fc2.weight");
+  w.merger_fc2_b = at("visual.merger.linear_fc2.bias");
+  return w;
+}
 
 // One forward's inputs in device memory: the processor's patches and the host's TowerLayout.
 struct VisionTowerInputs {
