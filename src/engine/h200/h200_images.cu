@@ -88,7 +88,7 @@ void H200Images::set(int slot, std::span<const int32_t> prompt, const vision::Pr
                 " patches of " + std::to_string(kVisionPatchDim));
   // Each image's run of tokens, in order (mrope_positions refused a prompt whose runs are not the
   // images'); one wholly before `computed` is in the slot's state already and is never read.
-  int64_t token = 0, patch = 0;
+  int64_t patch = 0;
   size_t i = 0;
   for (const vision::ImageGrid& g : images.grids) {
     while (prompt[i] != int32_t(kImageToken)) ++i;
@@ -106,7 +106,6 @@ void H200Images::set(int slot, std::span<const int32_t> prompt, const vision::Pr
       }
       s.images.push_back(im);
     }
-    token += im.tokens;
     patch += g.patches();
   }
   s.positions.reserve(m.positions.size());
